@@ -1,0 +1,28 @@
+// File helpers shared by every command: whole-file reads with clear errors, and atomic
+// writes (write a temporary sibling, then rename it into place), so that a failed
+// command never leaves a half-written file behind.
+#ifndef PARALLAX_LIB_BASE_FILE_H_
+#define PARALLAX_LIB_BASE_FILE_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "lib/base/status.h"
+
+namespace parallax {
+
+// Reads the whole file. Errors name the path: missing, a directory, unreadable, or
+// larger than max_bytes (checked before reading).
+StatusOr<std::string> ReadFileToString(const std::string& path,
+                                       uint64_t max_bytes = UINT64_MAX);
+
+// Writes contents to path.tmp.<pid>, flushes it, then renames it over path.
+Status WriteFileAtomically(const std::string& path, std::string_view contents);
+
+// "1.5 GiB", "320 KiB", "17 B".
+std::string HumanBytes(uint64_t bytes);
+
+}  // namespace parallax
+
+#endif  // PARALLAX_LIB_BASE_FILE_H_
