@@ -1,0 +1,31 @@
+// Test helpers: where the test data lives.
+//
+// Real TensorFlow graphs are read in place from the shared folder beside the checkout
+// ($PARALLAX_SHARED_DIR/testdata/tf, set by scripts/test.sh); they are never copied into
+// the repository. Tests that need them skip with a message when the folder is absent.
+// The repository's own test data is found through Bazel's runfiles.
+#ifndef PARALLAX_LIB_TESTING_TESTDATA_H_
+#define PARALLAX_LIB_TESTING_TESTDATA_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace parallax::testing {
+
+// $PARALLAX_SHARED_DIR/testdata/tf, or nullopt (with the reason in *why) when unset or
+// missing.
+std::optional<std::string> SharedTfGraphDir(std::string* why);
+
+// The shared TF graph files (*.pb, *.pbtxt), sorted; empty when the folder is absent.
+std::vector<std::string> SharedTfGraphFiles();
+
+// Path of a file of this repository in the test's runfiles ("testdata/bad/empty.pb").
+std::string RepoPath(const std::string& relative);
+
+// A fresh writable directory for one test.
+std::string TempDir();
+
+}  // namespace parallax::testing
+
+#endif  // PARALLAX_LIB_TESTING_TESTDATA_H_
