@@ -1,0 +1,91 @@
+#include "lib/graph/algorithm.h"
+
+#include <algorithm>
+#include <string>
+
+namespace parallax {
+
+bool IsLoopBackEdgeSource(const Node& node) {
+  return node.op() == "NextIteration" || node.op() == "RefNextIteration";
+}
+
+StatusOr<std::vector<NodeId>> TopologicalOrder(const Graph& graph) {
+  const NodeId limit = graph.id_limit();
+  std::vector<int32_t> pending(static_cast<size_t>(limit), 0);
+  for (NodeId id = 0; id < limit; ++id) {
+    if (!graph.IsLive(id)) continue;
+    for (const OutputRef& in : graph.node(id).inputs()) {
+      if (!IsLoopBackEdgeSource(graph.node(in.node))) ++pending[static_cast<size_t>(id)];
+    }
+  }
+  // Kahn's algorithm with a FIFO seeded in id order keeps the result stable.
+  std::vector<NodeId> order;
+  order.reserve(static_cast<size_t>(graph.num_nodes()));
+  for (NodeId id = 0; id < limit; ++id) {
+    if (graph.IsLive(id) && pending[static_cast<size_t>(id)] == 0) order.push_back(id);
+  }
+  for (size_t head = 0; head < order.size(); ++head) {
+    const Node& node = graph.node(order[head]);
+    if (IsLoopBackEdgeSource(node)) continue;
+    for (const InputRef& out : node.fanout()) {
+      if (--pending[static_cast<size_t>(out.node)] == 0) order.push_back(out.node);
+    }
+  }
+  if (static_cast<int>(order.size()) == graph.num_nodes()) return order;
+
+  // Some node is left: walk inputs among the leftovers until a node repeats.
+  NodeId start = kNoNode;
+  for (NodeId id = 0; id < limit && start == kNoNode; ++id) {
+    if (graph.IsLive(id) && pending[static_cast<size_t>(id)] > 0) start = id;
+  }
+  std::vector<int32_t> seen_at(static_cast<size_t>(limit), -1);
+  std::vector<NodeId> path;
+  NodeId current = start;
+  while (seen_at[static_cast<size_t>(current)] < 0) {
+    seen_at[static_cast<size_t>(current)] = static_cast<int32_t>(path.size());
+    path.push_back(current);
+    NodeId next = kNoNode;
+    for (const OutputRef& in : graph.node(current).inputs()) {
+      if (pending[static_cast<size_t>(in.node)] > 0 && !IsLoopBackEdgeSource(graph.node(in.node))) {
+        next = in.node;
+        break;
+      }
+    }
+    if (next == kNoNode) break;  // cannot happen: a leftover node has a leftover input
+    current = next;
+  }
+  // path[seen_at[current]..] is the cycle, walked against the edges; print it forwards.
+  std::vector<NodeId> cycle(path.begin() + std::max(0, seen_at[static_cast<size_t>(current)]),
+                            path.end());
+  std::reverse(cycle.begin(), cycle.end());
+  std::string names;
+  for (NodeId id : cycle) names += fmt::format("'{}' -> ", graph.node(id).name());
+  names += fmt::format("'{}'", graph.node(cycle.front()).name());
+  return InvalidArgumentError("{}: cycle {} (only TF1 while loops may form cycles, through "
+                              "NextIteration -> Merge)",
+                              graph.source(), names);
+}
+
+std::vector<bool> AncestorsOf(const Graph& graph, const std::vector<NodeId>& roots) {
+  std::vector<bool> seen(static_cast<size_t>(graph.id_limit()), false);
+  std::vector<NodeId> stack;
+  for (NodeId root : roots) {
+    if (graph.IsLive(root) && !seen[static_cast<size_t>(root)]) {
+      seen[static_cast<size_t>(root)] = true;
+      stack.push_back(root);
+    }
+  }
+  while (!stack.empty()) {
+    const NodeId id = stack.back();
+    stack.pop_back();
+    for (const OutputRef& in : graph.node(id).inputs()) {
+      if (!seen[static_cast<size_t>(in.node)]) {
+        seen[static_cast<size_t>(in.node)] = true;
+        stack.push_back(in.node);
+      }
+    }
+  }
+  return seen;
+}
+
+}  // namespace parallax
