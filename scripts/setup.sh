@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Installs the Debian packages that Parallax needs to build, test and benchmark.
+#
+# Idempotent and quiet: when every package is already installed it does nothing (not
+# even `apt-get update`); otherwise it updates the package lists once and installs only
+# the missing packages. Runs as root, or through sudo where that exists.
+#
+# To add a dependency, put its Debian package name in the PACKAGES list below, in the
+# group it belongs to (or a new group with a comment), and nowhere else.
+set -euo pipefail
+
+PACKAGES=(
+  # Build system and compiler (Bazel 4.2.3, offline; see WORKSPACE).
+  bazel-bootstrap
+  g++
+  # Protocol buffers: the GraphDef schema is compiled by the system protoc.
+  libprotobuf-dev
+  protobuf-compiler
+  # Command line, logging, formatting, config files.
+  libcli11-dev
+  libspdlog-dev
+  libfmt-dev
+  libyaml-cpp-dev
+  # Tests (Catch2 v2, header-only).
+  catch2
+  # scripts/test.sh reads Bazel's build event file; benches and tools use it too.
+  python3
+)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+  if [[ "$status" != "install ok installed" ]]; then
+    missing+=("$pkg")
+  fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  exit 0
+fi
+
+sudo_cmd=()
+if [[ $(id -u) -ne 0 ]]; then
+  if command -v sudo >/dev/null 2>&1; then
+    sudo_cmd=(sudo)
+  else
+    echo "setup.sh: need root (or sudo) to install: ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+"${sudo_cmd[@]}" apt-get update -qq
+# apt's progress goes to /dev/null; its errors (and not debconf's apt-utils notice) stay.
+"${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive \
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
+  2> >(grep -v '^debconf: delaying package configuration' >&2)
+echo "setup.sh: installed ${missing[*]}"
