@@ -1,0 +1,174 @@
+#include "lib/graph/verifier.h"
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
+
+#include "lib/base/file.h"
+#include "lib/graph/algorithm.h"
+#include "lib/graph/graph_io.h"
+#include "lib/testing/testdata.h"
+
+namespace parallax {
+namespace {
+
+Graph Parse(const char* text) {
+  StatusOr<Graph> graph = ParseGraph(text, "test.pbtxt");
+  if (!graph.ok()) FAIL(graph.status().message());
+  return std::move(graph).value();
+}
+
+// Loads a file and verifies it: the whole of what `parallax inspect` checks.
+Status LoadAndVerify(const std::string& path) {
+  StatusOr<Graph> graph = LoadGraph(path);
+  if (!graph.ok()) return graph.status();
+  return VerifyGraph(*graph);
+}
+
+TEST_CASE("a TF1 while loop's NextIteration -> Merge back-edge is not a cycle") {
+  Graph g = Parse(R"pb(
+    node { name: "i0" op: "Const" }
+    node { name: "while/Enter" op: "Enter" input: "i0" attr { key: "frame_name" value { s: "while" } } }
+    node { name: "while/Merge" op: "Merge" input: "while/Enter" input: "while/NextIteration"
+           attr { key: "N" value { i: 2 } } }
+    node { name: "while/Less/y" op: "Const" input: "^while/Merge" }
+    node { name: "while/Less" op: "Less" input: "while/Merge" input: "while/Less/y" }
+    node { name: "while/LoopCond" op: "LoopCond" input: "while/Less" }
+    node { name: "while/Switch" op: "Switch" input: "while/Merge" input: "while/LoopCond" }
+    node { name: "while/Identity" op: "Identity" input: "while/Switch:1" }
+    node { name: "while/add" op: "AddV2" input: "while/Identity" input: "while/Less/y" }
+    node { name: "while/NextIteration" op: "NextIteration" input: "while/add" }
+    node { name: "while/Exit" op: "Exit" input: "while/Switch" }
+  )pb");
+  CHECK(VerifyGraph(g).ok());
+  StatusOr<std::vector<NodeId>> order = TopologicalOrder(g);
+  REQUIRE(order.ok());
+  CHECK(order->size() == 11);
+  CHECK(g.node(order->front()).name() == "i0");
+}
+
+TEST_CASE("opaque ops accept any output port") {
+  Graph g = Parse(R"pb(
+    node { name: "custom" op: "MyCustomOp" }
+    node { name: "y" op: "Identity" input: "custom:7" }
+  )pb");
+  CHECK(VerifyGraph(g).ok());
+}
+
+TEST_CASE("edits keep fanout in step and the graph valid") {
+  Graph g = Parse(R"pb(
+    node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+    node { name: "y" op: "Relu" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "init" op: "NoOp" }
+  )pb");
+  const NodeId x = g.FindNode("x"), y = g.FindNode("y"), init = g.FindNode("init");
+  NodeSpec spec;
+  spec.name = g.UniqueName("x");
+  spec.op = "Identity";
+  spec.inputs = {OutputRef{x, 0}};
+  tensorflow::AttrValue t;
+  t.set_type(tensorflow::DT_FLOAT);
+  spec.attrs["T"] = t;
+  StatusOr<NodeId> id = g.AddNode(spec);
+  REQUIRE(id.ok());
+  CHECK(g.node(*id).name() == "x_1");
+  REQUIRE(g.ReplaceInput(y, 0, OutputRef{*id, 0}).ok());
+  REQUIRE(g.AddControlInput(y, init).ok());
+  REQUIRE(g.AddControlInput(y, init).ok());  // idempotent
+  CHECK(g.node(y).control_inputs().size() == 1);
+  CHECK(g.node(x).fanout().size() == 1);
+  CHECK(VerifyGraph(g).ok());
+
+  g.SetDevice(y, "/device:CPU:0");
+  tensorflow::AttrValue flag;
+  flag.set_b(true);
+  g.SetAttr(y, "_parallax_test", flag);
+  g.SetAttr(y, "T", t);
+  CHECK(g.node(y).device() == "/device:CPU:0");
+  CHECK(g.node(y).FindAttr("_parallax_test")->b());
+  CHECK(g.node(y).DecodeAttrs().size() == 2);
+
+  Status busy = g.RemoveNode(*id);
+  CHECK(busy.message() == "cannot remove node 'x_1': node 'y' still reads it");
+  REQUIRE(g.ReplaceInput(y, 0, OutputRef{x, 0}).ok());
+  REQUIRE(g.RemoveNode(*id).ok());
+  CHECK(g.num_nodes() == 3);
+  CHECK(g.FindNode("x_1") == kNoNode);
+  CHECK(VerifyGraph(g).ok());
+  // The saved graph has the edits and loads back.
+  StatusOr<Graph> back = ParseGraph(SerializeGraphDef(g), "edited.pb");
+  REQUIRE(back.ok());
+  CHECK(VerifyGraph(*back).ok());
+  CHECK(back->node(back->FindNode("y")).control_inputs().size() == 1);
+
+  NodeSpec bad = spec;
+  bad.name = "y";
+  CHECK(g.AddNode(bad).status().message() == "cannot add node 'y': the name is taken");
+  bad.name = "z";
+  bad.inputs = {OutputRef{init, kControlPort}, OutputRef{x, 0}};
+  CHECK(g.AddNode(bad).status().message() ==
+        "cannot add node 'z': data input 1 comes after a control input");
+}
+
+TEST_CASE("a text graph in a file named .pb loads: formats are sniffed, not guessed") {
+  const std::string dir = testing::TempDir();
+  REQUIRE(WriteFileAtomically(dir + "/text.pb", "node { name: \"a\" op: \"NoOp\" }\n").ok());
+  StatusOr<Graph> g = LoadGraph(dir + "/text.pb");
+  REQUIRE(g.ok());
+  CHECK(g->file_format() == GraphFileFormat::kText);
+}
+
+TEST_CASE("every shared TensorFlow graph verifies") {
+  const std::vector<std::string> files = testing::SharedTfGraphFiles();
+  if (files.empty()) {
+    std::string why;
+    testing::SharedTfGraphDir(&why);
+    WARN("skipped: " << why);
+    return;
+  }
+  for (const std::string& path : files) {
+    INFO(path);
+    const Status status = LoadAndVerify(path);
+    if (!status.ok()) FAIL(status.message());
+  }
+}
+
+// testdata/bad/expected_errors.txt: "file | exact error message" per line.
+TEST_CASE("every malformed input gives its exact one-line error") {
+  const std::string dir = testing::RepoPath("testdata/bad");
+  std::ifstream expected(dir + "/expected_errors.txt");
+  REQUIRE(expected.good());
+  REQUIRE(::chdir(dir.c_str()) == 0);  // messages name the file as given
+  std::string line;
+  int cases = 0;
+  while (std::getline(expected, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t bar = line.find(" | ");
+    REQUIRE(bar != std::string::npos);
+    const std::string file = line.substr(0, bar);
+    const std::string message = line.substr(bar + 3);
+    INFO(file);
+    const Status status = LoadAndVerify(file);
+    REQUIRE_FALSE(status.ok());
+    CHECK(status.message() == message);
+    CHECK(status.message().find('\n') == std::string::npos);
+    ++cases;
+  }
+  CHECK(cases >= 20);
+}
+
+TEST_CASE("a file over protobuf's 2 GiB limit is refused before it is read") {
+  const std::string path = testing::TempDir() + "/huge.pb";
+  {
+    std::ofstream out(path);
+  }
+  REQUIRE(::truncate(path.c_str(), static_cast<off_t>(kMaxGraphFileBytes) + 1) == 0);  // sparse
+  StatusOr<Graph> g = LoadGraph(path);
+  CHECK(g.status().message() == path + ": file is 2.0 GiB; protobuf messages are limited to 2 GiB");
+  CHECK(g.status().code() == StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace parallax

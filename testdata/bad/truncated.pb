@@ -1,0 +1,7 @@
+
+
+xPlaceholder
+
+yRelux
+
+zRe
