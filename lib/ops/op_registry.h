@@ -84,6 +84,12 @@ using AttrLookup = std::function<const tensorflow::AttrValue*(std::string_view)>
 // schema's default). An error names the missing or malformed attr.
 StatusOr<int> NumOutputs(const OpSchema& op, const AttrLookup& attrs);
 
+// The number of data inputs, counted the same way (control inputs are not counted).
+StatusOr<int> NumInputs(const OpSchema& op, const AttrLookup& attrs);
+
+// Looks attrs up in `node`, which must outlive the returned function.
+AttrLookup NodeAttrLookup(const tensorflow::NodeDef& node);
+
 // The op's schema, or nullptr for an opaque (unregistered) op.
 const OpSchema* FindOpSchema(std::string_view op_name);
 

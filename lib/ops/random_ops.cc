@@ -1,0 +1,52 @@
+// Random ops. The stateful ones draw from a per-op generator: never deduplicate, fold or
+// prune them; the stateless ones are pure functions of their seed input.
+#include "lib/ops/op_registry.h"
+
+namespace parallax {
+namespace {
+
+constexpr std::string_view kSeeds[] = {"seed: int = 0", "seed2: int = 0"};
+
+// "shape: T" -> "output: dtype" with float dtypes.
+OpSchemaBuilder RandomFloat(std::string name) {
+  OpSchemaBuilder b(std::move(name));
+  b.Input("shape: T").Output("output: dtype").Attr(kSeeds[0]).Attr(kSeeds[1])
+      .Attr("dtype: {half, bfloat16, float, double}").Attr("T: {int32, int64}").Stateful();
+  return b;
+}
+
+OpSchemaBuilder StatelessRandom(std::string name) {
+  OpSchemaBuilder b(std::move(name));
+  b.Input("shape: T").Input("seed: Tseed").Output("output: dtype")
+      .Attr("dtype: {half, bfloat16, float, double} = DT_FLOAT")
+      .Attr("T: {int32, int64} = DT_INT32").Attr("Tseed: {int32, int64} = DT_INT64");
+  return b;
+}
+
+PX_REGISTER_OP(RandomFloat("RandomUniform"));
+PX_REGISTER_OP(RandomFloat("RandomStandardNormal"));
+PX_REGISTER_OP(RandomFloat("TruncatedNormal"));
+PX_REGISTER_OP(OpSchemaBuilder("RandomUniformInt").Input("shape: T").Input("minval: Tout")
+                   .Input("maxval: Tout").Output("output: Tout").Attr(kSeeds[0])
+                   .Attr(kSeeds[1]).Attr("Tout: {int32, int64}").Attr("T: {int32, int64}")
+                   .Stateful());
+PX_REGISTER_OP(OpSchemaBuilder("RandomShuffle").Input("value: T").Output("output: T")
+                   .Attr(kSeeds[0]).Attr(kSeeds[1]).Attr("T: type").Stateful());
+PX_REGISTER_OP(OpSchemaBuilder("Multinomial").Input("logits: T").Input("num_samples: int32")
+                   .Output("output: output_dtype").Attr(kSeeds[0]).Attr(kSeeds[1])
+                   .Attr("T: realnumbertype").Attr("output_dtype: {int32, int64} = DT_INT64")
+                   .Stateful());
+PX_REGISTER_OP(OpSchemaBuilder("RandomGamma").Input("shape: S").Input("alpha: T")
+                   .Output("output: T").Attr(kSeeds[0]).Attr(kSeeds[1])
+                   .Attr("S: {int32, int64}").Attr("T: {half, float, double}").Stateful());
+PX_REGISTER_OP(OpSchemaBuilder("ParameterizedTruncatedNormal").Input("shape: T")
+                   .Input("means: dtype").Input("stdevs: dtype").Input("minvals: dtype")
+                   .Input("maxvals: dtype").Output("output: dtype").Attr(kSeeds[0])
+                   .Attr(kSeeds[1]).Attr("dtype: {half, bfloat16, float, double}")
+                   .Attr("T: {int32, int64}").Stateful());
+PX_REGISTER_OP(StatelessRandom("StatelessRandomUniform"));
+PX_REGISTER_OP(StatelessRandom("StatelessRandomNormal"));
+PX_REGISTER_OP(StatelessRandom("StatelessTruncatedNormal"));
+
+}  // namespace
+}  // namespace parallax
