@@ -96,6 +96,28 @@ TEST_CASE("structured results of the Adam graph") {
   CHECK(graph.node(a.losses[0].node).name() == "loss");
 }
 
+TEST_CASE("an apply op with too few inputs is an error naming the node") {
+  StatusOr<Graph> g = ParseGraph(R"pb(
+    node { name: "w" op: "VariableV2" attr { key: "dtype" value { type: DT_FLOAT } } }
+    node { name: "lr" op: "Const" }
+    node { name: "sgd" op: "ApplyGradientDescent" input: "w" input: "lr" }
+  )pb", "short.pbtxt");
+  REQUIRE(g.ok());
+  StatusOr<TrainingAnalysis> a = AnalyzeTraining(*g);
+  REQUIRE_FALSE(a.ok());
+  CHECK(a.status().ToString() ==
+        "INVALID_ARGUMENT: short.pbtxt: node 'sgd' (ApplyGradientDescent) has 2 data inputs; "
+        "its schema reads input 2");
+}
+
+TEST_CASE("a graph without variables says so") {
+  StatusOr<Graph> g = ParseGraph(R"pb(node { name: "x" op: "NoOp" })pb", "one.pbtxt");
+  REQUIRE(g.ok());
+  const TrainingAnalysis a = AnalyzeOrFail(*g);
+  CHECK(a.variables.empty());
+  CHECK(a.problems == std::vector<std::string>{"no gradient updates found"});
+}
+
 // ---- Real TensorFlow graphs from $PARALLAX_SHARED_DIR/testdata/tf, read in place. ----
 
 std::optional<Graph> SharedGraph(const std::string& file) {
@@ -119,6 +141,8 @@ TEST_CASE("real graph: BigDL LeNet with RMSProp") {
   if (!g) return;
   const TrainingAnalysis a = AnalyzeOrFail(*g);
   INFO(DescribeAnalysis(a, *g));
+  // PARALLAX_DUMP_ANALYSIS=1 prints the analyses of the real graphs, for review.
+  if (std::getenv("PARALLAX_DUMP_ANALYSIS") != nullptr) WARN(DescribeAnalysis(a, *g));
   CHECK(a.variables.size() == 25);
   CHECK(a.CountRole(VariableRole::kTrainable) == 8);
   CHECK(a.CountRole(VariableRole::kSlot) == 16);
@@ -142,6 +166,10 @@ TEST_CASE("real graph: BigDL LeNet with RMSProp") {
   CHECK(g->node(a.train_ops[0].node).name() == "train_op");
   CHECK(a.train_ops[0].num_updates == 8);
   REQUIRE_FALSE(a.losses.empty());
+  REQUIRE(a.input_pipeline.size() == 1);
+  CHECK(g->node(a.input_pipeline[0]).name() == "fifo_queue_Dequeue");
+  CHECK(a.devices.at("/device:GPU:0") == 313);
+  CHECK(a.devices.at("/device:CPU:0") == 389);
 }
 
 TEST_CASE("real graph: TensorBoard MNIST MLP") {
@@ -149,6 +177,8 @@ TEST_CASE("real graph: TensorBoard MNIST MLP") {
   if (!g) return;
   const TrainingAnalysis a = AnalyzeOrFail(*g);
   INFO(DescribeAnalysis(a, *g));
+  // PARALLAX_DUMP_ANALYSIS=1 prints the analyses of the real graphs, for review.
+  if (std::getenv("PARALLAX_DUMP_ANALYSIS") != nullptr) WARN(DescribeAnalysis(a, *g));
   CHECK(a.variables.size() == 4);
   CHECK(a.CountRole(VariableRole::kTrainable) == 4);
   CHECK(a.updates.size() == 4);
@@ -158,6 +188,8 @@ TEST_CASE("real graph: TensorBoard MNIST MLP") {
   CHECK(g->node(a.train_ops[0].node).name() == "GradientDescent");
   REQUIRE_FALSE(a.losses.empty());
   CHECK(g->node(a.losses[0].node).name() == "Mean");
+  REQUIRE(a.input_pipeline.size() == 1);
+  CHECK(g->node(a.input_pipeline[0]).op() == "QueueDequeueManyV2");
 }
 
 TEST_CASE("real graph: nnfusion frozen SparseApplyMomentum") {
@@ -165,6 +197,8 @@ TEST_CASE("real graph: nnfusion frozen SparseApplyMomentum") {
   if (!g) return;
   const TrainingAnalysis a = AnalyzeOrFail(*g);
   INFO(DescribeAnalysis(a, *g));
+  // PARALLAX_DUMP_ANALYSIS=1 prints the analyses of the real graphs, for review.
+  if (std::getenv("PARALLAX_DUMP_ANALYSIS") != nullptr) WARN(DescribeAnalysis(a, *g));
   REQUIRE(a.updates.size() == 1);
   const GradientUpdate& u = a.updates[0];
   CHECK(u.sparse);
@@ -196,6 +230,8 @@ TEST_CASE("real graph: nnfusion frozen ApplyMomentum") {
   if (!g) return;
   const TrainingAnalysis a = AnalyzeOrFail(*g);
   INFO(DescribeAnalysis(a, *g));
+  // PARALLAX_DUMP_ANALYSIS=1 prints the analyses of the real graphs, for review.
+  if (std::getenv("PARALLAX_DUMP_ANALYSIS") != nullptr) WARN(DescribeAnalysis(a, *g));
   REQUIRE(a.updates.size() == 1);
   CHECK_FALSE(a.updates[0].sparse);
   CHECK(g->node(a.updates[0].op).op() == "ApplyMomentum");
@@ -209,6 +245,8 @@ TEST_CASE("real graph: nnfusion ScatterSub") {
   if (!g) return;
   const TrainingAnalysis a = AnalyzeOrFail(*g);
   INFO(DescribeAnalysis(a, *g));
+  // PARALLAX_DUMP_ANALYSIS=1 prints the analyses of the real graphs, for review.
+  if (std::getenv("PARALLAX_DUMP_ANALYSIS") != nullptr) WARN(DescribeAnalysis(a, *g));
   REQUIRE(a.variables.size() == 1);
   CHECK(a.variables[0].kind == VariableKind::kRef);
   CHECK(a.variables[0].gradient == GradientKind::kSparse);
