@@ -1,0 +1,38 @@
+// Plumbing shared by the subcommands of the `parallax` CLI.
+//
+// Each subcommand lives in its own file and registers itself on the CLI11 app with an
+// Add*Command function returning the Command to run when it was chosen. Commands return
+// a Status; main() turns it into the documented exit code and a one-line error:
+//   0 ok · 2 bad input (graph, YAML, hostfile, flags) · 3 a job or rank failed · 1 internal
+#ifndef PARALLAX_CMD_PARALLAX_COMMAND_H_
+#define PARALLAX_CMD_PARALLAX_COMMAND_H_
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+#include "lib/base/status.h"
+
+namespace parallax::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitInternal = 1;
+inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitJobFailed = 3;
+
+struct Command {
+  CLI::App* app = nullptr;      // the subcommand, to see whether it was chosen
+  std::function<Status()> run;  // runs it with the parsed flags
+};
+
+int ExitCodeFor(const Status& status);
+
+// Prints "parallax: error: <first line>" and any further lines to stderr.
+void PrintError(const Status& status);
+
+// Subcommands.
+Command AddInspectCommand(CLI::App& app);
+
+}  // namespace parallax::cli
+
+#endif  // PARALLAX_CMD_PARALLAX_COMMAND_H_

@@ -1,0 +1,82 @@
+// `parallax`: the command-line entry point. Parses flags with CLI11, sets up logging
+// (quiet by default, -v for info, -vv for debug), runs the chosen subcommand and maps
+// its Status to the exit code documented in command.h.
+#include <cstdio>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "cmd/parallax/command.h"
+#include "lib/base/version.h"
+
+namespace parallax::cli {
+
+int ExitCodeFor(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kOk: return kExitOk;
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kNotFound:
+    case StatusCode::kAlreadyExists:
+    case StatusCode::kFailedPrecondition:
+    case StatusCode::kUnimplemented:
+    case StatusCode::kResourceExhausted: return kExitBadInput;
+    case StatusCode::kAborted:
+    case StatusCode::kDeadlineExceeded: return kExitJobFailed;
+    case StatusCode::kInternal: return kExitInternal;
+  }
+  return kExitInternal;
+}
+
+void PrintError(const Status& status) {
+  std::fprintf(stderr, "parallax: error: %s\n", status.message().c_str());
+  if (status.code() == StatusCode::kInternal) {
+    std::fprintf(stderr, "This is a bug in Parallax; please report it with the command line.\n");
+  }
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"Parallax: turns a single-device TensorFlow training graph into a "
+               "data-parallel job (AllReduce for dense, parameter servers for sparse).",
+               "parallax"};
+  app.set_version_flag("--version", std::string("parallax ") + kParallaxVersion);
+  app.require_subcommand(1);
+  app.fallthrough();
+  int verbosity = 0;
+  app.add_flag("-v,--verbose", verbosity, "more log output (-v info, -vv debug)");
+
+  std::vector<Command> commands = {
+      AddInspectCommand(app),
+  };
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {  // --help, --version
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    PrintError(InvalidArgumentError("{}", e.what()));
+    std::fprintf(stderr, "Run 'parallax --help' for usage.\n");
+    return kExitBadInput;
+  }
+
+  // Logs go to stderr: stdout carries the command's output (tables, JSON) only.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("parallax"));
+  spdlog::set_pattern("parallax: %l: %v");
+  spdlog::set_level(verbosity >= 2   ? spdlog::level::debug
+                    : verbosity == 1 ? spdlog::level::info
+                                     : spdlog::level::warn);
+
+  for (const Command& command : commands) {
+    if (!command.app->parsed()) continue;
+    const Status status = command.run();
+    if (!status.ok()) PrintError(status);
+    return ExitCodeFor(status);
+  }
+  return kExitInternal;  // unreachable: CLI11 requires one subcommand
+}
+
+}  // namespace parallax::cli
+
+int main(int argc, char** argv) { return parallax::cli::Main(argc, argv); }
