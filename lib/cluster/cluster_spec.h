@@ -1,0 +1,148 @@
+// The cluster spec: the YAML file that says which hosts a job runs on, their GPUs (or
+// CPU slots), the network between them, and optional strategy choices (docs/cluster.md
+// is the schema; configs/ holds examples).
+//
+// Terms:
+//  - a *host* is one machine, named as mpirun knows it ("node1", "localhost");
+//  - a *rank* is one process of the job; a GPU host runs one rank per listed GPU, a CPU
+//    host one rank per CPU slot (`cpus: N`). Ranks are numbered host by host
+//    (rank_layout.h);
+//  - the *strategy* is how each variable's gradient is synchronised: *allreduce* (dense
+//    gradients), *ps* (partitioned parameter servers), *allgather* (sparse gradients
+//    gathered on every rank), *dense* (a sparse gradient densified, then all-reduced);
+//    the presets *allreduce*, *ps* and *hybrid* fix the choices for all variables and
+//    *auto* leaves what the file does not fix to the cost model;
+//  - a *variable override* applies to the variables whose name equals its key, or
+//    matches it as a glob ('*' any run of characters, '/' included; '?' one character).
+//
+// Parsing validates every field. Errors are one-line kInvalidArgument statuses naming
+// the file, the 1-based line and the key path (`cluster.yaml:7: hosts[1].gpus[2]: GPU id
+// 1 is listed twice`); YAML syntax errors carry the column too (`cluster.yaml:4:7: ...`).
+// yaml-cpp's exceptions never leave this module.
+#ifndef PARALLAX_LIB_CLUSTER_CLUSTER_SPEC_H_
+#define PARALLAX_LIB_CLUSTER_CLUSTER_SPEC_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lib/base/status.h"
+
+namespace parallax {
+
+// What a rank computes on.
+enum class DeviceKind { kGpu, kCpu };
+std::string_view DeviceKindName(DeviceKind kind);  // "GPU", "CPU" (as in device strings)
+
+// Limits that keep a typo (`cpus: 40000`) from becoming a job of absurd size.
+inline constexpr int kMaxRanksPerHost = 1024;
+inline constexpr int kMaxGpuId = 1023;
+inline constexpr int kMaxPartitions = 1 << 20;
+
+// Defaults of the `network` section, in Gb/s. 10 Gb/s Ethernet is the common floor of
+// a cluster network; 100 Gb/s is what a PCIe 3.0 x16 link moves in practice, the slowest
+// path between two GPUs of one machine.
+inline constexpr double kDefaultBandwidthGbps = 10.0;
+inline constexpr double kDefaultIntraHostBandwidthGbps = 100.0;
+
+struct HostSpec {
+  std::string name;
+  DeviceKind device = DeviceKind::kGpu;  // kGpu when `gpus` is given, kCpu for `cpus`
+  std::vector<int> gpus;                 // GPU ids in the order listed (kGpu only)
+  int cpus = 0;                          // CPU ranks (kCpu only)
+  int line = 0;                          // 1-based line of the entry; 0 when built in code
+
+  // Ranks this host runs: one per GPU, or `cpus`.
+  int num_ranks() const { return device == DeviceKind::kGpu ? static_cast<int>(gpus.size()) : cpus; }
+};
+
+struct NetworkSpec {
+  double bandwidth_gbps = kDefaultBandwidthGbps;                        // between hosts
+  double intra_host_bandwidth_gbps = kDefaultIntraHostBandwidthGbps;    // between ranks of a host
+};
+
+// `strategy.default` (and the CLI's --strategy).
+enum class StrategyKind { kAuto, kAllReduce, kPs, kHybrid };
+// How a dense gradient is synchronised.
+enum class DenseMethod { kAllReduce, kPs };
+// How a sparse gradient (IndexedSlices) is synchronised.
+enum class SparseMethod { kPs, kAllGather, kDense };
+
+std::string_view StrategyKindName(StrategyKind kind);  // "auto", "allreduce", "ps", "hybrid"
+std::string_view DenseMethodName(DenseMethod method);  // "allreduce", "ps"
+std::string_view SparseMethodName(SparseMethod method);  // "ps", "allgather", "dense"
+std::optional<StrategyKind> ParseStrategyKind(std::string_view word);  // for --strategy
+
+// `partitions: auto`: the cost model picks the count.
+inline constexpr int kAutoPartitions = 0;
+
+// One entry of `strategy.variables`: each unset field falls back to the strategy.
+struct VariableOverride {
+  std::string pattern;  // a variable name, or a glob when it holds '*' or '?'
+  std::optional<DenseMethod> dense;
+  std::optional<SparseMethod> sparse;
+  std::optional<int> partitions;  // a count, or kAutoPartitions
+  int line = 0;
+
+  bool is_glob() const;
+};
+
+// The strategy one variable gets from the spec. Unset methods are for the cost model.
+struct VariableStrategy {
+  std::optional<DenseMethod> dense;
+  std::optional<SparseMethod> sparse;
+  int partitions = kAutoPartitions;
+  const VariableOverride* override_used = nullptr;  // the entry that applied, if any
+};
+
+struct StrategySpec {
+  StrategyKind default_strategy = StrategyKind::kAuto;
+  std::optional<DenseMethod> dense;    // unset: what default_strategy implies
+  std::optional<SparseMethod> sparse;  // unset: what default_strategy implies
+  int partitions = kAutoPartitions;
+  bool average = true;  // mean (not sum) of the ranks' gradients
+  std::vector<VariableOverride> variables;  // in file order
+
+  // The override for `variable`: an entry whose key is exactly its name, else the first
+  // glob (in file order) that matches it; nullptr when none does.
+  const VariableOverride* FindOverride(std::string_view variable) const;
+
+  // The choice for `variable`, most specific first: its override, then `dense`/`sparse`/
+  // `partitions` of this section, then the preset `kind` (normally default_strategy, or
+  // the CLI's --strategy): allreduce = dense allreduce + sparse allgather (Horovod),
+  // ps = ps for both, hybrid = dense allreduce + sparse ps (Parallax), auto = nothing.
+  VariableStrategy Resolve(std::string_view variable, StrategyKind kind) const;
+  VariableStrategy Resolve(std::string_view variable) const {
+    return Resolve(variable, default_strategy);
+  }
+};
+
+struct ClusterSpec {
+  std::string source;  // the file name as given, for messages
+  std::vector<HostSpec> hosts;
+  NetworkSpec network;
+  StrategySpec strategy;
+
+  int num_ranks() const;
+  int num_hosts() const { return static_cast<int>(hosts.size()); }
+  const HostSpec* FindHost(std::string_view name) const;
+};
+
+// Parses the YAML text of a cluster spec; `source` names it in messages.
+StatusOr<ClusterSpec> ParseClusterSpec(std::string_view yaml_text, std::string_view source);
+
+// Reads and parses a cluster spec file; errors name `path` as given.
+StatusOr<ClusterSpec> LoadClusterSpec(const std::string& path);
+
+// Whether `name` matches the glob `pattern`: '*' matches any run of characters ('/'
+// included), '?' exactly one; every other character itself.
+bool GlobMatch(std::string_view pattern, std::string_view name);
+
+// Whether `name` can name a host for mpirun: letters, digits, '.', '-', '_', starting
+// with a letter or digit (no ':' or ',' which `-H` uses, no whitespace, no user@).
+bool IsValidHostName(std::string_view name);
+
+}  // namespace parallax
+
+#endif  // PARALLAX_LIB_CLUSTER_CLUSTER_SPEC_H_

@@ -1,0 +1,353 @@
+#include "lib/cluster/cluster_spec.h"
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "lib/cluster/rank_layout.h"
+#include "lib/testing/testdata.h"
+
+namespace parallax {
+namespace {
+
+ClusterSpec Parse(const std::string& text) {
+  StatusOr<ClusterSpec> spec = ParseClusterSpec(text, "cluster.yaml");
+  if (!spec.ok()) FAIL(spec.status().message());
+  return std::move(spec).value();
+}
+
+std::string ErrorOf(const std::string& text) {
+  StatusOr<ClusterSpec> spec = ParseClusterSpec(text, "cluster.yaml");
+  REQUIRE_FALSE(spec.ok());
+  CHECK(spec.status().code() == StatusCode::kInvalidArgument);
+  return spec.status().message();
+}
+
+TEST_CASE("the full example of the schema parses into exactly what it says") {
+  const ClusterSpec spec = Parse(R"yaml(
+hosts:
+  - name: node1
+    gpus: [0, 1, 2, 3]
+  - name: node2
+    gpus: [3, 2]
+  - name: cpu-box
+    cpus: 2
+network:
+  bandwidth_gbps: 100
+  intra_host_bandwidth_gbps: 2.5e2
+strategy:
+  default: hybrid
+  dense: allreduce
+  sparse: ps
+  partitions: 8
+  average: false
+  variables:
+    "embedding/*": {sparse: allgather, partitions: 4}
+    "dense/kernel": {dense: ps}
+    "emb?": {partitions: auto}
+)yaml");
+  CHECK(spec.source == "cluster.yaml");
+  REQUIRE(spec.hosts.size() == 3);
+  CHECK(spec.hosts[0].name == "node1");
+  CHECK(spec.hosts[0].device == DeviceKind::kGpu);
+  CHECK(spec.hosts[0].gpus == std::vector<int>{0, 1, 2, 3});
+  CHECK(spec.hosts[0].line == 3);
+  CHECK(spec.hosts[1].gpus == std::vector<int>{3, 2});  // listed order is kept
+  CHECK(spec.hosts[2].device == DeviceKind::kCpu);
+  CHECK(spec.hosts[2].cpus == 2);
+  CHECK(spec.hosts[2].gpus.empty());
+  CHECK(spec.num_ranks() == 8);
+  CHECK(spec.num_hosts() == 3);
+  CHECK(spec.FindHost("node2") == &spec.hosts[1]);
+  CHECK(spec.FindHost("node9") == nullptr);
+  CHECK(spec.network.bandwidth_gbps == 100.0);
+  CHECK(spec.network.intra_host_bandwidth_gbps == 250.0);
+  CHECK(spec.strategy.default_strategy == StrategyKind::kHybrid);
+  CHECK(spec.strategy.dense == DenseMethod::kAllReduce);
+  CHECK(spec.strategy.sparse == SparseMethod::kPs);
+  CHECK(spec.strategy.partitions == 8);
+  CHECK_FALSE(spec.strategy.average);
+  REQUIRE(spec.strategy.variables.size() == 3);
+  const VariableOverride& embedding = spec.strategy.variables[0];
+  CHECK(embedding.pattern == "embedding/*");
+  CHECK(embedding.is_glob());
+  CHECK_FALSE(embedding.dense.has_value());
+  CHECK(embedding.sparse == SparseMethod::kAllGather);
+  CHECK(embedding.partitions == 4);
+  CHECK(embedding.line == 19);
+  const VariableOverride& kernel = spec.strategy.variables[1];
+  CHECK(kernel.pattern == "dense/kernel");
+  CHECK_FALSE(kernel.is_glob());
+  CHECK(kernel.dense == DenseMethod::kPs);
+  CHECK_FALSE(kernel.sparse.has_value());
+  CHECK_FALSE(kernel.partitions.has_value());
+  CHECK(spec.strategy.variables[2].partitions == kAutoPartitions);
+}
+
+TEST_CASE("optional sections take their documented defaults") {
+  const ClusterSpec spec = Parse("hosts:\n  - {name: localhost, cpus: 1}\n");
+  CHECK(spec.network.bandwidth_gbps == kDefaultBandwidthGbps);
+  CHECK(spec.network.bandwidth_gbps == 10.0);
+  CHECK(spec.network.intra_host_bandwidth_gbps == kDefaultIntraHostBandwidthGbps);
+  CHECK(spec.strategy.default_strategy == StrategyKind::kAuto);
+  CHECK_FALSE(spec.strategy.dense.has_value());
+  CHECK_FALSE(spec.strategy.sparse.has_value());
+  CHECK(spec.strategy.partitions == kAutoPartitions);
+  CHECK(spec.strategy.average);
+  CHECK(spec.strategy.variables.empty());
+
+  // Empty sections (`network:` alone) mean the defaults too.
+  const ClusterSpec empty_sections =
+      Parse("hosts:\n  - {name: localhost, cpus: 1}\nnetwork:\nstrategy:\n");
+  CHECK(empty_sections.network.bandwidth_gbps == 10.0);
+  CHECK(empty_sections.strategy.default_strategy == StrategyKind::kAuto);
+}
+
+TEST_CASE("resolving a variable's strategy: override, then section, then preset") {
+  const ClusterSpec spec = Parse(R"yaml(
+hosts: [{name: n, gpus: [0]}]
+strategy:
+  sparse: dense
+  partitions: 3
+  variables:
+    "embedding/*": {sparse: allgather, partitions: 4}
+    "embedding/special": {sparse: ps}
+    "*kernel": {dense: ps}
+)yaml");
+  const StrategySpec& strategy = spec.strategy;
+
+  // auto: only what the file fixes.
+  VariableStrategy plain = strategy.Resolve("bias");
+  CHECK_FALSE(plain.dense.has_value());
+  CHECK(plain.sparse == SparseMethod::kDense);
+  CHECK(plain.partitions == 3);
+  CHECK(plain.override_used == nullptr);
+
+  // An exact name beats a pattern listed before it.
+  VariableStrategy special = strategy.Resolve("embedding/special");
+  CHECK(special.sparse == SparseMethod::kPs);
+  CHECK(special.partitions == 3);
+  REQUIRE(special.override_used != nullptr);
+  CHECK(special.override_used->pattern == "embedding/special");
+
+  VariableStrategy table = strategy.Resolve("embedding/table");
+  CHECK(table.sparse == SparseMethod::kAllGather);
+  CHECK(table.partitions == 4);
+
+  // Presets, as --strategy would choose them.
+  VariableStrategy hybrid = strategy.Resolve("dense/kernel", StrategyKind::kHybrid);
+  CHECK(hybrid.dense == DenseMethod::kPs);          // the override
+  CHECK(hybrid.sparse == SparseMethod::kDense);     // the section's sparse
+  VariableStrategy allreduce = StrategySpec().Resolve("w", StrategyKind::kAllReduce);
+  CHECK(allreduce.dense == DenseMethod::kAllReduce);
+  CHECK(allreduce.sparse == SparseMethod::kAllGather);
+  VariableStrategy ps = StrategySpec().Resolve("w", StrategyKind::kPs);
+  CHECK(ps.dense == DenseMethod::kPs);
+  CHECK(ps.sparse == SparseMethod::kPs);
+  VariableStrategy parallax = StrategySpec().Resolve("w", StrategyKind::kHybrid);
+  CHECK(parallax.dense == DenseMethod::kAllReduce);
+  CHECK(parallax.sparse == SparseMethod::kPs);
+  CHECK(parallax.partitions == kAutoPartitions);
+}
+
+TEST_CASE("glob patterns: '*' spans '/', '?' is one character") {
+  CHECK(GlobMatch("embedding/*", "embedding/weights"));
+  CHECK(GlobMatch("embedding/*", "embedding/"));
+  CHECK(GlobMatch("*", ""));
+  CHECK(GlobMatch("*/kernel", "layer1/dense/kernel"));
+  CHECK(GlobMatch("a*b*c", "aXXbYYbZc"));
+  CHECK(GlobMatch("w?", "w1"));
+  CHECK_FALSE(GlobMatch("w?", "w"));
+  CHECK_FALSE(GlobMatch("w?", "w12"));
+  CHECK_FALSE(GlobMatch("embedding/*", "my_embedding/weights"));
+  CHECK_FALSE(GlobMatch("dense/kernel", "dense/kernel/Adam"));
+  CHECK(GlobMatch("dense/kernel*", "dense/kernel/Adam"));
+  // Never exponential: a long near-miss answers at once.
+  CHECK_FALSE(GlobMatch("*a*a*a*a*a*a*a*a*b", std::string(200, 'a')));
+}
+
+TEST_CASE("names of strategies and methods round-trip") {
+  for (StrategyKind kind : {StrategyKind::kAuto, StrategyKind::kAllReduce, StrategyKind::kPs,
+                            StrategyKind::kHybrid}) {
+    CHECK(ParseStrategyKind(StrategyKindName(kind)) == kind);
+  }
+  CHECK_FALSE(ParseStrategyKind("Hybrid").has_value());
+  CHECK(DenseMethodName(DenseMethod::kPs) == "ps");
+  CHECK(SparseMethodName(SparseMethod::kAllGather) == "allgather");
+  CHECK(DeviceKindName(DeviceKind::kCpu) == "CPU");
+}
+
+TEST_CASE("host names: what mpirun -H and hostfiles can carry") {
+  CHECK(IsValidHostName("node1"));
+  CHECK(IsValidHostName("localhost"));
+  CHECK(IsValidHostName("10.0.0.7"));
+  CHECK(IsValidHostName("gpu-01.cluster_a.example.org"));
+  CHECK_FALSE(IsValidHostName(""));
+  CHECK_FALSE(IsValidHostName("node1:4"));
+  CHECK_FALSE(IsValidHostName("a,b"));
+  CHECK_FALSE(IsValidHostName("node 1"));
+  CHECK_FALSE(IsValidHostName("-H"));
+  CHECK_FALSE(IsValidHostName("alice@node1"));
+}
+
+TEST_CASE("errors give the file, line and key path on one line") {
+  CHECK(ErrorOf("hosts:\n  - name: a\n    gpus: [0]\n    gpu: [1]\n") ==
+        "cluster.yaml:4: hosts[0].gpu: unknown key (did you mean 'gpus'?)");
+  CHECK(ErrorOf("hosts:\n  - name: a\n    colour: red\n    gpus: [0]\n") ==
+        "cluster.yaml:3: hosts[0].colour: unknown key (expected name, gpus or cpus)");
+  CHECK(ErrorOf("hosts:\n  - name:\n    gpus: [0]\n") ==
+        "cluster.yaml:2: hosts[0].name: expected a host name, got nothing");
+  CHECK(ErrorOf("hosts:\n  - name: [a, b]\n    gpus: [0]\n") ==
+        "cluster.yaml:2: hosts[0].name: expected a host name, got a list");
+  CHECK(ErrorOf("hosts:\n  - name: a\n    gpus: []\n") ==
+        "cluster.yaml:3: hosts[0].gpus: no GPUs; list at least one GPU id, or use 'cpus'");
+  CHECK(ErrorOf("hosts:\n  - name: a\n    cpus: 2.5\n") ==
+        "cluster.yaml:3: hosts[0].cpus: expected a number of CPU ranks, got '2.5'");
+  CHECK(ErrorOf("hosts:\n  - name: a\n    cpus: 5000\n") ==
+        "cluster.yaml:3: hosts[0].cpus: 5000 is over the limit of 1024");
+  CHECK(ErrorOf("hosts:\n  - name: a\n    gpus: [0, 1024]\n") ==
+        "cluster.yaml:3: hosts[0].gpus[1]: GPU id 1024 is out of range (0 to 1023)");
+  CHECK(ErrorOf("hosts: [{name: a, cpus: 1}]\nnetwork: fast\n") ==
+        "cluster.yaml:2: network: expected a mapping (bandwidth_gbps, intra_host_bandwidth_gbps), "
+        "got 'fast'");
+  CHECK(ErrorOf("hosts: [{name: a, cpus: 1}]\nnetwork: {intra_host_bandwidth_gbps: -1}\n") ==
+        "cluster.yaml:2: network.intra_host_bandwidth_gbps: must be more than 0 Gb/s, got -1");
+  CHECK(ErrorOf("hosts: [{name: a, cpus: 1}]\nnetwork: {bandwidth_gbps: .inf}\n") ==
+        "cluster.yaml:2: network.bandwidth_gbps: expected a number of Gb/s, got '.inf'");
+  CHECK(ErrorOf("hosts: [{name: a, cpus: 1}]\nstrategy: {partitions: many}\n") ==
+        "cluster.yaml:2: strategy.partitions: expected 'auto' or a positive number of "
+        "partitions, got 'many'");
+  CHECK(ErrorOf("hosts: [{name: a, cpus: 1}]\nstrategy: {dense: allgather}\n") ==
+        "cluster.yaml:2: strategy.dense: unknown method 'allgather' for dense gradients "
+        "(expected allreduce or ps)");
+  CHECK(ErrorOf("hosts: [{name: a, cpus: 1}]\nstrategy:\n  variables:\n    w: {}\n") ==
+        "cluster.yaml:4: strategy.variables[\"w\"]: expected settings such as {sparse: ps, "
+        "partitions: 4} (dense, sparse, partitions), got an empty mapping");
+  CHECK(ErrorOf("hosts: [{name: a, cpus: 1}]\nstrategy:\n  variables:\n    w: ps\n") ==
+        "cluster.yaml:4: strategy.variables[\"w\"]: expected settings such as {sparse: ps, "
+        "partitions: 4} (dense, sparse, partitions), got 'ps'");
+  CHECK(ErrorOf("hosts: [{name: a, cpus: 1}]\nstrategy:\n  variables: [w]\n") ==
+        "cluster.yaml:3: strategy.variables: expected a mapping from variable names or "
+        "patterns to settings, got a list");
+  CHECK(ErrorOf("hosts:\n  - node1\n") ==
+        "cluster.yaml:2: hosts[0]: expected a mapping with 'name' and 'gpus' or 'cpus', got "
+        "'node1'");
+  CHECK(ErrorOf("hosts:\n  - {name: a, cpus: 1}\n? [x]\n: 1\n") ==
+        "cluster.yaml:3: keys must be words, got a list");
+  CHECK(ErrorOf("hosts: [{name: a, cpus: 1}]\nstrategy: {default: ps, default: ps}\n") ==
+        "cluster.yaml:2: strategy.default: key given twice (first on line 2)");
+}
+
+TEST_CASE("anything but a cluster spec gives one clear line, never an exception") {
+  // A binary graph passed as --cluster by mistake.
+  std::string binary("\x0a\x05\x0a\x01x\x12\x00\xff\xfe\x01\x02", 11);
+  StatusOr<ClusterSpec> spec = ParseClusterSpec(binary, "model.pb");
+  REQUIRE_FALSE(spec.ok());
+  CHECK(spec.status().code() == StatusCode::kInvalidArgument);
+  CHECK(spec.status().message().find('\n') == std::string::npos);
+  CHECK(spec.status().message().rfind("model.pb:", 0) == 0);
+
+  CHECK(ErrorOf("just some words\n") ==
+        "cluster.yaml:1: expected a mapping with 'hosts' (and optionally 'network' and "
+        "'strategy'), got 'just some words'");
+  CHECK(ErrorOf(std::string(100, 'x')) ==
+        "cluster.yaml:1: expected a mapping with 'hosts' (and optionally 'network' and "
+        "'strategy'), got 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...'");
+  CHECK(ErrorOf("---\n...\n") ==
+        "cluster.yaml: file holds only comments; expected a cluster spec with a 'hosts' list");
+  CHECK(ErrorOf(" \n\t\n") ==
+        "cluster.yaml: file is empty; expected a cluster spec with a 'hosts' list");
+  // Deep nesting hits yaml-cpp's depth guard, which throws; it must come back as a Status.
+  const std::string deep = "hosts: " + std::string(3000, '[') + std::string(3000, ']') + "\n";
+  StatusOr<ClusterSpec> nested = ParseClusterSpec(deep, "deep.yaml");
+  REQUIRE_FALSE(nested.ok());
+  CHECK(nested.status().message().rfind("deep.yaml:", 0) == 0);
+}
+
+TEST_CASE("a missing file and a directory are clear errors") {
+  StatusOr<ClusterSpec> missing = LoadClusterSpec("/nonexistent/cluster.yaml");
+  CHECK(missing.status().code() == StatusCode::kNotFound);
+  CHECK(missing.status().message() == "/nonexistent/cluster.yaml: no such file");
+  const std::string dir = testing::TempDir();
+  StatusOr<ClusterSpec> directory = LoadClusterSpec(dir);
+  CHECK(directory.status().message() == dir + ": is a directory, not a file");
+}
+
+TEST_CASE("every example in configs/ parses and lays out") {
+  struct Example {
+    const char* file;
+    int ranks;
+    int hosts;
+    DeviceKind device;
+  };
+  const Example examples[] = {
+      {"local-2cpu.yaml", 2, 1, DeviceKind::kCpu},
+      {"paper-3x4gpu.yaml", 12, 3, DeviceKind::kGpu},
+      {"8x8gpu.yaml", 64, 8, DeviceKind::kGpu},
+  };
+  for (const Example& example : examples) {
+    INFO(example.file);
+    StatusOr<ClusterSpec> spec =
+        LoadClusterSpec(testing::RepoPath(std::string("configs/") + example.file));
+    REQUIRE(spec.ok());
+    CHECK(spec->num_ranks() == example.ranks);
+    StatusOr<RankLayout> layout = LayoutRanks(*spec);
+    REQUIRE(layout.ok());
+    CHECK(layout->world_size() == example.ranks);
+    CHECK(layout->num_hosts() == example.hosts);
+    CHECK(layout->rank(0).device == example.device);
+  }
+  // ... and nothing in configs/ is left untested.
+  int yaml_files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(testing::RepoPath("configs"))) {
+    if (entry.path().extension() == ".yaml") {
+      INFO(entry.path().string());
+      CHECK(LoadClusterSpec(entry.path().string()).ok());
+      ++yaml_files;
+    }
+  }
+  CHECK(yaml_files == 3);
+
+  StatusOr<ClusterSpec> paper = LoadClusterSpec(testing::RepoPath("configs/paper-3x4gpu.yaml"));
+  REQUIRE(paper.ok());
+  CHECK(paper->network.bandwidth_gbps == 100.0);
+  CHECK(paper->strategy.default_strategy == StrategyKind::kHybrid);
+  StatusOr<ClusterSpec> big = LoadClusterSpec(testing::RepoPath("configs/8x8gpu.yaml"));
+  REQUIRE(big.ok());
+  VariableStrategy embedding = big->strategy.Resolve("embedding/embedding_weights");
+  CHECK(embedding.sparse == SparseMethod::kPs);
+  CHECK(embedding.partitions == 16);
+}
+
+// testdata/bad_cluster/expected_errors.txt: "file | exact error message" per line; the
+// cluster specs are every file not named *.hosts (hostfile_test takes those).
+TEST_CASE("every malformed cluster spec gives its exact one-line error") {
+  const std::string dir = testing::RepoPath("testdata/bad_cluster");
+  std::ifstream expected(dir + "/expected_errors.txt");
+  REQUIRE(expected.good());
+  REQUIRE(::chdir(dir.c_str()) == 0);  // messages name the file as given
+  std::string line;
+  int cases = 0;
+  while (std::getline(expected, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t bar = line.find(" | ");
+    REQUIRE(bar != std::string::npos);
+    const std::string file = line.substr(0, bar);
+    const std::string message = line.substr(bar + 3);
+    if (file.size() > 6 && file.substr(file.size() - 6) == ".hosts") continue;
+    INFO(file);
+    StatusOr<ClusterSpec> spec = LoadClusterSpec(file);
+    REQUIRE_FALSE(spec.ok());
+    CHECK(spec.status().message() == message);
+    CHECK(spec.status().message().find('\n') == std::string::npos);
+    ++cases;
+  }
+  CHECK(cases >= 12);
+}
+
+}  // namespace
+}  // namespace parallax
