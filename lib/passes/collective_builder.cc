@@ -1,0 +1,186 @@
+#include "lib/passes/collective_builder.h"
+
+namespace parallax {
+
+tensorflow::AttrValue TypeAttr(tensorflow::DataType type) {
+  tensorflow::AttrValue v;
+  v.set_type(type);
+  return v;
+}
+tensorflow::AttrValue IntAttr(int64_t value) {
+  tensorflow::AttrValue v;
+  v.set_i(value);
+  return v;
+}
+tensorflow::AttrValue FloatAttr(float value) {
+  tensorflow::AttrValue v;
+  v.set_f(value);
+  return v;
+}
+tensorflow::AttrValue BoolAttr(bool value) {
+  tensorflow::AttrValue v;
+  v.set_b(value);
+  return v;
+}
+tensorflow::AttrValue StringAttr(std::string_view value) {
+  tensorflow::AttrValue v;
+  v.set_s(std::string(value));
+  return v;
+}
+tensorflow::AttrValue IntListAttr(const std::vector<int64_t>& values) {
+  tensorflow::AttrValue v;
+  auto* list = v.mutable_list();
+  for (int64_t x : values) list->add_i(x);
+  return v;
+}
+tensorflow::AttrValue ShapeAttr(const std::vector<int64_t>& dims) {
+  tensorflow::AttrValue v;
+  auto* shape = v.mutable_shape();
+  for (int64_t d : dims) shape->add_dim()->set_size(d);
+  return v;
+}
+tensorflow::AttrValue Int32TensorAttr(const std::vector<int32_t>& values, bool scalar) {
+  tensorflow::AttrValue v;
+  auto* tensor = v.mutable_tensor();
+  tensor->set_dtype(tensorflow::DT_INT32);
+  if (!scalar) tensor->mutable_tensor_shape()->add_dim()->set_size(static_cast<int64_t>(values.size()));
+  for (int32_t x : values) tensor->add_int_val(x);
+  return v;
+}
+tensorflow::AttrValue Int64TensorAttr(const std::vector<int64_t>& values, bool scalar) {
+  tensorflow::AttrValue v;
+  auto* tensor = v.mutable_tensor();
+  tensor->set_dtype(tensorflow::DT_INT64);
+  if (!scalar) tensor->mutable_tensor_shape()->add_dim()->set_size(static_cast<int64_t>(values.size()));
+  for (int64_t x : values) tensor->add_int64_val(x);
+  return v;
+}
+tensorflow::AttrValue FloatTensorAttr(float value) {
+  tensorflow::AttrValue v;
+  auto* tensor = v.mutable_tensor();
+  tensor->set_dtype(tensorflow::DT_FLOAT);
+  tensor->add_float_val(value);
+  return v;
+}
+
+StatusOr<OutputRef> TfCollectives::Int32Const(Graph& graph, std::string_view name,
+                                              int32_t value) {
+  NodeSpec spec;
+  spec.name = graph.UniqueName(name);
+  spec.op = "Const";
+  spec.device = options().device;
+  spec.attrs["dtype"] = TypeAttr(tensorflow::DT_INT32);
+  spec.attrs["value"] = Int32TensorAttr({value}, /*scalar=*/true);
+  PX_ASSIGN_OR_RETURN(NodeId id, graph.AddNode(spec));
+  return OutputRef{id, 0};
+}
+
+StatusOr<OutputRef> TfCollectives::AllReduce(Graph& graph, std::string_view scope,
+                                             OutputRef input, tensorflow::DataType dtype,
+                                             bool average) {
+  const int key = TakeInstanceKey();
+  const std::string base = std::string(scope);
+  PX_ASSIGN_OR_RETURN(OutputRef size, Int32Const(graph, base + "/group_size", options().group_size));
+  PX_ASSIGN_OR_RETURN(OutputRef group, Int32Const(graph, base + "/group_key", options().group_key));
+  PX_ASSIGN_OR_RETURN(OutputRef instance, Int32Const(graph, base + "/instance_key", key));
+  NodeSpec spec;
+  spec.name = graph.UniqueName(base);
+  spec.op = "CollectiveReduceV2";
+  spec.device = options().device;
+  spec.inputs = {input, size, group, instance};
+  spec.attrs["T"] = TypeAttr(dtype);
+  spec.attrs["merge_op"] = StringAttr("Add");
+  spec.attrs["final_op"] = StringAttr(average ? "Div" : "Id");
+  spec.attrs["communication_hint"] = StringAttr("auto");
+  spec.attrs["timeout_seconds"] = FloatAttr(0);
+  PX_ASSIGN_OR_RETURN(NodeId id, graph.AddNode(spec));
+  return OutputRef{id, 0};
+}
+
+StatusOr<OutputRef> TfCollectives::AllGather(Graph& graph, std::string_view scope,
+                                             OutputRef input, tensorflow::DataType dtype) {
+  const int key = TakeInstanceKey();
+  const std::string base = std::string(scope);
+  PX_ASSIGN_OR_RETURN(OutputRef size, Int32Const(graph, base + "/group_size", options().group_size));
+  PX_ASSIGN_OR_RETURN(OutputRef group, Int32Const(graph, base + "/group_key", options().group_key));
+  PX_ASSIGN_OR_RETURN(OutputRef instance, Int32Const(graph, base + "/instance_key", key));
+  NodeSpec spec;
+  spec.name = graph.UniqueName(base);
+  spec.op = "CollectiveGatherV2";
+  spec.device = options().device;
+  spec.inputs = {input, size, group, instance};
+  spec.attrs["T"] = TypeAttr(dtype);
+  spec.attrs["communication_hint"] = StringAttr("auto");
+  spec.attrs["timeout_seconds"] = FloatAttr(0);
+  PX_ASSIGN_OR_RETURN(NodeId id, graph.AddNode(spec));
+  return OutputRef{id, 0};
+}
+
+StatusOr<OutputRef> TfCollectives::Broadcast(Graph& graph, std::string_view scope,
+                                             OutputRef input, tensorflow::DataType dtype,
+                                             int root) {
+  NodeSpec spec;
+  spec.name = graph.UniqueName(scope);
+  spec.op = "ParallaxBroadcast";
+  spec.device = options().device;
+  spec.inputs = {input};
+  spec.attrs["T"] = TypeAttr(dtype);
+  spec.attrs["root_rank"] = IntAttr(root);
+  spec.attrs["group_size"] = IntAttr(options().group_size);
+  spec.attrs["instance_key"] = IntAttr(TakeInstanceKey());
+  PX_ASSIGN_OR_RETURN(NodeId id, graph.AddNode(spec));
+  return OutputRef{id, 0};
+}
+
+namespace {
+
+void AddPartitionAttrs(NodeSpec& spec, const VariablePlan& variable, tensorflow::DataType dtype,
+                       tensorflow::DataType index_type, int group_size, int key) {
+  std::vector<int64_t> splits, owners;
+  for (const Partition& p : variable.partitions) {
+    splits.push_back(p.row_begin);
+    owners.push_back(p.owner);
+  }
+  splits.push_back(variable.partitions.empty() ? 0 : variable.partitions.back().row_end);
+  spec.attrs["T"] = TypeAttr(dtype);
+  spec.attrs["Tindices"] = TypeAttr(index_type);
+  spec.attrs["num_rows"] = IntAttr(splits.back());
+  spec.attrs["row_splits"] = IntListAttr(splits);
+  spec.attrs["owners"] = IntListAttr(owners);
+  spec.attrs["group_size"] = IntAttr(group_size);
+  spec.attrs["instance_key"] = IntAttr(key);
+}
+
+}  // namespace
+
+StatusOr<OutputRef> TfCollectives::SparsePull(Graph& graph, std::string_view scope,
+                                              const VariablePlan& variable,
+                                              OutputRef local_storage, OutputRef ids,
+                                              tensorflow::DataType dtype,
+                                              tensorflow::DataType index_type) {
+  NodeSpec spec;
+  spec.name = graph.UniqueName(scope);
+  spec.op = "ParallaxSparsePull";
+  spec.device = options().device;
+  spec.inputs = {local_storage, ids};
+  AddPartitionAttrs(spec, variable, dtype, index_type, options().group_size, TakeInstanceKey());
+  PX_ASSIGN_OR_RETURN(NodeId id, graph.AddNode(spec));
+  return OutputRef{id, 0};
+}
+
+StatusOr<PushResult> TfCollectives::SparsePush(Graph& graph, std::string_view scope,
+                                               const VariablePlan& variable, OutputRef values,
+                                               OutputRef indices, tensorflow::DataType dtype,
+                                               tensorflow::DataType index_type, float scale) {
+  NodeSpec spec;
+  spec.name = graph.UniqueName(scope);
+  spec.op = "ParallaxSparsePush";
+  spec.device = options().device;
+  spec.inputs = {values, indices};
+  AddPartitionAttrs(spec, variable, dtype, index_type, options().group_size, TakeInstanceKey());
+  spec.attrs["scale"] = FloatAttr(scale);
+  PX_ASSIGN_OR_RETURN(NodeId id, graph.AddNode(spec));
+  return PushResult{OutputRef{id, 0}, OutputRef{id, 1}};
+}
+
+}  // namespace parallax

@@ -1,0 +1,122 @@
+// CollectiveBuilder: the one place that knows which nodes implement a collective.
+//
+// Passes decide *where* communication goes; this factory decides *what* it is made of,
+// so the strategy (AllReduce, parameter servers, all-gather) and the op vocabulary are
+// swappable in tests (after XLA's SPMDCollectiveOpsCreator). The default, TfCollectives,
+// emits TensorFlow's V2 collective ops where TF has one (CollectiveReduceV2,
+// CollectiveGatherV2) and Parallax's own ops otherwise (ParallaxBroadcast,
+// ParallaxSparsePull/Push), so rank graphs stay loadable by TF tools.
+//
+// Keys: every collective gets the next instance key from the builder's counter. Passes
+// create collectives in a deterministic order (pass order, then variable order), so the
+// same pipeline gives every rank the same keys for the same collectives, and each rank
+// issues them in the same order.
+//
+// New nodes are named under `scope` ("w/parallax/allreduce"), de-duplicated by suffix.
+#ifndef PARALLAX_LIB_PASSES_COLLECTIVE_BUILDER_H_
+#define PARALLAX_LIB_PASSES_COLLECTIVE_BUILDER_H_
+
+#include <string>
+#include <vector>
+
+#include "lib/base/status.h"
+#include "lib/graph/graph.h"
+#include "lib/plan/plan.h"
+#include "protos/graph.pb.h"
+
+namespace parallax {
+
+struct CollectiveOptions {
+  int group_size = 1;      // the number of ranks
+  int group_key = 1;       // one group: all ranks
+  int first_instance_key = 1;
+  std::string device;      // device string for the new nodes ("" = unplaced)
+};
+
+// The result of a push: this rank's share of every rank's contributions.
+struct PushResult {
+  OutputRef local_values;
+  OutputRef local_indices;  // rows of this rank's local storage
+};
+
+class CollectiveBuilder {
+ public:
+  explicit CollectiveBuilder(CollectiveOptions options) : options_(std::move(options)) {}
+  virtual ~CollectiveBuilder() = default;
+
+  const CollectiveOptions& options() const { return options_; }
+  // The instance key the next collective will get.
+  int next_instance_key() const { return next_key_; }
+
+  // Every rank gets the element-wise sum of `input` over ranks, divided by the number of
+  // ranks when `average`.
+  virtual StatusOr<OutputRef> AllReduce(Graph& graph, std::string_view scope, OutputRef input,
+                                        tensorflow::DataType dtype, bool average) = 0;
+  // Every rank gets the concatenation along dimension 0 of every rank's `input`, in rank
+  // order (dimension 0 may differ between ranks).
+  virtual StatusOr<OutputRef> AllGather(Graph& graph, std::string_view scope, OutputRef input,
+                                        tensorflow::DataType dtype) = 0;
+  // Every rank gets rank `root`'s `input`.
+  virtual StatusOr<OutputRef> Broadcast(Graph& graph, std::string_view scope, OutputRef input,
+                                        tensorflow::DataType dtype, int root) = 0;
+  // Rows `ids` of the partitioned variable `variable`; `local_storage` is this rank's
+  // partitions concatenated.
+  virtual StatusOr<OutputRef> SparsePull(Graph& graph, std::string_view scope,
+                                         const VariablePlan& variable, OutputRef local_storage,
+                                         OutputRef ids, tensorflow::DataType dtype,
+                                         tensorflow::DataType index_type) = 0;
+  // Sends (indices, values * scale) to the rows' owners.
+  virtual StatusOr<PushResult> SparsePush(Graph& graph, std::string_view scope,
+                                          const VariablePlan& variable, OutputRef values,
+                                          OutputRef indices, tensorflow::DataType dtype,
+                                          tensorflow::DataType index_type, float scale) = 0;
+
+ protected:
+  int TakeInstanceKey() { return next_key_++; }
+
+ private:
+  CollectiveOptions options_;
+  int next_key_ = options_.first_instance_key;
+};
+
+// TensorFlow V2 collectives plus Parallax's ops (see the file comment).
+class TfCollectives : public CollectiveBuilder {
+ public:
+  using CollectiveBuilder::CollectiveBuilder;
+
+  StatusOr<OutputRef> AllReduce(Graph& graph, std::string_view scope, OutputRef input,
+                                tensorflow::DataType dtype, bool average) override;
+  StatusOr<OutputRef> AllGather(Graph& graph, std::string_view scope, OutputRef input,
+                                tensorflow::DataType dtype) override;
+  StatusOr<OutputRef> Broadcast(Graph& graph, std::string_view scope, OutputRef input,
+                                tensorflow::DataType dtype, int root) override;
+  StatusOr<OutputRef> SparsePull(Graph& graph, std::string_view scope,
+                                 const VariablePlan& variable, OutputRef local_storage,
+                                 OutputRef ids, tensorflow::DataType dtype,
+                                 tensorflow::DataType index_type) override;
+  StatusOr<PushResult> SparsePush(Graph& graph, std::string_view scope,
+                                  const VariablePlan& variable, OutputRef values,
+                                  OutputRef indices, tensorflow::DataType dtype,
+                                  tensorflow::DataType index_type, float scale) override;
+
+ private:
+  // An int32 scalar Const named `name` (de-duplicated).
+  StatusOr<OutputRef> Int32Const(Graph& graph, std::string_view name, int32_t value);
+};
+
+// Small builders for attrs, shared by passes.
+tensorflow::AttrValue TypeAttr(tensorflow::DataType type);
+tensorflow::AttrValue IntAttr(int64_t value);
+tensorflow::AttrValue FloatAttr(float value);
+tensorflow::AttrValue BoolAttr(bool value);
+tensorflow::AttrValue StringAttr(std::string_view value);
+tensorflow::AttrValue IntListAttr(const std::vector<int64_t>& values);
+tensorflow::AttrValue ShapeAttr(const std::vector<int64_t>& dims);  // -1: unknown dim
+// A scalar or 1-D int32/int64/float tensor attr for Const nodes.
+tensorflow::AttrValue Int32TensorAttr(const std::vector<int32_t>& values, bool scalar);
+tensorflow::AttrValue Int64TensorAttr(const std::vector<int64_t>& values, bool scalar);
+tensorflow::AttrValue FloatTensorAttr(float value);  // scalar
+
+}  // namespace parallax
+
+#endif  // PARALLAX_LIB_PASSES_COLLECTIVE_BUILDER_H_

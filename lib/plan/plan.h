@@ -1,0 +1,89 @@
+// The plan: every decision the transformer made, in one value.
+//
+// `parallax transform` builds a Plan from the training analysis, the cluster and the
+// strategy flags; the passes read it (they decide nothing themselves), the report and
+// plan.yaml print it, and the runtime reads plan.yaml back to know each rank's device,
+// feeds and fetches. It depends on neither the passes nor the runtime.
+//
+// Terms:
+//  - a variable's *sync method* says how its gradient is synchronised across ranks:
+//    all-reduce (dense), parameter servers (sparse: rows partitioned over owner ranks,
+//    pulled for lookups and pushed for updates), all-gather (sparse: every rank gathers
+//    every rank's (indices, values)), densify (sparse turned dense, then all-reduced),
+//    local (no gradient: state and slots that every rank updates identically, or slots
+//    that move with a partitioned variable), or none (an update Parallax cannot
+//    synchronise: listed as a warning, an error under --strict).
+//  - a *partition* is a contiguous range of rows [row_begin, row_end) of a PS variable
+//    and its slots, stored on its owner rank. Partitions are assigned round-robin over
+//    ranks, so P may be smaller than, equal to or larger than the number of ranks.
+#ifndef PARALLAX_LIB_PLAN_PLAN_H_
+#define PARALLAX_LIB_PLAN_PLAN_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lib/cluster/rank_layout.h"
+
+namespace parallax {
+
+enum class SyncMethod {
+  kAllReduce,
+  kParameterServer,
+  kAllGather,
+  kDensify,
+  kLocal,
+  kNone,
+};
+
+std::string_view SyncMethodName(SyncMethod method);  // "allreduce", "ps", "allgather", ...
+
+struct Partition {
+  int64_t row_begin = 0;
+  int64_t row_end = 0;  // exclusive
+  int owner = 0;        // rank
+  int64_t rows() const { return row_end - row_begin; }
+  friend bool operator==(const Partition&, const Partition&) = default;
+};
+
+struct VariablePlan {
+  std::string name;              // the variable's node name
+  SyncMethod method = SyncMethod::kLocal;
+  bool sparse = false;           // its gradient reaches the update as (values, indices)
+  std::vector<int64_t> shape;    // -1 for unknown dimensions
+  std::string dtype;             // "float"
+  int64_t bytes = -1;            // -1 when unknown
+  std::vector<std::string> slots;       // optimizer slots, which follow its partitioning
+  std::vector<Partition> partitions;    // kParameterServer only, in row order
+  // Estimated bytes each rank sends per step for this variable (cost model).
+  int64_t bytes_sent_per_rank_per_step = 0;
+  std::string reason;            // why this method: "dense gradient", "--strategy ps", ...
+
+  // The partition holding `row`, or -1.
+  int PartitionOfRow(int64_t row) const;
+};
+
+struct Plan {
+  static constexpr int kVersion = 1;
+
+  std::string source_graph;        // path as given
+  std::string source_fingerprint;  // 16 hex digits of the input file's FNV-1a hash
+  std::string strategy;            // auto | allreduce | ps | hybrid
+  bool average = true;             // gradients are the mean over ranks, not the sum
+  std::vector<RankPlacement> ranks;
+  std::vector<std::string> rank_devices;  // "/job:worker/replica:0/task:R/device:GPU:0"
+  std::vector<VariablePlan> variables;    // in the analysis's variable order
+  std::vector<std::string> feeds;         // placeholder names each rank feeds its shard to
+  std::vector<std::string> fetches;       // loss tensors ("loss:0")
+  std::string train_op;                   // "" when none was found
+  std::string init_op;
+  std::vector<std::string> warnings;      // updates left unsynchronised, unsharded inputs
+
+  int world_size() const { return static_cast<int>(ranks.size()); }
+  const VariablePlan* FindVariable(std::string_view name) const;
+};
+
+}  // namespace parallax
+
+#endif  // PARALLAX_LIB_PLAN_PLAN_H_
