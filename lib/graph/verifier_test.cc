@@ -4,7 +4,6 @@
 
 #include <catch2/catch.hpp>
 #include <fstream>
-#include <sstream>
 
 #include "lib/base/file.h"
 #include "lib/graph/algorithm.h"
@@ -137,26 +136,16 @@ TEST_CASE("every shared TensorFlow graph verifies") {
 
 // testdata/bad/expected_errors.txt: "file | exact error message" per line.
 TEST_CASE("every malformed input gives its exact one-line error") {
-  const std::string dir = testing::RepoPath("testdata/bad");
-  std::ifstream expected(dir + "/expected_errors.txt");
-  REQUIRE(expected.good());
-  REQUIRE(::chdir(dir.c_str()) == 0);  // messages name the file as given
-  std::string line;
-  int cases = 0;
-  while (std::getline(expected, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    const size_t bar = line.find(" | ");
-    REQUIRE(bar != std::string::npos);
-    const std::string file = line.substr(0, bar);
-    const std::string message = line.substr(bar + 3);
+  const std::vector<testing::ExpectedError> cases =
+      testing::ReadExpectedErrors(testing::RepoPath("testdata/bad"));
+  for (const auto& [file, message] : cases) {
     INFO(file);
     const Status status = LoadAndVerify(file);
     REQUIRE_FALSE(status.ok());
     CHECK(status.message() == message);
     CHECK(status.message().find('\n') == std::string::npos);
-    ++cases;
   }
-  CHECK(cases >= 20);
+  CHECK(cases.size() >= 20);
 }
 
 TEST_CASE("a file over protobuf's 2 GiB limit is refused before it is read") {

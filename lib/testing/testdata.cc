@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
 
 namespace parallax::testing {
 
@@ -38,6 +41,20 @@ std::string RepoPath(const std::string& relative) {
   const char* workspace = std::getenv("TEST_WORKSPACE");
   if (srcdir == nullptr || workspace == nullptr) return relative;  // run by hand from the root
   return std::string(srcdir) + "/" + workspace + "/" + relative;
+}
+
+std::vector<ExpectedError> ReadExpectedErrors(const std::string& dir) {
+  std::ifstream in(dir + "/expected_errors.txt");
+  std::vector<ExpectedError> cases;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t bar = line.find(" | ");
+    if (bar == std::string::npos) return {};
+    cases.push_back({line.substr(0, bar), line.substr(bar + 3)});
+  }
+  if (::chdir(dir.c_str()) != 0) return {};
+  return cases;
 }
 
 std::string TempDir() {

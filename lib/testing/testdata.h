@@ -23,6 +23,17 @@ std::vector<std::string> SharedTfGraphFiles();
 // Path of a file of this repository in the test's runfiles ("testdata/bad/empty.pb").
 std::string RepoPath(const std::string& relative);
 
+// One line of an expected_errors.txt file: "file | exact one-line error".
+struct ExpectedError {
+  std::string file;
+  std::string message;
+};
+
+// Reads <dir>/expected_errors.txt (blank lines and '#' comments skipped) and changes the
+// working directory to `dir`, so that the files load by the relative names their
+// messages use. Empty when the file is missing or a line has no " | ".
+std::vector<ExpectedError> ReadExpectedErrors(const std::string& dir);
+
 // A fresh writable directory for one test.
 std::string TempDir();
 
