@@ -75,45 +75,39 @@ StatusOr<OutputRef> TfCollectives::Int32Const(Graph& graph, std::string_view nam
   return OutputRef{id, 0};
 }
 
-StatusOr<OutputRef> TfCollectives::AllReduce(Graph& graph, std::string_view scope,
-                                             OutputRef input, tensorflow::DataType dtype,
-                                             bool average) {
+StatusOr<OutputRef> TfCollectives::V2Collective(Graph& graph, std::string_view scope,
+                                                std::string_view op, OutputRef input,
+                                                tensorflow::DataType dtype,
+                                                std::map<std::string, tensorflow::AttrValue> attrs) {
   const int key = TakeInstanceKey();
-  const std::string base = std::string(scope);
+  const std::string base(scope);
   PX_ASSIGN_OR_RETURN(OutputRef size, Int32Const(graph, base + "/group_size", options().group_size));
   PX_ASSIGN_OR_RETURN(OutputRef group, Int32Const(graph, base + "/group_key", options().group_key));
   PX_ASSIGN_OR_RETURN(OutputRef instance, Int32Const(graph, base + "/instance_key", key));
   NodeSpec spec;
   spec.name = graph.UniqueName(base);
-  spec.op = "CollectiveReduceV2";
+  spec.op = std::string(op);
   spec.device = options().device;
   spec.inputs = {input, size, group, instance};
+  spec.attrs = std::move(attrs);
   spec.attrs["T"] = TypeAttr(dtype);
-  spec.attrs["merge_op"] = StringAttr("Add");
-  spec.attrs["final_op"] = StringAttr(average ? "Div" : "Id");
   spec.attrs["communication_hint"] = StringAttr("auto");
   spec.attrs["timeout_seconds"] = FloatAttr(0);
   PX_ASSIGN_OR_RETURN(NodeId id, graph.AddNode(spec));
   return OutputRef{id, 0};
 }
 
+StatusOr<OutputRef> TfCollectives::AllReduce(Graph& graph, std::string_view scope,
+                                             OutputRef input, tensorflow::DataType dtype,
+                                             bool average) {
+  return V2Collective(graph, scope, "CollectiveReduceV2", input, dtype,
+                      {{"merge_op", StringAttr("Add")},
+                       {"final_op", StringAttr(average ? "Div" : "Id")}});
+}
+
 StatusOr<OutputRef> TfCollectives::AllGather(Graph& graph, std::string_view scope,
                                              OutputRef input, tensorflow::DataType dtype) {
-  const int key = TakeInstanceKey();
-  const std::string base = std::string(scope);
-  PX_ASSIGN_OR_RETURN(OutputRef size, Int32Const(graph, base + "/group_size", options().group_size));
-  PX_ASSIGN_OR_RETURN(OutputRef group, Int32Const(graph, base + "/group_key", options().group_key));
-  PX_ASSIGN_OR_RETURN(OutputRef instance, Int32Const(graph, base + "/instance_key", key));
-  NodeSpec spec;
-  spec.name = graph.UniqueName(base);
-  spec.op = "CollectiveGatherV2";
-  spec.device = options().device;
-  spec.inputs = {input, size, group, instance};
-  spec.attrs["T"] = TypeAttr(dtype);
-  spec.attrs["communication_hint"] = StringAttr("auto");
-  spec.attrs["timeout_seconds"] = FloatAttr(0);
-  PX_ASSIGN_OR_RETURN(NodeId id, graph.AddNode(spec));
-  return OutputRef{id, 0};
+  return V2Collective(graph, scope, "CollectiveGatherV2", input, dtype, {});
 }
 
 StatusOr<OutputRef> TfCollectives::Broadcast(Graph& graph, std::string_view scope,

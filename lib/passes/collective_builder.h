@@ -16,6 +16,7 @@
 #ifndef PARALLAX_LIB_PASSES_COLLECTIVE_BUILDER_H_
 #define PARALLAX_LIB_PASSES_COLLECTIVE_BUILDER_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -100,6 +101,11 @@ class TfCollectives : public CollectiveBuilder {
                                   tensorflow::DataType index_type, float scale) override;
 
  private:
+  // A TF V2 collective: `op`(input, group_size, group_key, instance_key) with the next
+  // instance key, the common attrs and `attrs`.
+  StatusOr<OutputRef> V2Collective(Graph& graph, std::string_view scope, std::string_view op,
+                                   OutputRef input, tensorflow::DataType dtype,
+                                   std::map<std::string, tensorflow::AttrValue> attrs);
   // An int32 scalar Const named `name` (de-duplicated).
   StatusOr<OutputRef> Int32Const(Graph& graph, std::string_view name, int32_t value);
 };
