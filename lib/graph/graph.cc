@@ -115,8 +115,7 @@ std::vector<NodeId> Graph::NodeIds() const {
 }
 
 NodeId Graph::FindNode(std::string_view name) const {
-  auto it = name_index_.find(name);
-  return it == name_index_.end() ? kNoNode : it->second;
+  return name_index_.Find(name, NameOf());
 }
 
 std::string Graph::InputString(OutputRef ref) const {
@@ -179,7 +178,7 @@ StatusOr<NodeId> Graph::AddNode(const NodeSpec& spec) {
     nodes_[static_cast<size_t>(spec.inputs[i].node)].fanout_.push_back(
         InputRef{id, static_cast<int32_t>(i)});
   }
-  name_index_.emplace(nodes_.back().name_, id);
+  name_index_.Insert(nodes_.back().name_, id, NameOf());
   ++num_live_;
   return id;
 }
@@ -242,7 +241,7 @@ Status Graph::RemoveNode(NodeId id) {
     EraseFanout(nodes_[static_cast<size_t>(n.inputs_[i].node)].fanout_,
                 InputRef{id, static_cast<int32_t>(i)});
   }
-  name_index_.erase(n.name_);
+  name_index_.Erase(n.name_, NameOf());
   n.inputs_.clear();
   n.inputs_.shrink_to_fit();
   n.num_data_inputs_ = 0;
@@ -292,9 +291,7 @@ size_t Graph::ApproximateBytes() const {
   for (const Node& n : nodes_) {
     bytes += n.inputs_.capacity() * sizeof(OutputRef) + n.fanout_.capacity() * sizeof(InputRef);
   }
-  // unordered_map: one heap node per entry plus the bucket array.
-  bytes += name_index_.size() * (sizeof(std::string_view) + sizeof(NodeId) + 2 * sizeof(void*)) +
-           name_index_.bucket_count() * sizeof(void*);
+  bytes += name_index_.bytes();
   return bytes + other_fields_.capacity() + arena_->bytes_used();
 }
 

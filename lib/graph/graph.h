@@ -24,10 +24,10 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "lib/base/status.h"
+#include "lib/graph/name_index.h"
 #include "lib/graph/names.h"
 #include "protos/graph.pb.h"
 
@@ -194,7 +194,11 @@ class Graph {
   GraphContainer container_ = GraphContainer::kGraphDef;
   std::vector<Node> nodes_;
   int num_live_ = 0;
-  std::unordered_map<std::string_view, NodeId> name_index_;
+  NameIndex::NameOf NameOf() const {
+    return [this](int32_t id) { return nodes_[static_cast<size_t>(id)].name_; };
+  }
+
+  NameIndex name_index_;
   std::string other_fields_;
   // Owners of the bytes that the nodes' string_views point into.
   std::shared_ptr<const std::string> file_bytes_;
