@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "lib/graph/algorithm.h"
+#include "lib/ops/dtypes.h"
 #include "lib/ops/op_registry.h"
 
 namespace parallax {
@@ -102,11 +103,6 @@ size_t GradientsScopeEnd(std::string_view name) {
     if (i < name.size() && name[i] == '/') return i + 1;
   }
   return std::string_view::npos;
-}
-
-DataType BaseType(DataType dtype) {
-  const int value = static_cast<int>(dtype);
-  return value > 100 ? static_cast<DataType>(value - 100) : dtype;
 }
 
 TensorShapeInfo ShapeFromProto(const tensorflow::TensorShapeProto& proto) {

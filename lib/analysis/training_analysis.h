@@ -45,6 +45,7 @@
 
 #include "lib/base/status.h"
 #include "lib/graph/graph.h"
+#include "lib/ops/dtypes.h"
 #include "protos/graph.pb.h"
 
 namespace parallax {
@@ -184,10 +185,6 @@ std::string DescribeAnalysis(const TrainingAnalysis& analysis, const Graph& grap
 std::string_view VariableKindName(VariableKind kind);
 std::string_view VariableRoleName(VariableRole role);
 std::string_view GradientKindName(GradientKind kind);
-// "float", "int64", ...; the enum name for types without a short name.
-std::string DataTypeShortName(tensorflow::DataType dtype);
-// Bytes per element; 0 when not fixed (string, resource, variant, sub-byte types).
-int DataTypeSize(tensorflow::DataType dtype);
 
 }  // namespace parallax
 
