@@ -229,6 +229,28 @@ Status Graph::AddControlInput(NodeId consumer, NodeId source) {
   return Status::Ok();
 }
 
+Status Graph::RemoveControlInput(NodeId consumer, NodeId source) {
+  if (!IsLive(consumer)) return InternalError("RemoveControlInput: node id {} does not exist", consumer);
+  Node& n = nodes_[static_cast<size_t>(consumer)];
+  for (size_t i = static_cast<size_t>(n.num_data_inputs_); i < n.inputs_.size(); ++i) {
+    if (n.inputs_[i].node != source) continue;
+    EraseFanout(nodes_[static_cast<size_t>(source)].fanout_,
+                InputRef{consumer, static_cast<int32_t>(i)});
+    // The control inputs after it move down one slot; so do their fanout entries.
+    for (size_t j = i + 1; j < n.inputs_.size(); ++j) {
+      for (InputRef& ref : nodes_[static_cast<size_t>(n.inputs_[j].node)].fanout_) {
+        if (ref == InputRef{consumer, static_cast<int32_t>(j)}) {
+          ref.index = static_cast<int32_t>(j - 1);
+          break;
+        }
+      }
+    }
+    n.inputs_.erase(n.inputs_.begin() + static_cast<std::ptrdiff_t>(i));
+    return Status::Ok();
+  }
+  return Status::Ok();
+}
+
 Status Graph::RemoveNode(NodeId id) {
   if (!IsLive(id)) return InternalError("RemoveNode: node id {} does not exist", id);
   Node& n = nodes_[static_cast<size_t>(id)];

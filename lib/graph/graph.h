@@ -175,6 +175,8 @@ class Graph {
   Status ReplaceInput(NodeId consumer, int index, OutputRef source);
   // Adds a control input "^source" to `consumer` unless it already has one.
   Status AddControlInput(NodeId consumer, NodeId source);
+  // Removes the control input "^source" of `consumer`; a no-op when it has none.
+  Status RemoveControlInput(NodeId consumer, NodeId source);
   // Removes the node and its input edges. Fails while other nodes still read it.
   Status RemoveNode(NodeId id);
   void SetDevice(NodeId id, std::string_view device);
