@@ -1,0 +1,179 @@
+#include "lib/passes/insert_allreduce.h"
+
+#include <catch2/catch.hpp>
+
+#include "lib/graph/graph_io.h"
+#include "lib/graph/verifier.h"
+#include "lib/passes/pipeline.h"
+#include "lib/passes/testing/pass_runner.h"
+#include "lib/passes/testing/plan_for_tests.h"
+#include "lib/testing/golden.h"
+#include "lib/testing/testdata.h"
+
+namespace parallax {
+namespace {
+
+Graph LoadOrFail(const std::string& path) {
+  StatusOr<Graph> graph = LoadGraph(path);
+  INFO(graph.status().ToString());
+  REQUIRE(graph.ok());
+  return std::move(graph).value();
+}
+
+Graph AnalysisGraph(const std::string& name) {
+  return LoadOrFail(testing::RepoPath("lib/analysis/testdata/" + name + ".pbtxt"));
+}
+
+bool RunInsertAllReduce(Graph& graph, const Plan& plan, int rank) {
+  PassRunnerForTests runner(graph, plan, rank);
+  auto pass = CreateInsertAllReducePass();
+  StatusOr<bool> changed = runner.Run(*pass);
+  INFO(changed.status().ToString());
+  REQUIRE(changed.ok());
+  return *changed;
+}
+
+const Node& NodeNamed(const Graph& graph, std::string_view name) {
+  const NodeId id = graph.FindNode(name);
+  INFO(name);
+  REQUIRE(id != kNoNode);
+  return graph.node(id);
+}
+
+TEST_CASE("insert-allreduce: the pass's name and factory") {
+  auto pass = CreateInsertAllReducePass();
+  CHECK(pass->name() == "insert-allreduce");
+  CHECK(!pass->description().empty());
+}
+
+TEST_CASE("insert-allreduce: goldens on the analysis graphs") {
+  // sgd_mlp: two dense variables; adam: slots and state stay local; addn_gradient: an
+  // aggregated gradient; resource: resource variables, sparse ones left to ps.
+  for (const std::string name : {"sgd_mlp", "adam", "addn_gradient", "resource"}) {
+    DYNAMIC_SECTION(name) {
+      Graph graph = AnalysisGraph(name);
+      const Plan plan = PlanForTests(graph, 2);
+      CHECK(RunInsertAllReduce(graph, plan, 1));
+      const Status verified = VerifyGraph(graph);
+      INFO(verified.message());
+      CHECK(verified.ok());
+      CHECK(testing::DiffAgainstGolden(
+                graph, testing::RepoPath("lib/passes/testdata/insert_allreduce/" + name +
+                                         ".expected.pbtxt")) == "");
+    }
+  }
+}
+
+TEST_CASE("insert-allreduce: the all-reduce sits between the gating Identity and the update") {
+  Graph graph = AnalysisGraph("sgd_mlp");
+  const Plan plan = PlanForTests(graph, 4);
+  CHECK(RunInsertAllReduce(graph, plan, 0));
+  const Node& apply = NodeNamed(graph, "GradientDescent/update_w/ApplyGradientDescent");
+  const Node& reduce = graph.node(apply.input(2).node);
+  CHECK(reduce.name() == "w/parallax/allreduce");
+  CHECK(reduce.op() == "CollectiveReduceV2");
+  CHECK(reduce.device() == "/job:worker/replica:0/task:0/device:CPU:0");
+  CHECK(reduce.FindAttr("T")->type() == tensorflow::DT_FLOAT);
+  CHECK(reduce.FindAttr("final_op")->s() == "Div");
+  CHECK(graph.node(reduce.input(0).node).name() == "gradients/MatMul_grad/tuple/control_dependency_1");
+  CHECK(NodeNamed(graph, "w/parallax/allreduce/group_size").FindAttr("value")->tensor().int_val(0) == 4);
+  // Plan order: w before b.
+  CHECK(NodeNamed(graph, "w/parallax/allreduce/instance_key").FindAttr("value")->tensor().int_val(0) == 1);
+  CHECK(NodeNamed(graph, "b/parallax/allreduce/instance_key").FindAttr("value")->tensor().int_val(0) == 2);
+  // The variable input and the learning rate are untouched.
+  CHECK(graph.node(apply.input(0).node).name() == "w");
+  CHECK(graph.node(apply.input(1).node).name() == "GradientDescent/learning_rate");
+}
+
+TEST_CASE("insert-allreduce: the plan's average=false sums") {
+  Graph graph = AnalysisGraph("sgd_mlp");
+  Plan plan = PlanForTests(graph, 2);
+  plan.average = false;
+  CHECK(RunInsertAllReduce(graph, plan, 0));
+  CHECK(NodeNamed(graph, "w/parallax/allreduce").FindAttr("final_op")->s() == "Id");
+}
+
+TEST_CASE("insert-allreduce: only variables the plan all-reduces") {
+  Graph graph = AnalysisGraph("sgd_mlp");
+  Plan plan = PlanForTests(graph, 2);
+  for (VariablePlan& v : plan.variables) {
+    if (v.name == "b") v.method = SyncMethod::kNone;
+  }
+  CHECK(RunInsertAllReduce(graph, plan, 0));
+  CHECK(graph.FindNode("w/parallax/allreduce") != kNoNode);
+  CHECK(graph.FindNode("b/parallax/allreduce") == kNoNode);
+}
+
+TEST_CASE("insert-allreduce: each update of a variable gets its own all-reduce") {
+  Graph graph = AnalysisGraph("sgd_mlp");
+  // A second optimizer step on w from the same gradient, run by the train op too.
+  NodeSpec second;
+  second.name = "GradientDescent_1/update_w/ApplyGradientDescent";
+  second.op = "ApplyGradientDescent";
+  second.inputs = {OutputRef{graph.FindNode("w"), 0},
+                   OutputRef{graph.FindNode("GradientDescent/learning_rate"), 0},
+                   OutputRef{graph.FindNode("gradients/MatMul_grad/tuple/control_dependency_1"), 0}};
+  second.attrs = graph.node(graph.FindNode("GradientDescent/update_w/ApplyGradientDescent")).DecodeAttrs();
+  StatusOr<NodeId> added = graph.AddNode(second);
+  REQUIRE(added.ok());
+  REQUIRE(graph.AddControlInput(graph.FindNode("GradientDescent"), *added).ok());
+
+  const Plan plan = PlanForTests(graph, 2);
+  CHECK(RunInsertAllReduce(graph, plan, 0));
+  REQUIRE(VerifyGraph(graph).ok());
+  const Node& first_apply = NodeNamed(graph, "GradientDescent/update_w/ApplyGradientDescent");
+  const Node& second_apply = NodeNamed(graph, "GradientDescent_1/update_w/ApplyGradientDescent");
+  CHECK(graph.node(first_apply.input(2).node).name() == "w/parallax/allreduce");
+  CHECK(graph.node(second_apply.input(2).node).name() == "w/parallax/allreduce_1");
+  CHECK(NodeNamed(graph, "w/parallax/allreduce_1/instance_key").FindAttr("value")->tensor().int_val(0) == 2);
+}
+
+TEST_CASE("insert-allreduce: a sparse variable planned for all-reduce is an internal error") {
+  Graph graph = AnalysisGraph("sparse_adagrad");
+  const std::string before = SerializeGraphDef(graph);
+  const Plan plan = PlanForTests(graph, 2, SyncMethod::kAllReduce);
+  PassRunnerForTests runner(graph, plan, 0);
+  auto pass = CreateInsertAllReducePass();
+  const StatusOr<bool> result = runner.Run(*pass);
+  CHECK(result.status().code() == StatusCode::kInternal);
+  CHECK(result.status().message() ==
+        "insert-allreduce: variable 'emb': its update 'Adagrad/update_emb/SparseApplyAdagrad' "
+        "takes a sparse gradient (values, indices), which cannot be all-reduced; the plan must "
+        "choose ps, allgather or densify");
+  CHECK(SerializeGraphDef(graph) == before);  // untouched, though 'w' is dense
+}
+
+TEST_CASE("insert-allreduce: a plan variable the graph lacks is an internal error") {
+  Graph graph = AnalysisGraph("sgd_mlp");
+  Plan plan = PlanForTests(graph, 2);
+  plan.variables[0].name = "gone";
+  PassRunnerForTests runner(graph, plan, 0);
+  auto pass = CreateInsertAllReducePass();
+  CHECK(runner.Run(*pass).status().message() ==
+        "insert-allreduce: variable 'gone': the plan all-reduces it, but the graph has no such "
+        "variable");
+}
+
+TEST_CASE("insert-allreduce: one rank changes nothing") {
+  for (const std::string name : {"sgd_mlp", "adam", "sparse_adagrad", "resource"}) {
+    Graph graph = AnalysisGraph(name);
+    const std::string before = SerializeGraphDef(graph);
+    const Plan plan = PlanForTests(graph, 1);
+    CHECK_FALSE(RunInsertAllReduce(graph, plan, 0));
+    CHECK(SerializeGraphDef(graph) == before);
+  }
+}
+
+TEST_CASE("insert-allreduce: nothing to all-reduce, no change") {
+  Graph graph = AnalysisGraph("sparse_momentum");
+  Plan plan = PlanForTests(graph, 2);
+  for (VariablePlan& v : plan.variables) {
+    if (v.method == SyncMethod::kAllReduce) v.method = SyncMethod::kDensify;
+  }
+  const std::string before = SerializeGraphDef(graph);
+  CHECK_FALSE(RunInsertAllReduce(graph, plan, 0));
+  CHECK(SerializeGraphDef(graph) == before);
+}
+
+}  // namespace
+}  // namespace parallax
