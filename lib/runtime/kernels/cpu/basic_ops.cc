@@ -1,0 +1,125 @@
+// CPU kernels for constants, feeds, identities and conditionals.
+#include "lib/runtime/kernel.h"
+
+namespace parallax {
+namespace {
+
+constexpr DeviceType kCpu = DeviceType::kCpu;
+
+class ConstOp : public OpKernel {
+ public:
+  ConstOp(const KernelInit& init, Status* status) {
+    const tensorflow::TensorProto* proto = nullptr;
+    *status = init.GetAttr("value", &proto);
+    if (!status->ok()) return;
+    StatusOr<Tensor> value = Tensor::FromProto(*proto);
+    if (!value.ok()) {
+      *status = value.status().WithPrefix("attr 'value'");
+      return;
+    }
+    value_ = std::move(value).value();
+  }
+  Status Compute(KernelContext& context) const override {
+    context.set_output(0, value_);  // shared, never written: kernels allocate their outputs
+    return Status::Ok();
+  }
+
+ private:
+  Tensor value_;
+};
+PX_REGISTER_KERNEL(ConstOp, "Const", kCpu);
+
+// A Placeholder must be fed; running it means it was not.
+class PlaceholderOp : public OpKernel {
+ public:
+  PlaceholderOp(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    return InvalidArgumentError("placeholder '{}' must be fed a value", context.node().name());
+  }
+};
+PX_REGISTER_KERNEL(PlaceholderOp, "Placeholder", kCpu);
+PX_REGISTER_KERNEL(PlaceholderOp, "PlaceholderV2", kCpu);
+
+// Identity-like ops forward their input's value (a ref input is read).
+class IdentityOp : public OpKernel {
+ public:
+  IdentityOp(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    for (int i = 0; i < context.num_inputs() && i < context.num_outputs(); ++i) {
+      context.set_output(i, context.input(i));
+    }
+    return Status::Ok();
+  }
+};
+PX_REGISTER_KERNEL(IdentityOp, "Identity", kCpu);
+PX_REGISTER_KERNEL(IdentityOp, "IdentityN", kCpu);
+PX_REGISTER_KERNEL(IdentityOp, "Snapshot", kCpu);
+PX_REGISTER_KERNEL(IdentityOp, "StopGradient", kCpu);
+PX_REGISTER_KERNEL(IdentityOp, "PreventGradient", kCpu);
+PX_REGISTER_KERNEL(IdentityOp, "PlaceholderWithDefault", kCpu);
+
+// RefIdentity hands the variable itself on.
+class RefIdentityOp : public OpKernel {
+ public:
+  RefIdentityOp(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    if (context.ref_input(0) == nullptr) return InvalidArgumentError("input 0 is not a variable");
+    context.set_output_ref(0, context.ref_input(0));
+    return Status::Ok();
+  }
+};
+PX_REGISTER_KERNEL(RefIdentityOp, "RefIdentity", kCpu);
+
+class NoOp : public OpKernel {
+ public:
+  NoOp(const KernelInit&, Status*) {}
+  Status Compute(KernelContext&) const override { return Status::Ok(); }
+};
+PX_REGISTER_KERNEL(NoOp, "NoOp", kCpu);
+PX_REGISTER_KERNEL(NoOp, "ControlTrigger", kCpu);
+
+// Switch(data, pred): output 1 if pred, else output 0; the other stays dead.
+class SwitchOp : public OpKernel {
+ public:
+  SwitchOp(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    const Tensor& pred = context.input(1);
+    if (pred.dtype() != tensorflow::DT_BOOL || pred.num_elements() != 1) {
+      return InvalidArgumentError("predicate must be a bool scalar, got {}", pred.DebugString(2));
+    }
+    const int port = pred.data<bool>()[0] ? 1 : 0;
+    if (context.ref_input(0) != nullptr) {
+      context.set_output_ref(port, context.ref_input(0));
+    } else {
+      context.set_output(port, context.input(0));
+    }
+    return Status::Ok();
+  }
+};
+PX_REGISTER_KERNEL(SwitchOp, "Switch", kCpu);
+PX_REGISTER_KERNEL(SwitchOp, "RefSwitch", kCpu);
+
+// Merge: the first live input (the executor leaves dead inputs empty), and its index.
+class MergeOp : public OpKernel {
+ public:
+  MergeOp(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    for (int i = 0; i < context.num_inputs(); ++i) {
+      if (context.ref_input(i) != nullptr) {
+        context.set_output_ref(0, context.ref_input(i));
+      } else if (context.input(i).initialized()) {
+        context.set_output(0, context.input(i));
+      } else {
+        continue;
+      }
+      context.set_output(1, Tensor::Scalar<int32_t>(i));
+      return Status::Ok();
+    }
+    return InternalError("Merge ran without a live input");
+  }
+};
+PX_REGISTER_KERNEL(MergeOp, "Merge", kCpu);
+PX_REGISTER_KERNEL(MergeOp, "RefMerge", kCpu);
+
+}  // namespace
+}  // namespace parallax
