@@ -508,7 +508,9 @@ def control_flow():
     g.n("gradients/while/Switch_1_grad/b_switch", "Merge", ["gradients/while/Exit_1_grad/b_exit",
         "gradients/while/Switch_1_grad_1/NextIteration"], attrs=[("N", "i: 2")])
     g.n("gradients/while/Merge_1_grad/Switch", "Switch", ["gradients/while/Switch_1_grad/b_switch", "gradients/b_count_2"])
-    g.n("gradients/b_count_2", "LoopCond", ["gradients/while/Merge_1_grad/Switch"], T=None)
+    # TF counts the forward iterations down; a constant predicate keeps the structure.
+    g.const("gradients/b_count_1", "DT_BOOL", [], "bool_val: true")
+    g.n("gradients/b_count_2", "LoopCond", ["gradients/b_count_1"], T=None)
     g.n("gradients/while/Identity_1_grad/Identity", "Identity", ["gradients/while/Merge_1_grad/Switch:1"])
     g.n("gradients/while/MatMul_grad/MatMul", "MatMul", ["gradients/while/Identity_1_grad/Identity", "while/MatMul/Enter"],
         attrs=[("transpose_b", "b: true")])
