@@ -21,6 +21,12 @@ PACKAGES=(
   libspdlog-dev
   libfmt-dev
   libyaml-cpp-dev
+  # Runtime kernels: GEMM (OpenBLAS, threaded build) and convolutions (oneDNN).
+  libopenblas-dev
+  libopenblas0-pthread
+  libdnnl-dev
+  # Real data for tests and examples (Fashion-MNIST as IDX files).
+  dataset-fashion-mnist
   # Tests (Catch2 v2, header-only).
   catch2
   # scripts/test.sh reads Bazel's build event file; benches and tools use it too.
