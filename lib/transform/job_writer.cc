@@ -1,0 +1,213 @@
+#include "lib/transform/job_writer.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "lib/cluster/hostfile.h"
+#include "lib/graph/graph_io.h"
+#include "lib/transform/plan_io.h"
+#include "lib/transform/report.h"
+
+namespace parallax {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view kJobPlaceholder = "\x01job\x01";
+
+// Removes `path` recursively; logs (does not fail) when that is impossible.
+void RemoveQuietly(const std::string& path) {
+  std::error_code ec;
+  fs::remove_all(path, ec);
+  if (ec) spdlog::warn("could not remove {}: {}", path, ec.message());
+}
+
+Status WriteAll(const std::string& path, std::string_view contents, mode_t mode) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) return InvalidArgumentError("{}: cannot create: {}", path, std::strerror(errno));
+  size_t done = 0;
+  while (done < contents.size()) {
+    ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return InvalidArgumentError("{}: write failed: {}", path, std::strerror(err));
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) {
+    return InvalidArgumentError("{}: write failed: {}", path, std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string RankGraphFile(int rank) { return fmt::format("rank-{}.pb", rank); }
+
+StatusOr<std::unique_ptr<JobWriter>> JobWriter::Begin(std::string dir, bool force) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  if (dir.empty()) return InvalidArgumentError("-o: the output directory name is empty");
+  std::error_code ec;
+  const fs::file_status status = fs::symlink_status(dir, ec);
+  if (fs::exists(status)) {
+    if (!fs::is_directory(status)) {
+      return AlreadyExistsError("{}: exists and is not a directory; Parallax replaces only "
+                                "directories (with --force)",
+                                dir);
+    }
+    if (!force) {
+      return AlreadyExistsError("{}: already exists; pass --force to replace it", dir);
+    }
+  }
+  const fs::path parent = fs::path(dir).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent, ec)) {
+    return InvalidArgumentError("{}: the parent directory {} does not exist", dir, parent.string());
+  }
+  std::string temp = fmt::format("{}.tmp.{}", dir, ::getpid());
+  RemoveQuietly(temp);  // a leftover of a killed run with a reused pid
+  if (::mkdir(temp.c_str(), 0755) != 0) {
+    return InvalidArgumentError("{}: cannot create {}: {}", dir, temp, std::strerror(errno));
+  }
+  return std::unique_ptr<JobWriter>(new JobWriter(std::move(dir), std::move(temp), force));
+}
+
+JobWriter::~JobWriter() {
+  if (!committed_) RemoveQuietly(temp_);
+}
+
+Status JobWriter::WriteFile(std::string_view name, std::string_view contents, bool executable) {
+  if (committed_) return InternalError("{}: write of {} after commit", dir_, name);
+  if (name.empty() || name.find('/') != std::string_view::npos) {
+    return InternalError("{}: bad file name '{}'", dir_, name);
+  }
+  const std::string path = fmt::format("{}/{}", temp_, name);
+  if (!fail_name_.empty() && name == fail_name_) {
+    return InvalidArgumentError("{}/{}: write failed: {}", dir_, name, std::strerror(ENOSPC));
+  }
+  Status status = WriteAll(path, contents, executable ? 0755 : 0644);
+  if (!status.ok()) {
+    // Name the final path: the temporary directory is an implementation detail.
+    return InvalidArgumentError("{}/{}: {}", dir_, name,
+                                status.message().substr(status.message().find(": ") + 2));
+  }
+  return Status::Ok();
+}
+
+Status JobWriter::WriteRankGraph(int rank, const Graph& graph) {
+  return WriteFile(RankGraphFile(rank), SerializeGraphDef(graph));
+}
+
+Status JobWriter::Commit() {
+  if (committed_) return Status::Ok();
+  std::error_code ec;
+  const bool exists = fs::exists(fs::symlink_status(dir_, ec));
+  if (exists && !force_) {
+    return AlreadyExistsError("{}: already exists; pass --force to replace it", dir_);
+  }
+  std::string old;
+  if (exists) {
+    old = fmt::format("{}.old.{}", dir_, ::getpid());
+    RemoveQuietly(old);
+    if (::rename(dir_.c_str(), old.c_str()) != 0) {
+      return InvalidArgumentError("{}: cannot move the old directory aside: {}", dir_,
+                                  std::strerror(errno));
+    }
+  }
+  if (::rename(temp_.c_str(), dir_.c_str()) != 0) {
+    const int err = errno;
+    if (!old.empty() && ::rename(old.c_str(), dir_.c_str()) != 0) {
+      spdlog::error("{}: the old directory is left at {}", dir_, old);
+    }
+    return InvalidArgumentError("{}: cannot rename {} into place: {}", dir_, temp_,
+                                std::strerror(err));
+  }
+  committed_ = true;
+  if (!old.empty()) RemoveQuietly(old);
+  return Status::Ok();
+}
+
+std::string JobHostfile(const Plan& plan) {
+  Hostfile hostfile;
+  hostfile.source = "plan";
+  for (const RankPlacement& r : plan.ranks) {
+    if (hostfile.hosts.empty() || hostfile.hosts.back().name != r.host) {
+      HostfileEntry entry;
+      entry.name = r.host;
+      entry.slots = 0;
+      hostfile.hosts.push_back(entry);
+    }
+    ++hostfile.hosts.back().slots;
+  }
+  return FormatHostfile(hostfile);
+}
+
+std::vector<std::string> LaunchArgv(const Plan& plan, std::string_view job_dir) {
+  const std::string dir(job_dir);
+  return {"mpirun", "-np", std::to_string(plan.world_size()), "--hostfile",
+          dir + "/" + std::string(kHostfileFile), "--map-by", "slot", "--bind-to", "none",
+          "-x", "PATH", "-x", "LD_LIBRARY_PATH", "parallax", "run", dir};
+}
+
+std::string ShellQuote(std::string_view word) {
+  const bool plain = !word.empty() && word.find_first_not_of(
+                                          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                          "0123456789_-./=:,+@%") == std::string_view::npos;
+  if (plain) return std::string(word);
+  std::string out = "'";
+  for (char c : word) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  return out + "'";
+}
+
+std::string LaunchScript(const Plan& plan) {
+  std::string line;
+  for (const std::string& word : LaunchArgv(plan, kJobPlaceholder)) {
+    if (!line.empty()) line += " ";
+    const size_t at = word.find(kJobPlaceholder);
+    if (at == std::string::npos) {
+      line += ShellQuote(word);
+    } else {
+      // The job directory, resolved when the script runs; the rest of the word is
+      // made of characters that need no quoting inside double quotes.
+      line += "\"" + word.substr(0, at) + "$job" + word.substr(at + kJobPlaceholder.size()) + "\"";
+    }
+  }
+  return fmt::format(
+      "#!/bin/sh\n"
+      "# Starts this job's {} ranks with OpenMPI; written by `parallax transform` from {}.\n"
+      "# `parallax launch <this directory>` builds the same command. Arguments are passed to\n"
+      "# `parallax run` (e.g. --steps 100). The job directory must be at the same path on\n"
+      "# every host (a shared file system, or copied there).\n"
+      "set -e\n"
+      "job=$(cd \"$(dirname \"$0\")\" && pwd)\n"
+      "exec {} \"$@\"\n",
+      plan.world_size(), plan.source_graph, line);
+}
+
+Status WriteJob(const std::string& dir, bool force, const Plan& plan,
+                const std::vector<Graph>& graphs) {
+  PX_ASSIGN_OR_RETURN(std::unique_ptr<JobWriter> writer, JobWriter::Begin(dir, force));
+  for (size_t r = 0; r < graphs.size(); ++r) {
+    PX_RETURN_IF_ERROR(writer->WriteRankGraph(static_cast<int>(r), graphs[r]));
+  }
+  PX_RETURN_IF_ERROR(writer->WriteFile(kPlanFile, PlanToYaml(plan)));
+  PX_RETURN_IF_ERROR(writer->WriteFile(kReportFile, RenderReport(plan, writer->dir())));
+  PX_RETURN_IF_ERROR(writer->WriteFile(kHostfileFile, JobHostfile(plan)));
+  PX_RETURN_IF_ERROR(writer->WriteFile(kLaunchFile, LaunchScript(plan), /*executable=*/true));
+  return writer->Commit();
+}
+
+}  // namespace parallax

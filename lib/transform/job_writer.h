@@ -1,0 +1,98 @@
+// Writes the job directory of `parallax transform` (DESIGN §3), atomically:
+//
+//   job/plan.yaml    the Plan (plan_io.h)
+//   job/rank-R.pb    one binary GraphDef per rank
+//   job/report.txt   the decisions for people (report.h)
+//   job/hostfile     the cluster's hosts in OpenMPI's format, one rank per slot
+//   job/launch.sh    the exact mpirun command line (executable)
+//
+// Atomicity: everything is written into a temporary sibling, `<job>.tmp.<pid>`, and
+// renamed into place only when complete. An existing output is never touched unless
+// `force`; then the old directory is renamed aside (`<job>.old.<pid>`), the new one
+// renamed in, and the old one deleted. On any error, or when the JobWriter is destroyed
+// without Commit, the temporary directory is removed: a failed run leaves nothing.
+// Files inside the temporary directory are written plainly (no fsync each): the rename
+// of the directory is what makes the job visible.
+//
+// launch.sh runs, from any working directory:
+//   mpirun -np N --hostfile <job>/hostfile --map-by slot --bind-to none
+//          -x PATH -x LD_LIBRARY_PATH parallax run <job> "$@"
+// with <job> the directory the script lives in (resolved when it runs, so the job can be
+// copied to the cluster). `parallax launch` builds the same argv (LaunchArgv).
+#ifndef PARALLAX_LIB_TRANSFORM_JOB_WRITER_H_
+#define PARALLAX_LIB_TRANSFORM_JOB_WRITER_H_
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lib/base/status.h"
+#include "lib/graph/graph.h"
+#include "lib/plan/plan.h"
+
+namespace parallax {
+
+// The names of the files in a job directory.
+inline constexpr std::string_view kPlanFile = "plan.yaml";
+inline constexpr std::string_view kReportFile = "report.txt";
+inline constexpr std::string_view kHostfileFile = "hostfile";
+inline constexpr std::string_view kLaunchFile = "launch.sh";
+std::string RankGraphFile(int rank);  // "rank-3.pb"
+
+class JobWriter {
+ public:
+  // Checks `dir` (it must not exist unless `force`; if it exists it must be a directory)
+  // and creates the temporary sibling.
+  static StatusOr<std::unique_ptr<JobWriter>> Begin(std::string dir, bool force);
+  ~JobWriter();  // removes the temporary directory unless committed
+
+  JobWriter(const JobWriter&) = delete;
+  JobWriter& operator=(const JobWriter&) = delete;
+
+  const std::string& dir() const { return dir_; }          // the final directory
+  const std::string& temp_dir() const { return temp_; }    // where files go until Commit
+
+  // Writes one file (a name, no '/') into the temporary directory. Thread-safe.
+  Status WriteFile(std::string_view name, std::string_view contents, bool executable = false);
+  // rank-R.pb, the rank's binary GraphDef. Thread-safe.
+  Status WriteRankGraph(int rank, const Graph& graph);
+
+  // Moves the directory into place (see the file comment).
+  Status Commit();
+
+  // Tests: WriteFile of `name` fails as a full disk would.
+  void InjectFailureFor(std::string name) { fail_name_ = std::move(name); }
+
+ private:
+  JobWriter(std::string dir, std::string temp, bool force)
+      : dir_(std::move(dir)), temp_(std::move(temp)), force_(force) {}
+
+  std::string dir_, temp_;
+  bool force_ = false;
+  bool committed_ = false;
+  std::string fail_name_;
+};
+
+// hostfile text for the plan's ranks: one line per host, slots = its ranks.
+std::string JobHostfile(const Plan& plan);
+
+// The mpirun argv for a job in `job_dir` (launch.sh's line and `parallax launch`'s).
+std::vector<std::string> LaunchArgv(const Plan& plan, std::string_view job_dir);
+
+// launch.sh's text.
+std::string LaunchScript(const Plan& plan);
+
+// `word` quoted for a POSIX shell when it needs quoting ('it'\''s').
+std::string ShellQuote(std::string_view word);
+
+// Writes the whole job: plan.yaml, report.txt, hostfile, launch.sh and the rank graphs
+// (`graphs[r]` for rank r), then commits.
+Status WriteJob(const std::string& dir, bool force, const Plan& plan,
+                const std::vector<Graph>& graphs);
+
+}  // namespace parallax
+
+#endif  // PARALLAX_LIB_TRANSFORM_JOB_WRITER_H_

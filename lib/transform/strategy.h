@@ -1,0 +1,102 @@
+// The plan builder: decides, per variable, how its gradient is synchronised across
+// ranks (the *sync method*), how PS variables are partitioned and who owns each
+// partition, and fills the rest of the Plan (ranks, feeds, fetches, train/init op,
+// warnings). The passes then carry the decisions out; they decide nothing themselves.
+//
+// Rules (docs/strategy.md is the reference, with the numbers):
+//  - the preset is --strategy, else the cluster spec's strategy.default: auto, allreduce
+//    (dense all-reduce + sparse allgather, Horovod's choices), ps (parameter servers for
+//    everything partitionable), hybrid (dense all-reduce + sparse PS, Parallax's);
+//    strategy.dense/sparse and per-variable overrides (StrategySpec::Resolve) win over it;
+//  - trainable, dense gradient: all-reduce (ps only where the PS pass supports dense
+//    variables; otherwise all-reduce, with the reason recorded);
+//  - trainable, sparse gradient, left to auto: PS when the table is mostly untouched in
+//    a step — touched_rows × N < kPsTouchedFraction × rows — and the variable is
+//    partitionable; otherwise the cheaper of allgather and densify per the cost model;
+//  - slots, state and untouched variables: local (every rank updates them identically;
+//    slots of a PS variable move with its partitions);
+//  - unrecognised updates and mixed dense/sparse gradients: none, plus a warning naming
+//    the variable and its update op; TransformOptions::strict turns warnings into an
+//    InvalidArgument error.
+//  - partitions (auto): P = clamp(ceil(bytes / kTargetPartitionBytes), min(N, rows),
+//    min(kMaxPartitionsPerRank·N, rows)); rows split evenly (the first rows % P
+//    partitions get one more); owners round-robin over ranks taken host-interleaved
+//    (host 0's first rank, host 1's first rank, ..., host 0's second rank, ...).
+#ifndef PARALLAX_LIB_TRANSFORM_STRATEGY_H_
+#define PARALLAX_LIB_TRANSFORM_STRATEGY_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/analysis/training_analysis.h"
+#include "lib/base/status.h"
+#include "lib/cluster/cluster_spec.h"
+#include "lib/cluster/rank_layout.h"
+#include "lib/graph/graph.h"
+#include "lib/plan/plan.h"
+
+namespace parallax {
+
+// PS when the rows all ranks touch in one step are less than this fraction of the table.
+inline constexpr double kPsTouchedFraction = 0.5;
+// A dimension of an ids tensor that the graph leaves unknown (batch, sequence) is
+// assumed to be this long; an ids tensor whose shape cannot be found at all counts as
+// this many ids (one batch of single ids).
+inline constexpr int64_t kAssumedUnknownDim = 32;
+// Auto partitions aim at about this many bytes each.
+inline constexpr int64_t kTargetPartitionBytes = int64_t{64} << 20;
+// ... but at most this many partitions per rank.
+inline constexpr int kMaxPartitionsPerRank = 4;
+// Whether the PS pass (partition-sparse) partitions variables with dense gradients. Its
+// header says it handles sparse gradients only, so a dense variable asked to use `ps` is
+// all-reduced instead, with the reason in the plan.
+inline constexpr bool kPsSupportsDenseVariables = false;
+
+// Whether a variable can be served by parameter servers; OK or the reason it cannot.
+using PartitionableCheck =
+    std::function<Status(const Graph&, const TrainingAnalysis&, const Variable&)>;
+
+struct TransformOptions {
+  std::optional<StrategyKind> strategy;  // --strategy; unset: the spec's strategy.default
+  std::optional<bool> average;           // unset: the spec's strategy.average
+  bool strict = false;                   // warnings become an InvalidArgument error
+  // 16 hex digits of the input file's FNV-1a hash (Fnv1a64Hex); "" when unknown.
+  std::string source_fingerprint;
+  // Eligibility for PS. Unset: the PS pass's own check (CheckPartitionable) where it is
+  // built in, plus BasicPartitionable.
+  PartitionableCheck partitionable;
+};
+
+StatusOr<Plan> BuildPlan(const Graph& graph, const TrainingAnalysis& analysis,
+                         const ClusterSpec& cluster, const RankLayout& layout,
+                         const TransformOptions& options);
+
+// The checks BuildPlan makes itself: a ref or resource variable (not frozen) with a
+// known number of rows (dimension 0) and only sparse updates.
+Status BasicPartitionable(const Graph& graph, const TrainingAnalysis& analysis,
+                          const Variable& variable);
+
+// The number of ids one rank looks up in `variable` per step, from the static shape of
+// the ids that reach its sparse updates (traced back through Identity, Reshape, Cast,
+// ...); unknown dimensions count as kAssumedUnknownDim. `how` says where it came from.
+int64_t EstimateIdsPerStep(const Graph& graph, const TrainingAnalysis& analysis,
+                           const Variable& variable, std::string* how);
+
+// The auto partition count (see the file comment).
+int AutoPartitionCount(int64_t bytes, int64_t rows, const RankLayout& layout);
+
+// Rows [0, rows) split into `count` even ranges, owners host-interleaved round-robin.
+std::vector<Partition> PartitionRows(int64_t rows, int count, const RankLayout& layout);
+
+// The ranks in owner order: host-interleaved (see the file comment).
+std::vector<int> OwnerOrder(const RankLayout& layout);
+
+// FNV-1a, 64 bits, as 16 lower-case hex digits.
+std::string Fnv1a64Hex(std::string_view bytes);
+
+}  // namespace parallax
+
+#endif  // PARALLAX_LIB_TRANSFORM_STRATEGY_H_
