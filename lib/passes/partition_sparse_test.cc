@@ -1,0 +1,335 @@
+#include "lib/passes/partition_sparse.h"
+
+#include <catch2/catch.hpp>
+
+#include "lib/graph/graph_io.h"
+#include "lib/graph/verifier.h"
+#include "lib/passes/pipeline.h"
+#include "lib/passes/sparse_test_util.h"
+#include "lib/passes/testing/plan_for_tests.h"
+#include "lib/testing/golden.h"
+#include "lib/testing/testdata.h"
+
+namespace parallax {
+namespace {
+
+using testing::CollectiveSequence;
+using testing::LoadAnalysisGraph;
+using testing::RunOnRank;
+
+std::string NodeInput(const Graph& g, std::string_view node, int index) {
+  NodeId id = g.FindNode(node);
+  REQUIRE(id != kNoNode);
+  REQUIRE(index < static_cast<int>(g.node(id).inputs().size()));
+  return g.InputString(g.node(id).input(index));
+}
+
+std::vector<std::string> Inputs(const Graph& g, std::string_view node) {
+  NodeId id = g.FindNode(node);
+  REQUIRE(id != kNoNode);
+  std::vector<std::string> out;
+  for (const OutputRef& in : g.node(id).inputs()) out.push_back(g.InputString(in));
+  return out;
+}
+
+std::vector<int64_t> ShapeOf(const Graph& g, std::string_view node) {
+  NodeId id = g.FindNode(node);
+  REQUIRE(id != kNoNode);
+  std::vector<int64_t> dims;
+  const std::optional<tensorflow::AttrValue> shape = g.node(id).FindAttr("shape");
+  REQUIRE(shape.has_value());
+  for (const auto& d : shape->shape().dim()) dims.push_back(d.size());
+  return dims;
+}
+
+bool Contains(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+struct GoldenCase {
+  const char* graph;
+  int partitions;
+};
+
+TEST_CASE("partition-sparse: golden rank graphs for 1, 2 and 3 partitions on 2 ranks") {
+  const GoldenCase cases[] = {{"sparse_momentum", 1}, {"sparse_momentum", 2}, {"sparse_momentum", 3},
+                              {"resource", 1},        {"resource", 2},        {"resource", 3},
+                              {"sparse_adagrad", 2},  {"scatter_sub_sgd", 2}, {"sparse_adam", 2},
+                              {"sparse_adam", 1},     {"sparse_adagrad", 3},  {"scatter_sub_sgd", 3}};
+  for (const GoldenCase& c : cases) {
+    Graph input = LoadAnalysisGraph(c.graph);
+    Plan plan = PlanForTests(input, 2, SyncMethod::kParameterServer, c.partitions);
+    std::vector<std::vector<std::string>> sequences;
+    for (int rank = 0; rank < 2; ++rank) {
+      const std::string label =
+          std::string(c.graph) + ".p" + std::to_string(c.partitions) + ".rank" + std::to_string(rank);
+      INFO(label);
+      bool changed = false;
+      StatusOr<Graph> out = RunOnRank(CreatePartitionSparsePass, input, plan, rank, &changed);
+      if (!out.ok()) FAIL(out.status().ToString());
+      CHECK(changed);
+      CHECK(testing::DiffAgainstGolden(
+                *out, testing::RepoPath("lib/passes/testdata/partition_sparse/" + label +
+                                        ".expected.pbtxt")) == "");
+      sequences.push_back(CollectiveSequence(*out));
+    }
+    INFO(c.graph << " P=" << c.partitions);
+    CHECK(!sequences[0].empty());
+    CHECK(sequences[0] == sequences[1]);
+  }
+}
+
+TEST_CASE("partition-sparse: every graph, rank and partition count verifies and agrees") {
+  for (const char* name : {"sparse_momentum", "sparse_adagrad", "scatter_sub_sgd", "resource",
+                           "sparse_adam"}) {
+    Graph input = LoadAnalysisGraph(name);
+    for (int ranks : {2, 3}) {
+      for (int partitions : {1, 2, 3, 5}) {
+        INFO(name << " ranks=" << ranks << " P=" << partitions);
+        Plan plan = PlanForTests(input, ranks, SyncMethod::kParameterServer, partitions);
+        std::vector<std::string> first;
+        for (int rank = 0; rank < ranks; ++rank) {
+          StatusOr<Graph> out = RunOnRank(CreatePartitionSparsePass, input, plan, rank, nullptr);
+          if (!out.ok()) FAIL(out.status().ToString());
+          CHECK(VerifyGraph(*out).ok());
+          if (rank == 0) first = CollectiveSequence(*out);
+          CHECK(CollectiveSequence(*out) == first);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("partition-sparse: an owner gets local storage, pulls and the deduplicated update") {
+  Graph input = LoadAnalysisGraph("sparse_momentum");
+  Plan plan = PlanForTests(input, 2, SyncMethod::kParameterServer, 2);
+  StatusOr<Graph> g = RunOnRank(CreatePartitionSparsePass, input, plan, 1, nullptr);
+  REQUIRE(g.ok());
+  // Storage: rows [500, 1000) of emb and of its slot.
+  CHECK(g->FindNode("emb") == kNoNode);
+  CHECK(g->FindNode("emb/read") == kNoNode);
+  CHECK(g->FindNode("emb/Momentum") == kNoNode);
+  CHECK(ShapeOf(*g, "emb/parallax/local") == std::vector<int64_t>{500, 16});
+  CHECK(ShapeOf(*g, "emb/Momentum/parallax/local") == std::vector<int64_t>{500, 16});
+  // Lookup -> pull from the local storage.
+  CHECK(NodeInput(*g, "MatMul", 0) == "emb/parallax/pull");
+  CHECK(Inputs(*g, "emb/parallax/pull") ==
+        std::vector<std::string>{"emb/parallax/local/read", "ids"});
+  // Update: push (mean), owner-side dedup, the same SparseApplyMomentum on local storage.
+  const Node& push = g->node(g->FindNode("emb/parallax/push"));
+  CHECK(push.FindAttr("scale")->f() == 0.5f);
+  CHECK(Inputs(*g, "emb/parallax/push") ==
+        std::vector<std::string>{"gradients/embedding_lookup_grad/Reshape",
+                                 "gradients/embedding_lookup_grad/Reshape_1"});
+  CHECK(Inputs(*g, "emb/parallax/unique") == std::vector<std::string>{"emb/parallax/push:1"});
+  CHECK(Inputs(*g, "emb/parallax/segment_sum") ==
+        std::vector<std::string>{"emb/parallax/push", "emb/parallax/unique:1",
+                                 "emb/parallax/unique/size"});
+  CHECK(Inputs(*g, "Momentum/update_emb/SparseApplyMomentum") ==
+        std::vector<std::string>{"emb/parallax/local", "emb/Momentum/parallax/local",
+                                 "Momentum/learning_rate", "emb/parallax/segment_sum",
+                                 "emb/parallax/unique", "Momentum/momentum"});
+  CHECK(g->FindNode("Momentum/update_emb/Unique") == kNoNode);
+  // Init: rank 0's values, this rank's rows.
+  CHECK(Inputs(*g, "emb/parallax/local/Assign") ==
+        std::vector<std::string>{"emb/parallax/local", "emb/parallax/init_rows"});
+  CHECK(NodeInput(*g, "emb/parallax/init_rows", 0) == "emb/parallax/broadcast_init");
+  CHECK(Contains(Inputs(*g, "init"), "^emb/parallax/local/Assign"));
+  // Colocation follows the storage.
+  CHECK(g->node(g->FindNode("emb/Momentum/parallax/local/Assign")).FindAttr("_class")->list().s(0) ==
+        "loc:@emb/parallax/local");
+  // The dense variable is untouched.
+  CHECK(NodeInput(*g, "Momentum/update_w/ApplyMomentum", 0) == "w");
+}
+
+TEST_CASE("partition-sparse: a rank owning nothing pulls with empty storage and only pushes") {
+  Graph input = LoadAnalysisGraph("sparse_momentum");
+  Plan plan = PlanForTests(input, 2, SyncMethod::kParameterServer, 1);
+  StatusOr<Graph> g = RunOnRank(CreatePartitionSparsePass, input, plan, 1, nullptr);
+  REQUIRE(g.ok());
+  CHECK(g->FindNode("emb/parallax/local") == kNoNode);
+  CHECK(g->FindNode("Momentum/update_emb/SparseApplyMomentum") == kNoNode);
+  CHECK(g->FindNode("Momentum/update_emb/UnsortedSegmentSum") == kNoNode);
+  CHECK(g->FindNode("emb/Momentum") == kNoNode);
+  CHECK(Inputs(*g, "emb/parallax/pull") == std::vector<std::string>{"emb/parallax/empty", "ids"});
+  const auto empty = g->node(g->FindNode("emb/parallax/empty")).FindAttr("value")->tensor();
+  CHECK(empty.tensor_shape().dim(0).size() == 0);
+  CHECK(empty.tensor_shape().dim(1).size() == 16);
+  CHECK(Inputs(*g, "Momentum") ==
+        std::vector<std::string>{"^Momentum/update_w/ApplyMomentum", "^emb/parallax/push"});
+  CHECK(Contains(Inputs(*g, "init"), "^emb/parallax/broadcast_init"));
+  CHECK(Contains(Inputs(*g, "init"), "^emb/Momentum/parallax/broadcast_init"));
+  // No colocation on a variable that is gone.
+  CHECK(g->node(g->FindNode("gradients/embedding_lookup_grad/Shape")).FindAttr("_class")->list().s_size() ==
+        0);
+}
+
+TEST_CASE("partition-sparse: a rank owning two partitions concatenates their initial rows") {
+  Graph input = LoadAnalysisGraph("sparse_momentum");
+  Plan plan = PlanForTests(input, 2, SyncMethod::kParameterServer, 3);
+  StatusOr<Graph> g = RunOnRank(CreatePartitionSparsePass, input, plan, 0, nullptr);
+  REQUIRE(g.ok());
+  const VariablePlan* emb = plan.FindVariable("emb");
+  REQUIRE(emb->partitions.size() == 3);
+  const int64_t local = emb->partitions[0].rows() + emb->partitions[2].rows();
+  CHECK(ShapeOf(*g, "emb/parallax/local") == std::vector<int64_t>{local, 16});
+  CHECK(Inputs(*g, "emb/parallax/init_rows/concat") ==
+        std::vector<std::string>{"emb/parallax/init_rows", "emb/parallax/init_rows_1",
+                                 "emb/parallax/init_rows/concat/axis"});
+  const auto begin = g->node(g->FindNode("emb/parallax/init_rows/begin_1")).FindAttr("value")->tensor();
+  CHECK(begin.int_val(0) == emb->partitions[2].row_begin);
+}
+
+TEST_CASE("partition-sparse: sparse Adam's chain moves to the local storage") {
+  Graph input = LoadAnalysisGraph("sparse_adam");
+  Plan plan = PlanForTests(input, 2, SyncMethod::kParameterServer, 2);
+  StatusOr<Graph> owner = RunOnRank(CreatePartitionSparsePass, input, plan, 0, nullptr);
+  REQUIRE(owner.ok());
+  CHECK(Inputs(*owner, "Adam/update_emb/Assign") ==
+        std::vector<std::string>{"emb/Adam/parallax/local", "Adam/update_emb/mul_2"});
+  CHECK(NodeInput(*owner, "Adam/update_emb/mul_2", 0) == "emb/Adam/parallax/local/read");
+  CHECK(Inputs(*owner, "Adam/update_emb/ScatterAdd_1")[0] == "emb/Adam_1/parallax/local");
+  CHECK(Inputs(*owner, "Adam/update_emb/ScatterAdd_1")[1] == "emb/parallax/unique");
+  CHECK(NodeInput(*owner, "Adam/update_emb/mul_1", 0) == "emb/parallax/segment_sum");
+  CHECK(NodeInput(*owner, "Adam/update_emb/AssignSub", 0) == "emb/parallax/local");
+
+  Plan one = PlanForTests(input, 2, SyncMethod::kParameterServer, 1);
+  StatusOr<Graph> other = RunOnRank(CreatePartitionSparsePass, input, one, 1, nullptr);
+  REQUIRE(other.ok());
+  CHECK(other->FindNode("Adam/update_emb/AssignSub") == kNoNode);
+  CHECK(other->FindNode("Adam/update_emb/ScatterAdd") == kNoNode);
+  CHECK(other->FindNode("Adam/update_emb/truediv") == kNoNode);  // dead once the chain is gone
+  CHECK(Inputs(*other, "Adam/update_emb/group_deps") ==
+        std::vector<std::string>{"^emb/parallax/push"});
+  CHECK(other->FindNode("Adam/Assign") != kNoNode);  // beta powers: state, kept
+}
+
+TEST_CASE("partition-sparse: resource variables get resource storage") {
+  Graph input = LoadAnalysisGraph("resource");
+  Plan plan = PlanForTests(input, 2, SyncMethod::kParameterServer, 2);
+  StatusOr<Graph> g = RunOnRank(CreatePartitionSparsePass, input, plan, 0, nullptr);
+  REQUIRE(g.ok());
+  CHECK(g->node(g->FindNode("emb/parallax/local")).op() == "VarHandleOp");
+  CHECK(g->node(g->FindNode("emb/parallax/local/read")).op() == "ReadVariableOp");
+  CHECK(NodeInput(*g, "emb/IsInitialized/VarIsInitializedOp", 0) == "emb/parallax/local");
+  CHECK(g->node(g->FindNode("emb/parallax/local/Assign")).op() == "AssignVariableOp");
+  CHECK(Inputs(*g, "GradientDescent/update_emb2/ResourceScatterAdd") ==
+        std::vector<std::string>{"emb2/parallax/local", "emb2/parallax/push:1", "emb2/parallax/push"});
+  CHECK(NodeInput(*g, "summary/emb2_mean", 0) == "emb2/parallax/pull");
+}
+
+TEST_CASE("partition-sparse: one rank, or no PS variable, changes nothing") {
+  Graph input = LoadAnalysisGraph("sparse_adam");
+  for (auto [ranks, method] : {std::pair{1, SyncMethod::kParameterServer},
+                               std::pair{2, SyncMethod::kAllGather}}) {
+    Plan plan = PlanForTests(input, ranks, method);
+    bool changed = true;
+    StatusOr<Graph> g = RunOnRank(CreatePartitionSparsePass, input, plan, 0, &changed);
+    REQUIRE(g.ok());
+    CHECK(!changed);
+    CHECK(GraphFingerprint(*g) == GraphFingerprint(input));
+  }
+}
+
+Status Partitionable(const Graph& graph, const std::string& variable) {
+  StatusOr<TrainingAnalysis> analyzed = AnalyzeTraining(graph);
+  if (!analyzed.ok()) return analyzed.status();
+  const TrainingAnalysis& analysis = *analyzed;
+  const Variable* v = analysis.FindVariable(graph.FindNode(variable));
+  if (v == nullptr) return NotFoundError("no variable '{}'", variable);
+  return CheckPartitionable(graph, analysis, *v);
+}
+
+TEST_CASE("partition-sparse: readers it cannot rewrite are refused, naming them") {
+  Graph input = LoadAnalysisGraph("sparse_momentum");
+  CHECK(Partitionable(input, "emb").ok());
+  CHECK(Partitionable(input, "w").message() ==
+        "variable 'w': update 'Momentum/update_w/ApplyMomentum' takes a dense gradient; "
+        "partitioning densely updated variables is not supported yet");
+
+  NodeSpec l2;
+  l2.name = "l2";
+  l2.op = "L2Loss";
+  l2.inputs = {OutputRef{input.FindNode("emb/read"), 0}};
+  l2.attrs["T"].set_type(tensorflow::DT_FLOAT);
+  REQUIRE(input.AddNode(l2).ok());
+  const std::string expected =
+      "variable 'emb' is read through 'emb/read' (Identity) by 'l2' (L2Loss), which "
+      "partition-sparse cannot rewrite (only row lookups, Shape and Size can be)";
+  CHECK(Partitionable(input, "emb").message() == expected);
+  Plan plan = PlanForTests(input, 2, SyncMethod::kParameterServer);
+  StatusOr<Graph> g = RunOnRank(CreatePartitionSparsePass, input, plan, 0, nullptr);
+  CHECK(g.status().code() == StatusCode::kInvalidArgument);
+  CHECK(g.status().message() == "test: partition-sparse: " + expected);
+
+  Graph saved = LoadAnalysisGraph("sparse_momentum");
+  NodeSpec save;
+  save.name = "save/SaveV2";
+  save.op = "StopGradient";  // stands in for any direct reader of the variable
+  save.inputs = {OutputRef{saved.FindNode("emb/Momentum"), 0}};
+  save.attrs["T"].set_type(tensorflow::DT_FLOAT);
+  REQUIRE(saved.AddNode(save).ok());
+  CHECK(Partitionable(saved, "emb").message() ==
+        "variable 'emb': its slot 'emb/Momentum' is read by 'save/SaveV2' (StopGradient), which "
+        "partition-sparse cannot rewrite");
+}
+
+TEST_CASE("Graph::RemoveControlInput keeps fanout in step") {
+  Graph g = LoadAnalysisGraph("sparse_momentum");
+  const NodeId init = g.FindNode("init");
+  REQUIRE(g.RemoveControlInput(init, g.FindNode("emb/Assign")).ok());
+  CHECK(Inputs(g, "init") == std::vector<std::string>{"^w/Assign", "^emb/Momentum/Assign",
+                                                      "^w/Momentum/Assign"});
+  CHECK(VerifyGraph(g).ok());
+  REQUIRE(g.RemoveControlInput(init, g.FindNode("emb/Assign")).ok());  // absent: no-op
+  CHECK(VerifyGraph(g).ok());
+}
+
+TEST_CASE("partition-sparse: shared TensorFlow graphs") {
+  std::vector<std::string> files = testing::SharedTfGraphFiles();
+  if (files.empty()) {
+    WARN("shared TF graphs absent ($PARALLAX_SHARED_DIR/testdata/tf): skipped");
+    return;
+  }
+  for (const std::string& file : files) {
+    INFO(file);
+    StatusOr<Graph> input = LoadGraph(file);
+    REQUIRE(input.ok());
+    StatusOr<TrainingAnalysis> analysis = AnalyzeTraining(*input);
+    REQUIRE(analysis.ok());
+    Plan plan = PlanForTests(*input, 2, SyncMethod::kParameterServer);
+    // What the plan builder would do: partition only what CheckPartitionable accepts.
+    int partitioned = 0;
+    for (VariablePlan& vp : plan.variables) {
+      if (vp.method != SyncMethod::kParameterServer) continue;
+      const Variable* v = analysis->FindVariable(input->FindNode(vp.name));
+      REQUIRE(v != nullptr);
+      Status why = CheckPartitionable(*input, *analysis, *v);
+      if (why.ok()) {
+        ++partitioned;
+      } else {
+        vp.method = SyncMethod::kAllGather;
+        WARN(why.message());
+      }
+    }
+    std::vector<std::string> first;
+    for (int rank = 0; rank < 2; ++rank) {
+      bool changed = false;
+      StatusOr<Graph> out = RunOnRank(CreatePartitionSparsePass, *input, plan, rank, &changed);
+      if (!out.ok()) FAIL(out.status().ToString());
+      CHECK(changed == (partitioned > 0));
+      if (rank == 0) first = CollectiveSequence(*out);
+      CHECK(CollectiveSequence(*out) == first);
+    }
+    if (file.find("scattersub") != std::string::npos) CHECK(partitioned == 1);
+    if (file.find("frozen_sparse_apply_momentum") != std::string::npos) {
+      const Variable* v = analysis->FindVariable(input->FindNode("var"));
+      REQUIRE(v != nullptr);
+      CHECK(CheckPartitionable(*input, *analysis, *v).message() ==
+            "variable 'var' is a Const (frozen graph) and cannot be partitioned");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace parallax

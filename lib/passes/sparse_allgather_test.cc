@@ -1,0 +1,132 @@
+#include "lib/passes/sparse_allgather.h"
+
+#include <catch2/catch.hpp>
+
+#include "lib/graph/graph_io.h"
+#include "lib/passes/pipeline.h"
+#include "lib/passes/sparse_test_util.h"
+#include "lib/passes/testing/plan_for_tests.h"
+#include "lib/testing/golden.h"
+#include "lib/testing/testdata.h"
+
+namespace parallax {
+namespace {
+
+using testing::CollectiveSequence;
+using testing::LoadAnalysisGraph;
+using testing::RunOnRank;
+
+const char* const kSparseGraphs[] = {"sparse_momentum", "sparse_adagrad", "scatter_sub_sgd",
+                                     "resource", "sparse_adam"};
+
+std::string NodeInput(const Graph& g, std::string_view node, int index) {
+  NodeId id = g.FindNode(node);
+  REQUIRE(id != kNoNode);
+  return g.InputString(g.node(id).input(index));
+}
+
+TEST_CASE("sparse-allgather: golden rank graphs, same collectives on every rank") {
+  for (const char* name : kSparseGraphs) {
+    INFO(name);
+    Graph input = LoadAnalysisGraph(name);
+    Plan plan = PlanForTests(input, 2, SyncMethod::kAllGather);
+    bool changed = false;
+    StatusOr<Graph> rank0 = RunOnRank(CreateSparseAllGatherPass, input, plan, 0, &changed);
+    REQUIRE(rank0.ok());
+    CHECK(changed);
+    StatusOr<Graph> rank1 = RunOnRank(CreateSparseAllGatherPass, input, plan, 1, &changed);
+    REQUIRE(rank1.ok());
+    CHECK(changed);
+    CHECK(testing::DiffAgainstGolden(
+              *rank0, testing::RepoPath(std::string("lib/passes/testdata/sparse_allgather/") +
+                                        name + ".expected.pbtxt")) == "");
+    CHECK(!CollectiveSequence(*rank0).empty());
+    CHECK(CollectiveSequence(*rank0) == CollectiveSequence(*rank1));
+  }
+}
+
+TEST_CASE("sparse-allgather: the dedup reads the gathered, averaged slices") {
+  Graph input = LoadAnalysisGraph("sparse_momentum");
+  Plan plan = PlanForTests(input, 4, SyncMethod::kAllGather);
+  StatusOr<Graph> g = RunOnRank(CreateSparseAllGatherPass, input, plan, 2, nullptr);
+  REQUIRE(g.ok());
+  CHECK(NodeInput(*g, "Momentum/update_emb/Unique", 0) == "emb/parallax/allgather_indices");
+  CHECK(NodeInput(*g, "Momentum/update_emb/UnsortedSegmentSum", 0) == "emb/parallax/average");
+  CHECK(NodeInput(*g, "emb/parallax/average", 0) == "emb/parallax/allgather_values");
+  const Node& factor = g->node(g->FindNode("emb/parallax/average/factor"));
+  CHECK(factor.FindAttr("value")->tensor().float_val(0) == 0.25f);
+  CHECK(g->node(g->FindNode("emb/parallax/allgather_values")).op() == "CollectiveGatherV2");
+  // The dense variable is not this pass's business.
+  CHECK(NodeInput(*g, "Momentum/update_w/ApplyMomentum", 3) ==
+        "gradients/MatMul_grad/tuple/control_dependency_1");
+
+  plan.average = false;
+  StatusOr<Graph> summed = RunOnRank(CreateSparseAllGatherPass, input, plan, 0, nullptr);
+  REQUIRE(summed.ok());
+  CHECK(summed->FindNode("emb/parallax/average") == kNoNode);
+  CHECK(NodeInput(*summed, "Momentum/update_emb/UnsortedSegmentSum", 0) ==
+        "emb/parallax/allgather_values");
+}
+
+TEST_CASE("sparse-allgather: updates without a dedup read the gathered slices directly") {
+  Graph input = LoadAnalysisGraph("resource");
+  Plan plan = PlanForTests(input, 2, SyncMethod::kAllGather);
+  StatusOr<Graph> g = RunOnRank(CreateSparseAllGatherPass, input, plan, 0, nullptr);
+  REQUIRE(g.ok());
+  CHECK(NodeInput(*g, "GradientDescent/update_emb2/ResourceScatterAdd", 1) ==
+        "emb/parallax/allgather_indices");  // the same ids tensor: gathered once, shared
+  CHECK(NodeInput(*g, "GradientDescent/update_emb2/ResourceScatterAdd", 2) ==
+        "emb2/parallax/average");
+  CHECK(NodeInput(*g, "GradientDescent/update_emb/Unique", 0) == "emb/parallax/allgather_indices");
+}
+
+TEST_CASE("sparse-allgather: one rank, or no allgather variable, changes nothing") {
+  Graph input = LoadAnalysisGraph("sparse_momentum");
+  for (auto [ranks, method] : {std::pair{1, SyncMethod::kAllGather},
+                               std::pair{2, SyncMethod::kParameterServer}}) {
+    Plan plan = PlanForTests(input, ranks, method);
+    bool changed = true;
+    StatusOr<Graph> g = RunOnRank(CreateSparseAllGatherPass, input, plan, 0, &changed);
+    REQUIRE(g.ok());
+    CHECK(!changed);
+    CHECK(GraphFingerprint(*g) == GraphFingerprint(input));
+  }
+}
+
+TEST_CASE("sparse-allgather: a dense update under allgather is an error") {
+  Graph input = LoadAnalysisGraph("sparse_momentum");
+  Plan plan = PlanForTests(input, 2, SyncMethod::kAllGather);
+  for (VariablePlan& v : plan.variables) {
+    if (v.name == "w") v.method = SyncMethod::kAllGather;
+  }
+  StatusOr<Graph> g = RunOnRank(CreateSparseAllGatherPass, input, plan, 0, nullptr);
+  CHECK(g.status().message() ==
+        "test: sparse-allgather: variable 'w': the plan says allgather, but update "
+        "'Momentum/update_w/ApplyMomentum' takes a dense gradient");
+}
+
+TEST_CASE("sparse-allgather: shared TensorFlow graphs") {
+  std::vector<std::string> files = testing::SharedTfGraphFiles();
+  if (files.empty()) {
+    WARN("shared TF graphs absent ($PARALLAX_SHARED_DIR/testdata/tf): skipped");
+    return;
+  }
+  for (const std::string& file : files) {
+    INFO(file);
+    StatusOr<Graph> input = LoadGraph(file);
+    REQUIRE(input.ok());
+    Plan plan = PlanForTests(*input, 2, SyncMethod::kAllGather);
+    StatusOr<Graph> rank0 = RunOnRank(CreateSparseAllGatherPass, *input, plan, 0, nullptr);
+    StatusOr<Graph> rank1 = RunOnRank(CreateSparseAllGatherPass, *input, plan, 1, nullptr);
+    REQUIRE(rank0.ok());
+    REQUIRE(rank1.ok());
+    CHECK(CollectiveSequence(*rank0) == CollectiveSequence(*rank1));
+    if (file.find("sparse_apply_momentum") != std::string::npos ||
+        file.find("scattersub") != std::string::npos) {
+      CHECK(CollectiveSequence(*rank0).size() == 2);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace parallax
