@@ -32,6 +32,7 @@ expect 0 "$parallax" --version
 grep -qx 'parallax 0.1.0' "$tmp/out" && pass || fail "--version printed '$(cat "$tmp/out")'"
 expect 0 "$parallax" --help
 grep -q 'inspect' "$tmp/out" && pass || fail "--help does not list inspect"
+grep -q 'transform' "$tmp/out" && pass || fail "--help does not list transform"
 expect 0 "$parallax" inspect --help
 expect 2 "$parallax"
 expect 2 "$parallax" inspect
@@ -63,6 +64,79 @@ while IFS= read -r line; do
   [[ ! -s "$tmp/out" ]] && pass || fail "$file: printed output on stdout despite the error"
 done < expected_errors.txt
 
+# ---- transform ----
+example="$root/lib/analysis/testdata/sparse_momentum.pbtxt"
+cluster="$tmp/cluster.yaml"
+printf 'hosts:\n  - name: node1\n    gpus: [0, 1]\n  - name: node2\n    cpus: 2\n' > "$cluster"
+job="$tmp/job"
+rm -rf "$job"
+expect 0 "$parallax" transform "$example" --cluster "$cluster" -o "$job"
+for f in plan.yaml report.txt hostfile launch.sh rank-0.pb rank-1.pb rank-2.pb rank-3.pb; do
+  [[ -s "$job/$f" ]] && pass || fail "transform did not write $f"
+done
+[[ ! -e "$job/rank-4.pb" ]] && pass || fail "transform wrote a fifth rank"
+[[ -x "$job/launch.sh" ]] && pass || fail "launch.sh is not executable"
+cmp -s "$tmp/out" "$job/report.txt" && pass || fail "the printed report differs from report.txt"
+grep -q '^  emb .* sparse .* ps ' "$tmp/out" && pass || fail "the report does not show emb on ps: $(cat "$tmp/out")"
+grep -qx 'node1 slots=2' "$job/hostfile" && grep -qx 'node2 slots=2' "$job/hostfile" \
+  && pass || fail "hostfile: $(cat "$job/hostfile")"
+grep -q 'exec mpirun -np 4 --hostfile "$job/hostfile" --map-by slot --bind-to none -x PATH -x LD_LIBRARY_PATH parallax run "$job" "$@"' \
+  "$job/launch.sh" && pass || fail "launch.sh: $(cat "$job/launch.sh")"
+sh -n "$job/launch.sh" && pass || fail "launch.sh is not valid sh"
+ls -d "$tmp"/job.* 2>/dev/null | grep -q . && fail "temporary directories left: $(ls -d "$tmp"/job.*)" || pass
+
+# An existing directory: exit 2, untouched; --force replaces it.
+touch "$job/mine"
+expect 2 "$parallax" transform "$example" --cluster "$cluster" -o "$job"
+expect_stderr_line "parallax: error: $job: already exists; pass --force to replace it"
+[[ -e "$job/mine" ]] && pass || fail "the existing directory was touched"
+expect 0 "$parallax" transform "$example" --cluster "$cluster" -o "$job" --force --json
+[[ ! -e "$job/mine" && -s "$job/plan.yaml" ]] && pass || fail "--force did not replace the directory"
+python3 - "$tmp/out" <<'PY' && pass || fail "--json is not the plan: $(head -c 300 "$tmp/out")"
+import json, sys
+plan = json.load(open(sys.argv[1]))
+assert plan["schema"] == 1 and plan["world_size"] == 4, plan
+methods = {v["name"]: v["method"] for v in plan["variables"]}
+assert methods == {"emb": "ps", "w": "allreduce", "emb/Momentum": "local", "w/Momentum": "local"}, methods
+assert [r["kind"] for r in plan["ranks"]] == ["GPU", "GPU", "CPU", "CPU"], plan["ranks"]
+assert plan["feeds"] == ["ids", "y"] and plan["fetches"] == ["loss:0"], plan
+PY
+expect 0 "$parallax" transform "$example" --cluster "$cluster" -o "$tmp/job2" --strategy allreduce
+grep -q '^  emb .* sparse .* allgather ' "$tmp/out" && pass || fail "--strategy allreduce did not all-gather emb"
+expect 0 "$parallax" transform --print-passes
+grep -q '^   1\. sparse-allgather' "$tmp/out" && grep -q 'place' "$tmp/out" && pass || fail "--print-passes: $(cat "$tmp/out")"
+
+# Bad flags and inputs: exit 2, one line, and no output directory.
+rm -rf "$tmp/nojob"
+expect 2 "$parallax" transform "$example" --cluster "$cluster" -o "$tmp/nojob" --strategy fastest
+expect_stderr_line "parallax: error: --strategy: unknown strategy 'fastest' (expected auto, allreduce, ps or hybrid)"
+expect 2 "$parallax" transform "$example" --cluster "$cluster" -o "$tmp/nojob" --disable-pass bogus
+grep -q "^parallax: error: --disable-pass: unknown pass 'bogus'; the passes are: sparse-allgather, " "$tmp/err" && pass || fail "$(cat "$tmp/err")"
+expect 2 "$parallax" transform "$example" -o "$tmp/nojob"
+expect_stderr_line "parallax: error: transform: --cluster is required"
+expect 2 "$parallax" transform "$bad/empty.pb" --cluster "$cluster" -o "$tmp/nojob"
+expect 2 "$parallax" transform "$root/lib/analysis/testdata/assign_optimizer.pbtxt" --cluster "$cluster" -o "$tmp/nojob" --strict
+grep -q "^parallax: error: .*assign_optimizer.pbtxt: --strict: variable '.*' is updated from a gradient by" "$tmp/err" \
+  && pass || fail "--strict: $(cat "$tmp/err")"
+[[ ! -e "$tmp/nojob" ]] && pass || fail "a failed transform left $tmp/nojob"
+
+# Every malformed cluster spec: exit 2, its exact error, nothing written.
+cd "$root/testdata/bad_cluster"
+bad_specs=0
+while IFS= read -r line; do
+  [[ -z "$line" || "$line" == \#* ]] && continue
+  file=${line%% | *}
+  message=${line#* | }
+  [[ "$file" == *.hosts ]] && continue  # hostfiles are parallax launch's
+  bad_specs=$((bad_specs + 1))
+  expect 2 "$parallax" transform "$example" --cluster "$file" -o "$tmp/nojob"
+  expect_stderr_line "parallax: error: $message"
+  [[ ! -e "$tmp/nojob" ]] && pass || fail "$file: left $tmp/nojob behind"
+done < expected_errors.txt
+[[ $bad_specs -ge 10 ]] && pass || fail "only $bad_specs bad cluster specs tested"
+ls -d "$tmp"/nojob* 2>/dev/null | grep -q . && fail "left behind: $(ls -d "$tmp"/nojob*)" || pass
+cd "$root"
+
 # Real graphs: every format works and JSON parses.
 shared="${PARALLAX_SHARED_DIR:-}/testdata/tf"
 if [[ -n "${PARALLAX_SHARED_DIR:-}" && -d "$shared" ]]; then
@@ -72,6 +146,10 @@ if [[ -n "${PARALLAX_SHARED_DIR:-}" && -d "$shared" ]]; then
     done
     "$parallax" inspect --format json "$graph" | python3 -m json.tool >/dev/null \
       && pass || fail "$graph: --format json is not valid JSON"
+    rm -rf "$tmp/realjob"
+    expect 0 "$parallax" transform "$graph" --cluster "$cluster" -o "$tmp/realjob"
+    [[ -s "$tmp/realjob/rank-3.pb" ]] && pass || fail "$graph: no rank-3.pb"
+    expect 0 "$parallax" inspect "$tmp/realjob/rank-3.pb"
   done
   "$parallax" inspect --format json "$shared/bigdl_lenet_rmsprop_train.pbtxt" > "$tmp/lenet.json"
   python3 - "$tmp/lenet.json" <<'PY' && pass || fail "lenet JSON does not report 8 trainable variables with 16 slots"

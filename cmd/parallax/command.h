@@ -32,6 +32,7 @@ void PrintError(const Status& status);
 
 // Subcommands.
 Command AddInspectCommand(CLI::App& app);
+Command AddTransformCommand(CLI::App& app);
 
 }  // namespace parallax::cli
 

@@ -48,6 +48,7 @@ int Main(int argc, char** argv) {
 
   std::vector<Command> commands = {
       AddInspectCommand(app),
+      AddTransformCommand(app),
   };
 
   try {

@@ -55,8 +55,17 @@ Status WriteAll(const std::string& path, std::string_view contents, mode_t mode)
 
 std::string RankGraphFile(int rank) { return fmt::format("rank-{}.pb", rank); }
 
-StatusOr<std::unique_ptr<JobWriter>> JobWriter::Begin(std::string dir, bool force) {
+namespace {
+
+std::string WithoutTrailingSlashes(std::string dir) {
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir;
+}
+
+}  // namespace
+
+Status JobWriter::CheckTarget(const std::string& target, bool force) {
+  const std::string dir = WithoutTrailingSlashes(target);
   if (dir.empty()) return InvalidArgumentError("-o: the output directory name is empty");
   std::error_code ec;
   const fs::file_status status = fs::symlink_status(dir, ec);
@@ -74,6 +83,12 @@ StatusOr<std::unique_ptr<JobWriter>> JobWriter::Begin(std::string dir, bool forc
   if (!parent.empty() && !fs::is_directory(parent, ec)) {
     return InvalidArgumentError("{}: the parent directory {} does not exist", dir, parent.string());
   }
+  return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<JobWriter>> JobWriter::Begin(std::string dir, bool force) {
+  dir = WithoutTrailingSlashes(std::move(dir));
+  PX_RETURN_IF_ERROR(CheckTarget(dir, force));
   std::string temp = fmt::format("{}.tmp.{}", dir, ::getpid());
   RemoveQuietly(temp);  // a leftover of a killed run with a reused pid
   if (::mkdir(temp.c_str(), 0755) != 0) {

@@ -44,8 +44,10 @@ std::string RankGraphFile(int rank);  // "rank-3.pb"
 
 class JobWriter {
  public:
-  // Checks `dir` (it must not exist unless `force`; if it exists it must be a directory)
-  // and creates the temporary sibling.
+  // Checks `dir` (it must not exist unless `force`; if it exists it must be a directory;
+  // its parent must exist) without creating anything, so a command can fail fast.
+  static Status CheckTarget(const std::string& dir, bool force);
+  // CheckTarget, then creates the temporary sibling.
   static StatusOr<std::unique_ptr<JobWriter>> Begin(std::string dir, bool force);
   ~JobWriter();  // removes the temporary directory unless committed
 

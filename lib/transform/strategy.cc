@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "lib/base/file.h"
+#include "lib/passes/partition_sparse.h"
 #include "lib/transform/cost_model.h"
 
 namespace parallax {
@@ -144,8 +145,9 @@ class PlanBuilder {
                              ? fmt::format(" and {} more", analysis_.input_pipeline.size() - 1)
                              : "";
       warnings_.push_back(fmt::format(
-          "input pipeline '{}' ({}){} is not sharded: every rank reads the same examples; "
-          "shard it in the input code or feed placeholders",
+          "input pipeline '{}' ({}){} reads its data inside the graph: it is marked with each "
+          "rank's shard, but unless the runtime implements its source every rank reads the same "
+          "examples; feed placeholders instead for sharded data",
           graph_.node(first).name(), graph_.node(first).op(), more));
     }
     for (const VariableOverride& entry : cluster_.strategy.variables) {
@@ -237,11 +239,10 @@ class PlanBuilder {
       traffic.index_bytes = IndexBytesOf(v);
     }
     const int n = layout_.world_size();
-    const PartitionableCheck& check =
-        options_.partitionable ? options_.partitionable : PartitionableCheck(BasicPartitionable);
-    Status partitionable = check(graph_, analysis_, v);
-    if (partitionable.ok() && options_.partitionable) {
-      partitionable = BasicPartitionable(graph_, analysis_, v);
+    Status partitionable = BasicPartitionable(graph_, analysis_, v);
+    if (partitionable.ok()) {
+      partitionable = options_.partitionable ? options_.partitionable(graph_, analysis_, v)
+                                             : CheckPartitionable(graph_, analysis_, v);
     }
 
     auto set = [&](SyncMethod method, std::string reason) {

@@ -51,7 +51,7 @@ inline constexpr int64_t kTargetPartitionBytes = int64_t{64} << 20;
 // ... but at most this many partitions per rank.
 inline constexpr int kMaxPartitionsPerRank = 4;
 // Whether the PS pass (partition-sparse) partitions variables with dense gradients. Its
-// header says it handles sparse gradients only, so a dense variable asked to use `ps` is
+// header says dense gradients under PS are Unimplemented, so a dense variable asked to use `ps` is
 // all-reduced instead, with the reason in the plan.
 inline constexpr bool kPsSupportsDenseVariables = false;
 
@@ -65,8 +65,8 @@ struct TransformOptions {
   bool strict = false;                   // warnings become an InvalidArgument error
   // 16 hex digits of the input file's FNV-1a hash (Fnv1a64Hex); "" when unknown.
   std::string source_fingerprint;
-  // Eligibility for PS. Unset: the PS pass's own check (CheckPartitionable) where it is
-  // built in, plus BasicPartitionable.
+  // Eligibility for PS, after BasicPartitionable. Unset: the PS pass's own check,
+  // CheckPartitionable (lib/passes/partition_sparse.h).
   PartitionableCheck partitionable;
 };
 

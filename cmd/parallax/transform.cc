@@ -1,0 +1,140 @@
+// `parallax transform GRAPH --cluster C.yaml -o DIR`: the single-device training graph
+// rewritten into one graph per rank, with the plan, a report, a hostfile and launch.sh
+// (docs/transform.md). Load -> verify -> analyse -> plan -> passes -> verify -> write;
+// the output directory appears only when complete.
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "cmd/parallax/command.h"
+#include "lib/analysis/training_analysis.h"
+#include "lib/base/file.h"
+#include "lib/cluster/cluster_spec.h"
+#include "lib/cluster/rank_layout.h"
+#include "lib/graph/graph_io.h"
+#include "lib/graph/verifier.h"
+#include "lib/transform/job_writer.h"
+#include "lib/transform/pipelines.h"
+#include "lib/transform/plan_io.h"
+#include "lib/transform/report.h"
+#include "lib/transform/strategy.h"
+#include "lib/transform/transform.h"
+
+namespace parallax::cli {
+
+namespace {
+
+struct TransformFlags {
+  std::string graph;
+  std::string cluster;
+  std::string output;
+  std::string strategy;  // "" = the cluster spec's
+  bool json = false;
+  bool strict = false;
+  bool force = false;
+  bool print_passes = false;
+  std::vector<std::string> disabled_passes;
+  std::string dump_after;
+  std::string dump_dir = ".";
+  int stop_after = -1;
+  int threads = 0;
+};
+
+Status RunTransform(const TransformFlags& flags) {
+  PipelineOptions pipeline;
+  pipeline.disabled_passes.insert(flags.disabled_passes.begin(), flags.disabled_passes.end());
+  pipeline.dump_after = flags.dump_after;
+  pipeline.dump_dir = flags.dump_dir;
+  pipeline.stop_after = flags.stop_after;
+  {
+    std::unique_ptr<Pipeline> full = BuildTransformPipeline(pipeline);
+    PX_RETURN_IF_ERROR(full->ValidateOptions());
+    if (flags.print_passes) {
+      std::string out = full->Describe();
+      std::fwrite(out.data(), 1, out.size(), stdout);
+      return Status::Ok();
+    }
+  }
+  if (flags.graph.empty()) return InvalidArgumentError("transform: GRAPH is required");
+  if (flags.cluster.empty()) return InvalidArgumentError("transform: --cluster is required");
+  if (flags.output.empty()) return InvalidArgumentError("transform: -o (the output directory) is required");
+
+  TransformOptions options;
+  if (!flags.strategy.empty()) {
+    options.strategy = ParseStrategyKind(flags.strategy);
+    if (!options.strategy) {
+      return InvalidArgumentError("--strategy: unknown strategy '{}' (expected auto, allreduce, ps "
+                                  "or hybrid)",
+                                  flags.strategy);
+    }
+  }
+  options.strict = flags.strict;
+
+  // Inputs first, so that bad input never creates anything.
+  PX_RETURN_IF_ERROR(JobWriter::CheckTarget(flags.output, flags.force));
+  PX_ASSIGN_OR_RETURN(ClusterSpec cluster, LoadClusterSpec(flags.cluster));
+  PX_ASSIGN_OR_RETURN(RankLayout layout, LayoutRanks(cluster));
+  PX_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(flags.graph, kMaxGraphFileBytes));
+  options.source_fingerprint = Fnv1a64Hex(bytes);
+  PX_ASSIGN_OR_RETURN(Graph graph, ParseGraph(std::move(bytes), flags.graph));
+  PX_RETURN_IF_ERROR(VerifyGraph(graph));
+  PX_ASSIGN_OR_RETURN(TrainingAnalysis analysis, AnalyzeTraining(graph));
+  spdlog::info("loaded {}: {} nodes, {} variables; {}", flags.graph, graph.num_nodes(),
+               analysis.variables.size(), layout.Summary());
+  PX_ASSIGN_OR_RETURN(Plan plan, BuildPlan(graph, analysis, cluster, layout, options));
+  for (const std::string& warning : plan.warnings) spdlog::warn("{}", warning);
+
+  PX_ASSIGN_OR_RETURN(std::unique_ptr<JobWriter> writer, JobWriter::Begin(flags.output, flags.force));
+  TransformRunOptions run;
+  run.threads = flags.threads;
+  PX_RETURN_IF_ERROR(TransformEach(graph, plan, pipeline, run, [&](int rank, Graph&& rank_graph) {
+    return writer->WriteRankGraph(rank, rank_graph);
+  }));
+  const std::string report = RenderReport(plan, writer->dir());
+  PX_RETURN_IF_ERROR(writer->WriteFile(kPlanFile, PlanToYaml(plan)));
+  PX_RETURN_IF_ERROR(writer->WriteFile(kReportFile, report));
+  PX_RETURN_IF_ERROR(writer->WriteFile(kHostfileFile, JobHostfile(plan)));
+  PX_RETURN_IF_ERROR(writer->WriteFile(kLaunchFile, LaunchScript(plan), /*executable=*/true));
+  PX_RETURN_IF_ERROR(writer->Commit());
+  spdlog::info("wrote {} ({} rank graphs)", writer->dir(), plan.world_size());
+
+  const std::string out = flags.json ? PlanToJson(plan, writer->dir()) : report;
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Command AddTransformCommand(CLI::App& app) {
+  auto flags = std::make_shared<TransformFlags>();
+  CLI::App* sub = app.add_subcommand(
+      "transform",
+      "Rewrite a single-device training graph into one graph per rank (all-reduce for dense "
+      "gradients, parameter servers / allgather / densify for sparse ones) and write the job "
+      "directory: plan.yaml, rank-N.pb, report.txt, hostfile, launch.sh.");
+  sub->add_option("graph", flags->graph, "GraphDef, MetaGraphDef or SavedModel (binary or text)");
+  sub->add_option("--cluster", flags->cluster, "cluster spec YAML (docs/cluster.md)");
+  sub->add_option("-o,--output", flags->output, "the job directory to write (must not exist)");
+  sub->add_option("--strategy", flags->strategy,
+                  "auto, allreduce, ps or hybrid; replaces the cluster spec's strategy.default");
+  sub->add_flag("--json", flags->json, "print the plan as JSON (docs/transform.md) instead of the report");
+  sub->add_flag("--strict", flags->strict, "fail (exit 2) on any warning");
+  sub->add_flag("--force", flags->force, "replace the output directory if it exists");
+  sub->add_flag("--print-passes", flags->print_passes, "list the passes in order and exit");
+  sub->add_option("--disable-pass", flags->disabled_passes, "skip this pass (repeatable)");
+  sub->add_option("--dump-after", flags->dump_after,
+                  "write the graph as text after this pass (<dump-dir>/<graph>.after-<pass>.pbtxt)");
+  sub->add_option("--dump-dir", flags->dump_dir, "where --dump-after writes")->default_str(".");
+  sub->add_option("--stop-after", flags->stop_after, "run only the first N passes (bisecting)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--threads", flags->threads, "ranks rewritten in parallel (0: one per core)")
+      ->check(CLI::NonNegativeNumber)
+      ->default_str("0");
+  return Command{sub, [flags]() { return RunTransform(*flags); }};
+}
+
+}  // namespace parallax::cli

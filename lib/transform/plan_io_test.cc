@@ -1,0 +1,157 @@
+// plan.yaml: round trip, names that look like other YAML types, and exact errors.
+#include "lib/transform/plan_io.h"
+
+#include <catch2/catch.hpp>
+
+#include "lib/base/file.h"
+#include "lib/testing/testdata.h"
+
+namespace parallax {
+namespace {
+
+Plan SamplePlan() {
+  Plan plan;
+  plan.source_graph = "models/graph.pb";
+  plan.source_fingerprint = "0123456789012345";  // all digits: must stay a string
+  plan.strategy = "hybrid";
+  plan.average = false;
+  for (int r = 0; r < 3; ++r) {
+    RankPlacement p;
+    p.rank = r;
+    p.host = r < 2 ? "node1" : "node2";
+    p.local_rank = r < 2 ? r : 0;
+    p.local_size = r < 2 ? 2 : 1;
+    p.device = r < 2 ? DeviceKind::kGpu : DeviceKind::kCpu;
+    p.device_index = r < 2 ? r + 4 : 0;
+    plan.ranks.push_back(p);
+    plan.rank_devices.push_back("/job:worker/replica:0/task:" + std::to_string(r) +
+                                (r < 2 ? "/device:GPU:0" : "/device:CPU:0"));
+  }
+  VariablePlan emb;
+  emb.name = "true";  // a valid TF node name that YAML would read as a bool unquoted
+  emb.method = SyncMethod::kParameterServer;
+  emb.sparse = true;
+  emb.shape = {1000, 16};
+  emb.dtype = "float";
+  emb.bytes = 64000;
+  emb.slots = {"true/Adam", "true/Adam_1"};
+  emb.partitions = {{0, 500, 0}, {500, 1000, 2}};
+  emb.bytes_sent_per_rank_per_step = 3808;
+  emb.reason = "sparse gradient: ps: \"quoted\", colon: and # hash";
+  VariablePlan w;
+  w.name = "1e3";
+  w.method = SyncMethod::kAllReduce;
+  w.shape = {-1, 10};
+  w.dtype = "half";
+  w.bytes = -1;
+  w.reason = "";
+  VariablePlan step;
+  step.name = "global_step";
+  step.method = SyncMethod::kLocal;
+  step.dtype = "int64";
+  step.bytes = 8;
+  plan.variables = {emb, w, step};
+  plan.feeds = {"ids", "null"};
+  plan.fetches = {"loss:0"};
+  plan.train_op = "Adam";
+  plan.init_op = "";
+  plan.warnings = {"input pipeline 'batch' (QueueDequeueManyV2) is not sharded: ..."};
+  return plan;
+}
+
+TEST_CASE("plan.yaml round trip") {
+  const Plan plan = SamplePlan();
+  const std::string yaml = PlanToYaml(plan);
+  StatusOr<Plan> back = ParsePlanYaml(yaml, "plan.yaml");
+  INFO(yaml);
+  REQUIRE(back.ok());
+  CHECK(PlanToYaml(*back) == yaml);
+  CHECK(back->source_fingerprint == "0123456789012345");
+  CHECK(back->strategy == "hybrid");
+  CHECK_FALSE(back->average);
+  REQUIRE(back->ranks.size() == 3);
+  CHECK(back->ranks == plan.ranks);
+  CHECK(back->rank_devices == plan.rank_devices);
+  REQUIRE(back->variables.size() == 3);
+  CHECK(back->variables[0].name == "true");
+  CHECK(back->variables[0].partitions == plan.variables[0].partitions);
+  CHECK(back->variables[0].reason == plan.variables[0].reason);
+  CHECK(back->variables[0].slots == plan.variables[0].slots);
+  CHECK(back->variables[1].name == "1e3");
+  CHECK(back->variables[1].shape == std::vector<int64_t>{-1, 10});
+  CHECK(back->variables[1].bytes == -1);
+  CHECK(back->variables[2].shape.empty());
+  CHECK(back->feeds == plan.feeds);
+  CHECK(back->init_op.empty());
+  CHECK(back->warnings == plan.warnings);
+}
+
+TEST_CASE("LoadPlan reads a file or a job directory") {
+  const std::string dir = testing::TempDir();
+  REQUIRE(WriteFileAtomically(dir + "/plan.yaml", PlanToYaml(SamplePlan())).ok());
+  CHECK(LoadPlan(dir).ok());
+  CHECK(LoadPlan(dir + "/plan.yaml").ok());
+  StatusOr<Plan> missing = LoadPlan(dir + "/nothing.yaml");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().message() == dir + "/nothing.yaml: no such file");
+}
+
+// The YAML of SamplePlan with `from` replaced by `to`.
+std::string Edited(const std::string& from, const std::string& to) {
+  std::string yaml = PlanToYaml(SamplePlan());
+  const size_t at = yaml.find(from);
+  REQUIRE(at != std::string::npos);
+  return yaml.replace(at, from.size(), to);
+}
+
+TEST_CASE("plan.yaml errors name the line and key") {
+  struct Case {
+    std::string from, to, error;
+  };
+  const Case cases[] = {
+      {"version: 1", "version: 2",
+       "plan.yaml:2: version: plan version 2 is not supported (this parallax reads version 1)"},
+      {"owner: 2", "owner: 3",
+       "plan.yaml:25: variables[0].partitions[1].owner: rank 3 is not a rank of the job (3 ranks)"},
+      {"rows: [500, 1000]", "rows: [400, 1000]",
+       "plan.yaml:25: variables[0].partitions[1].rows: rows [400, 1000) do not continue the "
+       "partitions before (next row 500)"},
+      {"method: allreduce", "method: allreduc",
+       "plan.yaml:29: variables[1].method: unknown method 'allreduc' (expected allreduce, ps, "
+       "allgather, densify, local or none)"},
+      {"average: false", "average: maybe", "plan.yaml:8: average: expected true or false"},
+      {"strategy: \"hybrid\"", "strategy: \"hybrid\"\nextra: 1", "plan.yaml:8: extra: unknown key"},
+      {"bytes: 64000", "bytes: lots",
+       "plan.yaml:19: variables[0].bytes: expected an integer, got 'lots'"},
+      {"{rank: 1,", "{rank: 2,", "plan.yaml:11: ranks[1].rank: expected rank 1, got 2"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.to);
+    StatusOr<Plan> plan = ParsePlanYaml(Edited(c.from, c.to), "plan.yaml");
+    REQUIRE_FALSE(plan.ok());
+    CHECK(plan.status().message() == c.error);
+  }
+  StatusOr<Plan> syntax = ParsePlanYaml("ranks: [", "plan.yaml");
+  REQUIRE_FALSE(syntax.ok());
+  CHECK(syntax.status().message().starts_with("plan.yaml:1:"));
+  StatusOr<Plan> list = ParsePlanYaml("- 1\n", "plan.yaml");
+  REQUIRE_FALSE(list.ok());
+  CHECK(list.status().message() == "plan.yaml:1: plan: expected a mapping (a plan.yaml file)");
+}
+
+TEST_CASE("the plan as JSON") {
+  const std::string json = PlanToJson(SamplePlan(), "job");
+  CHECK(json.find("\"schema\": 1") != std::string::npos);
+  CHECK(json.find("\"output\": \"job\"") != std::string::npos);
+  CHECK(json.find("\"bytes\": null") != std::string::npos);
+  CHECK(json.find("\"init_op\": null") != std::string::npos);
+  CHECK(json.find("\"bytes_per_step\": 3808") != std::string::npos);
+  const PlanTotals totals = ComputeTotals(SamplePlan());
+  CHECK(totals.variables == 3);
+  CHECK(totals.synchronised == 2);
+  CHECK(totals.parameter_bytes == 64000);
+  CHECK(totals.bytes_sent_per_rank_per_step == 3808);
+}
+
+}  // namespace
+}  // namespace parallax

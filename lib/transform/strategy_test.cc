@@ -1,0 +1,302 @@
+// BuildPlan: presets, overrides, the auto rule both ways, partitions, cost numbers,
+// warnings and --strict.
+#include "lib/transform/strategy.h"
+
+#include <catch2/catch.hpp>
+
+#include "lib/graph/graph_io.h"
+#include "lib/testing/testdata.h"
+#include "lib/transform/cost_model.h"
+
+namespace parallax {
+namespace {
+
+struct Loaded {
+  Graph graph;
+  TrainingAnalysis analysis;
+};
+
+Loaded Load(const std::string& name) {
+  StatusOr<Graph> graph = LoadGraph(testing::RepoPath("lib/analysis/testdata/" + name));
+  REQUIRE(graph.ok());
+  StatusOr<TrainingAnalysis> analysis = AnalyzeTraining(*graph);
+  REQUIRE(analysis.ok());
+  return Loaded{std::move(*graph), std::move(*analysis)};
+}
+
+// `hosts` hosts of `per_host` CPU ranks, plus `extra` YAML (network, strategy).
+ClusterSpec Cluster(int hosts, int per_host, const std::string& extra = "") {
+  std::string yaml = "hosts:\n";
+  for (int h = 0; h < hosts; ++h) {
+    yaml += "  - name: node" + std::to_string(h) + "\n    cpus: " + std::to_string(per_host) + "\n";
+  }
+  yaml += extra;
+  StatusOr<ClusterSpec> spec = ParseClusterSpec(yaml, "cluster.yaml");
+  INFO(spec.status().ToString());
+  REQUIRE(spec.ok());
+  return *spec;
+}
+
+Plan MakePlan(const Loaded& in, const ClusterSpec& cluster, TransformOptions options = {}) {
+  StatusOr<RankLayout> layout = LayoutRanks(cluster);
+  REQUIRE(layout.ok());
+  StatusOr<Plan> plan = BuildPlan(in.graph, in.analysis, cluster, *layout, options);
+  INFO(plan.status().ToString());
+  REQUIRE(plan.ok());
+  return *plan;
+}
+
+const VariablePlan& Var(const Plan& plan, std::string_view name) {
+  const VariablePlan* v = plan.FindVariable(name);
+  REQUIRE(v != nullptr);
+  return *v;
+}
+
+TEST_CASE("auto: dense all-reduce, a sparsely used embedding on parameter servers") {
+  Loaded in = Load("sparse_momentum.pbtxt");
+  Plan plan = MakePlan(in, Cluster(2, 4));
+  CHECK(plan.strategy == "auto");
+  CHECK(plan.average);
+  CHECK(plan.world_size() == 8);
+  CHECK(plan.rank_devices[5] == "/job:worker/replica:0/task:5/device:CPU:0");
+  const VariablePlan& emb = Var(plan, "emb");
+  CHECK(emb.method == SyncMethod::kParameterServer);
+  CHECK(emb.sparse);
+  CHECK(emb.slots == std::vector<std::string>{"emb/Momentum"});
+  // 32 ids (the ids placeholder is [?]) x 8 ranks = 256 < 0.5 x 1000 rows.
+  CHECK(emb.reason.find("32 of 1000 rows touched per rank") != std::string::npos);
+  REQUIRE(emb.partitions.size() == 8);  // auto: one per rank for a small table
+  CHECK(emb.partitions[0] == Partition{0, 125, 0});
+  CHECK(emb.partitions[1] == Partition{125, 250, 4});  // hosts interleaved
+  CHECK(emb.partitions[7] == Partition{875, 1000, 7});
+  // PS: 2 x 7/8 x 32 rows x (64 + 4) bytes.
+  CHECK(emb.bytes_sent_per_rank_per_step == 3808);
+  const VariablePlan& w = Var(plan, "w");
+  CHECK(w.method == SyncMethod::kAllReduce);
+  CHECK(w.bytes_sent_per_rank_per_step == 1120);  // 2 x 7/8 x 640
+  CHECK(Var(plan, "emb/Momentum").method == SyncMethod::kLocal);
+  CHECK(Var(plan, "emb/Momentum").reason == "slot of 'emb': partitioned with it");
+  CHECK(Var(plan, "w/Momentum").method == SyncMethod::kLocal);
+  CHECK(plan.feeds == std::vector<std::string>{"ids", "y"});
+  CHECK(plan.fetches == std::vector<std::string>{"loss:0"});
+  CHECK(plan.train_op == "Momentum");
+  CHECK(plan.init_op == "init");
+  CHECK(plan.warnings.empty());
+}
+
+TEST_CASE("auto: a table most of whose rows every step touches is all-gathered or densified") {
+  Loaded in = Load("sparse_momentum.pbtxt");
+  SECTION("16 ranks: 32 x 16 = 512 >= 500 rows; allgather sends less than densify") {
+    Plan plan = MakePlan(in, Cluster(4, 4));
+    const VariablePlan& emb = Var(plan, "emb");
+    CHECK(emb.method == SyncMethod::kAllGather);
+    CHECK(emb.bytes_sent_per_rank_per_step == 15 * 32 * 68);
+    CHECK(emb.partitions.empty());
+  }
+  SECTION("64 ranks: densify (2 x 63/64 x 1000 x 68 bytes) beats allgather (63 x 32 x 68)") {
+    Plan plan = MakePlan(in, Cluster(8, 8));
+    const VariablePlan& emb = Var(plan, "emb");
+    CHECK(emb.method == SyncMethod::kDensify);
+    CHECK(emb.bytes_sent_per_rank_per_step == 133875);
+    CHECK(emb.reason.find("densify") != std::string::npos);
+  }
+  SECTION("one rank: nothing to exchange") {
+    Plan plan = MakePlan(in, Cluster(1, 1));
+    CHECK(Var(plan, "emb").method == SyncMethod::kAllGather);
+    CHECK(Var(plan, "emb").bytes_sent_per_rank_per_step == 0);
+    CHECK(Var(plan, "w").bytes_sent_per_rank_per_step == 0);
+  }
+}
+
+TEST_CASE("auto: a variable PS cannot partition falls back to the cheaper of the others") {
+  Loaded in = Load("sparse_momentum.pbtxt");
+  TransformOptions options;
+  options.partitionable = [](const Graph&, const TrainingAnalysis&, const Variable& v) {
+    return InvalidArgumentError("'{}' is read by 'summary'", v.name);
+  };
+  Plan plan = MakePlan(in, Cluster(2, 4), options);
+  const VariablePlan& emb = Var(plan, "emb");
+  CHECK(emb.method == SyncMethod::kAllGather);
+  CHECK(emb.reason.find("not partitionable ('emb' is read by 'summary')") != std::string::npos);
+}
+
+TEST_CASE("presets") {
+  Loaded in = Load("sparse_momentum.pbtxt");
+  TransformOptions options;
+  SECTION("allreduce: Horovod's choices") {
+    options.strategy = StrategyKind::kAllReduce;
+    Plan plan = MakePlan(in, Cluster(2, 4), options);
+    CHECK(plan.strategy == "allreduce");
+    CHECK(Var(plan, "emb").method == SyncMethod::kAllGather);
+    CHECK(Var(plan, "emb").reason == "sparse gradient; --strategy allreduce");
+    CHECK(Var(plan, "w").method == SyncMethod::kAllReduce);
+  }
+  SECTION("hybrid: Parallax's") {
+    options.strategy = StrategyKind::kHybrid;
+    Plan plan = MakePlan(in, Cluster(2, 4), options);
+    CHECK(Var(plan, "emb").method == SyncMethod::kParameterServer);
+    CHECK(Var(plan, "w").method == SyncMethod::kAllReduce);
+  }
+  SECTION("ps: dense variables fall back to all-reduce, with the reason") {
+    options.strategy = StrategyKind::kPs;
+    Plan plan = MakePlan(in, Cluster(2, 4), options);
+    CHECK(Var(plan, "emb").method == SyncMethod::kParameterServer);
+    CHECK(Var(plan, "w").method == SyncMethod::kAllReduce);
+    CHECK(Var(plan, "w").reason.find("sparse gradients only") != std::string::npos);
+    CHECK(plan.warnings.empty());  // the preset, not the user's per-variable choice
+  }
+  SECTION("the YAML's default, when --strategy is not given") {
+    Plan plan = MakePlan(in, Cluster(2, 4, "strategy:\n  default: allreduce\n  average: false\n"));
+    CHECK(plan.strategy == "allreduce");
+    CHECK_FALSE(plan.average);
+    CHECK(Var(plan, "emb").method == SyncMethod::kAllGather);
+    CHECK(Var(plan, "emb").reason == "sparse gradient; strategy allreduce");
+  }
+  SECTION("--strategy replaces the YAML's default") {
+    options.strategy = StrategyKind::kHybrid;
+    Plan plan = MakePlan(in, Cluster(2, 4, "strategy:\n  default: allreduce\n"), options);
+    CHECK(Var(plan, "emb").method == SyncMethod::kParameterServer);
+  }
+}
+
+TEST_CASE("per-variable overrides win over presets") {
+  Loaded in = Load("sparse_momentum.pbtxt");
+  TransformOptions options;
+  options.strategy = StrategyKind::kAllReduce;
+  SECTION("sparse: ps with a partition count") {
+    Plan plan = MakePlan(in,
+                         Cluster(2, 4, "strategy:\n  variables:\n    \"em*\": {sparse: ps, partitions: 3}\n"),
+                         options);
+    const VariablePlan& emb = Var(plan, "emb");
+    CHECK(emb.method == SyncMethod::kParameterServer);
+    CHECK(emb.reason.find("strategy.variables[\"em*\"]") != std::string::npos);
+    REQUIRE(emb.partitions.size() == 3);
+    CHECK(emb.partitions[0] == Partition{0, 334, 0});
+    CHECK(emb.partitions[1] == Partition{334, 667, 4});
+    CHECK(emb.partitions[2] == Partition{667, 1000, 1});
+  }
+  SECTION("sparse: dense") {
+    Plan plan = MakePlan(in, Cluster(2, 4, "strategy:\n  variables:\n    emb: {sparse: dense}\n"), options);
+    CHECK(Var(plan, "emb").method == SyncMethod::kDensify);
+    CHECK(Var(plan, "emb").bytes_sent_per_rank_per_step == 119000);  // 2 x 7/8 x 1000 x 68
+  }
+  SECTION("dense: ps on a dense variable is all-reduced, with a warning") {
+    Plan plan = MakePlan(in, Cluster(2, 4, "strategy:\n  variables:\n    w: {dense: ps}\n"), options);
+    CHECK(Var(plan, "w").method == SyncMethod::kAllReduce);
+    REQUIRE(plan.warnings.size() == 1);
+    CHECK(plan.warnings[0] ==
+          "variable 'w': strategy.variables[\"w\"] asks for dense: ps, which is not supported; it "
+          "is all-reduced instead");
+  }
+  SECTION("more partitions than rows are capped") {
+    Plan plan = MakePlan(in, Cluster(2, 4, "strategy:\n  sparse: ps\n  partitions: 5000\n"), options);
+    CHECK(Var(plan, "emb").partitions.size() == 1000);
+  }
+  SECTION("a pattern that matches nothing is reported") {
+    Plan plan = MakePlan(in, Cluster(1, 2, "strategy:\n  variables:\n    \"softmax/*\": {sparse: ps}\n"));
+    REQUIRE(plan.warnings.size() == 1);
+    CHECK(plan.warnings[0] == "cluster.yaml:6: strategy.variables[\"softmax/*\"] matches no variable of " +
+                                  in.graph.source());
+  }
+}
+
+TEST_CASE("unrecognised updates: method none and a warning; --strict makes it an error") {
+  Loaded in = Load("assign_optimizer.pbtxt");
+  Plan plan = MakePlan(in, Cluster(1, 2));
+  bool found = false;
+  for (const VariablePlan& v : plan.variables) {
+    if (v.method != SyncMethod::kNone) continue;
+    found = true;
+    CHECK(v.reason.find("which Parallax cannot synchronise") != std::string::npos);
+  }
+  CHECK(found);
+  REQUIRE_FALSE(plan.warnings.empty());
+  CHECK(plan.warnings[0].find("is updated from a gradient by '") != std::string::npos);
+
+  StatusOr<RankLayout> layout = LayoutRanks(Cluster(1, 2));
+  TransformOptions strict;
+  strict.strict = true;
+  StatusOr<Plan> failed = BuildPlan(in.graph, in.analysis, Cluster(1, 2), *layout, strict);
+  REQUIRE_FALSE(failed.ok());
+  CHECK(failed.status().code() == StatusCode::kInvalidArgument);
+  CHECK(failed.status().message() == in.graph.source() + ": --strict: " + plan.warnings[0] +
+                                         (plan.warnings.size() > 1 ? " (and " + std::to_string(plan.warnings.size() - 1) + " more warnings)" : ""));
+}
+
+TEST_CASE("every analysis test graph plans without error, every variable decided") {
+  for (const char* name : {"adam.pbtxt", "addn_gradient.pbtxt", "assign_optimizer.pbtxt",
+                           "control_flow.pbtxt", "momentum.pbtxt", "resource.pbtxt",
+                           "scatter_sub_sgd.pbtxt", "sgd_mlp.pbtxt", "sparse_adagrad.pbtxt",
+                           "sparse_adam.pbtxt", "sparse_momentum.pbtxt"}) {
+    INFO(name);
+    Loaded in = Load(name);
+    Plan plan = MakePlan(in, Cluster(2, 2));
+    CHECK(plan.variables.size() == in.analysis.variables.size());
+    for (const VariablePlan& v : plan.variables) {
+      INFO(v.name);
+      CHECK_FALSE(v.reason.empty());
+      if (v.method == SyncMethod::kParameterServer) CHECK_FALSE(v.partitions.empty());
+    }
+  }
+}
+
+TEST_CASE("ids per step come from the ids' static shape") {
+  Loaded in = Load("sparse_momentum.pbtxt");
+  const Variable* emb = nullptr;
+  for (const Variable& v : in.analysis.variables) {
+    if (v.name == "emb") emb = &v;
+  }
+  REQUIRE(emb != nullptr);
+  std::string how;
+  CHECK(EstimateIdsPerStep(in.graph, in.analysis, *emb, &how) == kAssumedUnknownDim);
+  CHECK(how == "ids 'ids' [?]");
+}
+
+TEST_CASE("partition rule") {
+  StatusOr<RankLayout> layout = LayoutRanks(Cluster(2, 4));
+  REQUIRE(layout.ok());
+  CHECK(AutoPartitionCount(64000, 1000, *layout) == 8);             // at least one per rank
+  CHECK(AutoPartitionCount(int64_t{10} << 30, 1 << 20, *layout) == 32);  // 160 by size, capped at 4/rank
+  CHECK(AutoPartitionCount(int64_t{1} << 30, 1 << 20, *layout) == 16);   // 1 GiB / 64 MiB
+  CHECK(AutoPartitionCount(100, 5, *layout) == 5);                   // never more than rows
+  CHECK(OwnerOrder(*layout) == std::vector<int>{0, 4, 1, 5, 2, 6, 3, 7});
+  StatusOr<ClusterSpec> uneven = ParseClusterSpec(
+      "hosts:\n  - name: a\n    cpus: 3\n  - name: b\n    gpus: [0]\n", "c.yaml");
+  REQUIRE(uneven.ok());
+  StatusOr<RankLayout> uneven_layout = LayoutRanks(*uneven);
+  REQUIRE(uneven_layout.ok());
+  CHECK(OwnerOrder(*uneven_layout) == std::vector<int>{0, 3, 1, 2});
+  std::vector<Partition> parts = PartitionRows(10, 3, *uneven_layout);
+  REQUIRE(parts.size() == 3);
+  CHECK(parts[0] == Partition{0, 4, 0});
+  CHECK(parts[1] == Partition{4, 7, 3});
+  CHECK(parts[2] == Partition{7, 10, 1});
+}
+
+TEST_CASE("cost model numbers") {
+  NetworkModel net;
+  net.world_size = 8;
+  net.num_hosts = 2;
+  net.max_ranks_per_host = 4;
+  net.inter_host_bytes_per_s = 1e9;
+  net.intra_host_bytes_per_s = 1e10;
+  CostModel model(net);
+  CHECK(model.AllReduce(8000).bytes == 14000);
+  CHECK(model.AllReduce(8000).seconds == Approx(14e-6));
+  SparseTraffic t{1000, 64, 10, 4};
+  CHECK(model.AllGather(t).bytes == 7 * 10 * 68);
+  CHECK(model.Densify(t).bytes == 119000);
+  CHECK(model.ParameterServer(t).bytes == 1190);
+  // 3/7 of it inside the host at 10 GB/s; 4/7 through the host link, shared by 4 ranks.
+  CHECK(model.ParameterServer(t).seconds == Approx(1190.0 * 3 / 7 / 1e10 + 1190.0 * 4 / 7 * 4 / 1e9));
+  net.world_size = 1;
+  CHECK(CostModel(net).AllReduce(8000).bytes == 0);
+}
+
+TEST_CASE("FNV-1a fingerprint") {
+  CHECK(Fnv1a64Hex("") == "cbf29ce484222325");
+  CHECK(Fnv1a64Hex("a") == "af63dc4c8601ec8c");
+}
+
+}  // namespace
+}  // namespace parallax
