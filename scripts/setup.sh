@@ -25,6 +25,8 @@ PACKAGES=(
   libopenblas-dev
   libopenblas0-pthread
   libdnnl-dev
+  # Data files: gzip-compressed IDX (MNIST) inputs of `parallax run`.
+  zlib1g-dev
   # Real data for tests and examples (Fashion-MNIST as IDX files).
   dataset-fashion-mnist
   # Tests (Catch2 v2, header-only).
