@@ -36,6 +36,10 @@ Status TransformEach(const Graph& input, const Plan& plan, const PipelineOptions
     PX_RETURN_IF_ERROR(pipelines.shared->Run(shared, context));
     next_key = collectives.next_instance_key();
   }
+  // Every rank starts from `shared`: verify it once. The per-rank pipeline then verifies
+  // after each pass that changed the graph, so a rank needs its own final verify only
+  // when that is switched off.
+  PX_RETURN_IF_ERROR(VerifyGraph(shared));
 
   const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
   const int threads = std::clamp(run.threads > 0 ? run.threads : static_cast<int>(hardware), 1, world);
@@ -61,7 +65,7 @@ Status TransformEach(const Graph& input, const Plan& plan, const PipelineOptions
         PassContext context{&plan, r, &analyses, &collectives};
         StatusOr<bool> changed = own->per_rank->Run(graph, context);
         status = changed.status();
-        if (status.ok()) status = VerifyGraph(graph);
+        if (status.ok() && !options.verify) status = VerifyGraph(graph);
         if (!status.ok() && !status.message().starts_with(label)) status = status.WithPrefix(label);
         if (status.ok()) status = consume(r, std::move(graph));
       }

@@ -7,7 +7,9 @@
 // verified. The rank-independent prefix of the pipeline runs once, on a shared copy
 // (which keeps the input's name in messages and dumps), and each rank starts from a copy of its result; the per-rank
 // collective builders continue from the prefix's next instance key, so every rank gets
-// the same keys for the same collectives. Ranks are rewritten on up to `threads`
+// the same keys for the same collectives. Verified: the shared graph once, then each
+// rank's after every pass that changed it (PipelineOptions::verify; with it off, each
+// rank's graph once at the end), so every rank graph returned has passed the verifier. Ranks are rewritten on up to `threads`
 // threads at a time.
 //
 // Cost: one pipeline run + per rank, one graph copy, the per-rank passes and a verify.
