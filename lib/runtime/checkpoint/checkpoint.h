@@ -1,0 +1,82 @@
+// Checkpoints of `parallax run`: every variable of the graph (trainable variables,
+// optimizer slots and state such as global_step or Adam's beta powers) by its graph
+// name, plus the training state needed to continue exactly where a run stopped.
+//
+// Files: DIR/checkpoint-<step>.safetensors, written atomically (a temporary sibling
+// renamed into place), the newest `keep` kept. Metadata (all strings, as safetensors
+// requires):
+//   format             "parallax-checkpoint-1"
+//   step               train steps completed
+//   data_epoch         the data position: epoch ...
+//   data_index         ... and examples of it already read (see data/sampler.h)
+//   shuffle_seed       the seed of the epoch orders
+//   shuffle            "true" / "false"
+//   graph_fingerprint  16 hex digits of FNV-1a over the graph's canonical bytes
+//
+// Restore requires every variable of the graph, with the dtype and shape the graph
+// declares; a missing or mismatched variable, or a corrupt file, is one line naming the
+// file and the variable. Extra tensors in the file are ignored.
+#ifndef PARALLAX_LIB_RUNTIME_CHECKPOINT_CHECKPOINT_H_
+#define PARALLAX_LIB_RUNTIME_CHECKPOINT_CHECKPOINT_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/base/status.h"
+#include "lib/runtime/data/sampler.h"
+#include "lib/runtime/kernel.h"
+#include "lib/runtime/tensor.h"
+
+namespace parallax {
+
+inline constexpr std::string_view kCheckpointFormat = "parallax-checkpoint-1";
+inline constexpr int kDefaultKeepCheckpoints = 3;
+
+struct CheckpointState {
+  int64_t step = 0;
+  DataPosition position;
+  uint64_t shuffle_seed = 0;
+  bool shuffle = true;
+  std::string graph_fingerprint;
+};
+
+// A variable as the graph declares it.
+struct CheckpointVariable {
+  std::string name;       // the graph name, the key in the file
+  std::string store_key;  // its slot in the VariableStore (shared_name, else the name)
+  DataType dtype = tensorflow::DT_INVALID;
+  bool known_shape = false;  // false: any shape is accepted
+  std::vector<int64_t> dims;  // -1 for unknown dimensions
+};
+
+// DIR/checkpoint-<step>.safetensors
+std::string CheckpointPath(const std::string& dir, int64_t step);
+
+// The checkpoints in `dir` by step, oldest first (temporary files are ignored).
+// A missing directory has none.
+StatusOr<std::vector<std::pair<int64_t, std::string>>> ListCheckpoints(const std::string& dir);
+// The newest checkpoint's path, or nullopt.
+StatusOr<std::optional<std::string>> LatestCheckpoint(const std::string& dir);
+
+// Writes the variables and state to CheckpointPath(dir, state.step) (creating `dir`),
+// then deletes all but the newest `keep` checkpoints (keep <= 0 keeps all). Errors: a
+// variable that is not initialised, an unwritable directory. Returns the path.
+StatusOr<std::string> SaveCheckpoint(const std::string& dir,
+                                     const std::vector<CheckpointVariable>& variables,
+                                     VariableStore& store, const CheckpointState& state,
+                                     int keep = kDefaultKeepCheckpoints);
+
+// Reads `path`, checks every variable and puts the values into `store`. The store is
+// changed only when the whole checkpoint is valid.
+StatusOr<CheckpointState> RestoreCheckpoint(const std::string& path,
+                                            const std::vector<CheckpointVariable>& variables,
+                                            VariableStore& store);
+
+// 16 lower-case hex digits of FNV-1a 64 over `bytes`.
+std::string Fingerprint(std::string_view bytes);
+
+}  // namespace parallax
+
+#endif  // PARALLAX_LIB_RUNTIME_CHECKPOINT_CHECKPOINT_H_
