@@ -101,6 +101,11 @@ Status RunTransform(const TransformFlags& flags) {
   PX_RETURN_IF_ERROR(writer->WriteFile(kLaunchFile, LaunchScript(plan), /*executable=*/true));
   PX_RETURN_IF_ERROR(writer->Commit());
   spdlog::info("wrote {} ({} rank graphs)", writer->dir(), plan.world_size());
+  if (flags.stop_after >= 0 || !flags.disabled_passes.empty()) {
+    spdlog::warn("{}: passes were skipped (--stop-after/--disable-pass): the rank graphs are a "
+                 "debugging aid, not a runnable job",
+                 writer->dir());
+  }
 
   const std::string out = flags.json ? PlanToJson(plan, writer->dir()) : report;
   std::fwrite(out.data(), 1, out.size(), stdout);
