@@ -1,0 +1,123 @@
+// 2-D convolution over NHWC inputs and HWIO filters (TensorFlow's CPU layouts): the
+// window geometry TF defines for SAME/VALID/EXPLICIT padding, and two implementations
+// of the forward pass and both backward passes.
+//
+//  - Im2col: patches of the input are copied into rows of a [rows, filter_h*filter_w*in_c]
+//    matrix (in chunks of at most kIm2colChunkBytes) and multiplied with the filter,
+//    which is already that matrix's [K, out_c] partner in HWIO, by OpenBLAS GEMM. The
+//    backward input pass multiplies by the filter's transpose and scatters columns back
+//    (col2im, one image per thread); the backward filter pass accumulates
+//    col^T * out_backprop chunk by chunk, in order. float and double.
+//  - Dnnl: oneDNN's convolution primitives on the NHWC tensors in place; the filter is
+//    reordered to the layout the primitive wants (and its gradient back to HWIO) every
+//    call, being small. float only. Primitives are built once per input shape and
+//    cached behind a mutex; the scratchpad is allocated per call, so concurrent Computes
+//    are safe. oneDNN runs on its own OpenMP threads (OMP_NUM_THREADS, default one per
+//    core); its filter gradient sums across those threads, so it can differ in the last
+//    bits between thread counts.
+//
+// bench/kernels_bench.cc measures both on the LeNet shapes; the Conv2D kernels use the
+// faster one for float (conv_ops.cc says which and what was measured).
+#ifndef PARALLAX_LIB_RUNTIME_KERNELS_CPU_CONV_IMPL_H_
+#define PARALLAX_LIB_RUNTIME_KERNELS_CPU_CONV_IMPL_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "lib/base/status.h"
+#include "lib/runtime/thread_pool.h"
+
+namespace parallax::conv {
+
+enum class Padding { kSame, kValid, kExplicit };
+
+// Parses "SAME" / "VALID" / "EXPLICIT" (the last only when `allow_explicit`).
+StatusOr<Padding> ParsePadding(const std::string& padding, bool allow_explicit);
+
+// One spatial dimension of a window op, as TF computes it: VALID out = (in - window +
+// stride) / stride (an error if negative); SAME out = ceil(in / stride) with
+// max(0, (out-1)*stride + window - in) padding split before/after, the extra one after;
+// EXPLICIT uses the given paddings. `what` names the dimension in errors.
+struct WindowDim {
+  int64_t out = 0, pad_before = 0, pad_after = 0;
+};
+StatusOr<WindowDim> ComputeWindowDim(int64_t in, int64_t window, int64_t stride,
+                                     Padding padding, int64_t explicit_before,
+                                     int64_t explicit_after, const char* what);
+
+struct Geometry {
+  int64_t batch = 0, in_h = 0, in_w = 0, in_c = 0;
+  int64_t filter_h = 0, filter_w = 0, out_c = 0;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+  int64_t out_h = 0, out_w = 0;
+
+  int64_t input_size() const { return batch * in_h * in_w * in_c; }
+  int64_t filter_size() const { return filter_h * filter_w * in_c * out_c; }
+  int64_t output_size() const { return batch * out_h * out_w * out_c; }
+  // Multiply-adds times two, for GFLOP/s.
+  double flops() const {
+    return 2.0 * static_cast<double>(batch * out_h * out_w * out_c) *
+           static_cast<double>(filter_h * filter_w * in_c);
+  }
+  auto key() const {
+    return std::make_tuple(batch, in_h, in_w, in_c, filter_h, filter_w, out_c, stride_h,
+                           stride_w, pad_top, pad_bottom, pad_left, pad_right);
+  }
+};
+
+// Geometry of a Conv2D with NHWC input [batch, in_h, in_w, in_c] and HWIO filter
+// [filter_h, filter_w, in_c, out_c]. `strides` has 4 entries (NHWC); `explicit_paddings`
+// 8 (pairs per NHWC dimension) when padding is EXPLICIT.
+StatusOr<Geometry> ComputeGeometry(const std::vector<int64_t>& input_shape,
+                                   const std::vector<int64_t>& filter_shape,
+                                   const std::vector<int64_t>& strides, Padding padding,
+                                   const std::vector<int64_t>& explicit_paddings);
+
+// The im2col implementation. `pool` runs the copies; GEMM runs on OpenBLAS's threads.
+inline constexpr int64_t kIm2colChunkBytes = 8 << 20;
+template <typename T>
+void Im2colForward(ThreadPool& pool, const Geometry& g, const T* input, const T* filter,
+                   T* output);
+template <typename T>
+void Im2colBackwardInput(ThreadPool& pool, const Geometry& g, const T* filter,
+                         const T* out_backprop, T* in_backprop);
+template <typename T>
+void Im2colBackwardFilter(ThreadPool& pool, const Geometry& g, const T* input,
+                          const T* out_backprop, T* filter_backprop);
+
+// The oneDNN implementation (float), with its primitive cache. Errors from oneDNN come
+// back as Internal statuses naming the pass.
+class DnnlConv {
+ public:
+  DnnlConv();
+  ~DnnlConv();
+  DnnlConv(const DnnlConv&) = delete;
+  DnnlConv& operator=(const DnnlConv&) = delete;
+
+  Status Forward(const Geometry& g, const float* input, const float* filter,
+                 float* output) const;
+  Status BackwardInput(const Geometry& g, const float* filter, const float* out_backprop,
+                       float* in_backprop) const;
+  Status BackwardFilter(const Geometry& g, const float* input, const float* out_backprop,
+                        float* filter_backprop) const;
+
+ private:
+  enum class Pass { kForward, kBackwardInput, kBackwardFilter };
+  struct Primitives;
+  // The primitives of `pass` for `g`, built on first use.
+  StatusOr<std::shared_ptr<const Primitives>> Get(const Geometry& g, Pass pass) const;
+
+  using Key = std::tuple<Pass, decltype(Geometry().key())>;
+  mutable std::mutex mutex_;
+  mutable std::map<Key, std::shared_ptr<const Primitives>> cache_;
+};
+
+}  // namespace parallax::conv
+
+#endif  // PARALLAX_LIB_RUNTIME_KERNELS_CPU_CONV_IMPL_H_

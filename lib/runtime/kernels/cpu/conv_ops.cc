@@ -1,0 +1,436 @@
+// CPU kernels for 2-D convolution (Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter)
+// and pooling (MaxPool, MaxPoolGrad, AvgPool, AvgPoolGrad) over NHWC tensors, float and
+// double, with TensorFlow's window geometry (conv_impl.h).
+//
+// Convolutions: float runs on oneDNN's primitives (kFloatConvUsesDnnl below, chosen by
+// bench/kernels_bench.cc), double on im2col + dgemm. Dilations other than 1, NCHW and
+// grouped convolutions are Unimplemented, as they are for TF's own CPU kernels.
+//
+// Pooling: direct loops, one output row (forward) or one image (backward, whose windows
+// overlap) per task, so results do not depend on the thread count. SAME windows
+// cover only in-bounds elements: MaxPool ignores the padding and AvgPool divides by the
+// number of in-bounds elements. MaxPoolGrad sends each output's gradient to the first
+// maximum of its window in row-major order (TF's tie rule).
+#include <algorithm>
+#include <limits>
+
+#include <fmt/ranges.h>
+
+#include "lib/runtime/kernel.h"
+#include "lib/runtime/kernels/cpu/blas_gemm.h"
+#include "lib/runtime/kernels/cpu/conv_impl.h"
+#include "lib/runtime/kernels/cpu/nn_kernel_util.h"
+
+namespace parallax {
+namespace {
+
+constexpr DeviceType kCpu = DeviceType::kCpu;
+using tensorflow::DT_DOUBLE;
+using tensorflow::DT_FLOAT;
+
+// oneDNN vs im2col + sgemm for float convolutions; see the measurements in
+// bench/results.md (kernels.conv*).
+constexpr bool kFloatConvUsesDnnl = true;
+
+Status RequireNhwc(const KernelInit& init) {
+  std::string format;
+  PX_RETURN_IF_ERROR(init.GetAttrOr("data_format", &format, std::string("NHWC")));
+  if (format != "NHWC") {
+    return UnimplementedError("attr 'data_format': only NHWC is supported on CPU, got '{}'",
+                              format);
+  }
+  return Status::Ok();
+}
+
+// A 4-entry NHWC list attr (strides, ksize) whose batch and depth entries must be 1.
+Status ReadSpatialList(const KernelInit& init, const char* name, std::vector<int64_t>* list) {
+  PX_RETURN_IF_ERROR(init.GetAttr(name, list));
+  if (list->size() != 4) {
+    return InvalidArgumentError("attr '{}' must have 4 entries, got {}", name, list->size());
+  }
+  if ((*list)[0] != 1 || (*list)[3] != 1) {
+    return UnimplementedError("attr '{}': windows over the batch or depth dimension are not "
+                              "supported, got [{}]",
+                              name, fmt::join(*list, ","));
+  }
+  for (int64_t v : *list) {
+    if (v <= 0) return InvalidArgumentError("attr '{}' must be positive, got [{}]", name, fmt::join(*list, ","));
+  }
+  return Status::Ok();
+}
+
+std::vector<int64_t> Dims(const Tensor& t) { return t.shape().dims(); }
+
+// The attrs of the three convolution ops.
+struct ConvAttrs {
+  std::vector<int64_t> strides;
+  conv::Padding padding = conv::Padding::kValid;
+  std::vector<int64_t> explicit_paddings;
+
+  Status Read(const KernelInit& init) {
+    PX_RETURN_IF_ERROR(RequireNhwc(init));
+    PX_RETURN_IF_ERROR(ReadSpatialList(init, "strides", &strides));
+    std::string pad;
+    PX_RETURN_IF_ERROR(init.GetAttr("padding", &pad));
+    PX_ASSIGN_OR_RETURN(padding, conv::ParsePadding(pad, /*allow_explicit=*/true));
+    PX_RETURN_IF_ERROR(init.GetAttrOr("explicit_paddings", &explicit_paddings, {}));
+    std::vector<int64_t> dilations;
+    PX_RETURN_IF_ERROR(init.GetAttrOr("dilations", &dilations, {1, 1, 1, 1}));
+    for (int64_t d : dilations) {
+      if (d != 1) {
+        return UnimplementedError("attr 'dilations': only 1 is supported, got [{}]",
+                                  fmt::join(dilations, ","));
+      }
+    }
+    SetBlasThreads(init.device().threads().num_threads());
+    return Status::Ok();
+  }
+
+  StatusOr<conv::Geometry> Geometry(const std::vector<int64_t>& input,
+                                    const std::vector<int64_t>& filter) const {
+    return conv::ComputeGeometry(input, filter, strides, padding, explicit_paddings);
+  }
+};
+
+// oneDNN takes float convolutions with every dimension non-empty.
+template <typename T>
+bool UseDnnl(const conv::Geometry& g) {
+  return std::is_same_v<T, float> && kFloatConvUsesDnnl && g.batch > 0 && g.in_h > 0 &&
+         g.in_w > 0 && g.in_c > 0 && g.out_c > 0 && g.out_h > 0 && g.out_w > 0;
+}
+
+Status CheckRank4(const Tensor& t, int input, const char* name) {
+  if (t.rank() == 4) return Status::Ok();
+  return InvalidArgumentError("input {} ({}) must be 4-D, got shape {}", input, name,
+                              t.shape().DebugString());
+}
+
+// out_backprop must have the convolution's output shape.
+Status CheckOutBackprop(const Tensor& out_backprop, const conv::Geometry& g) {
+  const TensorShape expected{g.batch, g.out_h, g.out_w, g.out_c};
+  if (out_backprop.shape() == expected) return Status::Ok();
+  return InvalidArgumentError("input 2 (out_backprop) has shape {}, but the convolution's "
+                              "output has shape {}",
+                              out_backprop.shape().DebugString(), expected.DebugString());
+}
+
+template <typename T>
+class Conv2DOp : public OpKernel {
+ public:
+  Conv2DOp(const KernelInit& init, Status* status) { *status = attrs_.Read(init); }
+  Status Compute(KernelContext& context) const override {
+    PX_RETURN_IF_ERROR(nn::CheckDtype(context, 0, "input", DataTypeOf<T>::value));
+    PX_RETURN_IF_ERROR(nn::CheckDtype(context, 1, "filter", DataTypeOf<T>::value));
+    const Tensor& input = context.input(0);
+    const Tensor& filter = context.input(1);
+    PX_RETURN_IF_ERROR(CheckRank4(input, 0, "input"));
+    PX_RETURN_IF_ERROR(CheckRank4(filter, 1, "filter"));
+    PX_ASSIGN_OR_RETURN(conv::Geometry g, attrs_.Geometry(Dims(input), Dims(filter)));
+    Tensor* out = context.AllocateOutput(0, input.dtype(),
+                                         TensorShape{g.batch, g.out_h, g.out_w, g.out_c});
+    if constexpr (std::is_same_v<T, float>) {
+      if (UseDnnl<T>(g)) return dnnl_.Forward(g, input.data<T>(), filter.data<T>(), out->data<T>());
+    }
+    conv::Im2colForward<T>(context.threads(), g, input.data<T>(), filter.data<T>(),
+                           out->data<T>());
+    return Status::Ok();
+  }
+
+ private:
+  ConvAttrs attrs_;
+  conv::DnnlConv dnnl_;
+};
+
+template <typename T>
+class Conv2DBackpropInputOp : public OpKernel {
+ public:
+  Conv2DBackpropInputOp(const KernelInit& init, Status* status) { *status = attrs_.Read(init); }
+  Status Compute(KernelContext& context) const override {
+    PX_RETURN_IF_ERROR(nn::CheckDtype(context, 1, "filter", DataTypeOf<T>::value));
+    PX_RETURN_IF_ERROR(nn::CheckDtype(context, 2, "out_backprop", DataTypeOf<T>::value));
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> input_sizes,
+                        nn::ReadSizes(context.input(0), 0, "input_sizes"));
+    const Tensor& filter = context.input(1);
+    const Tensor& out_backprop = context.input(2);
+    if (input_sizes.size() != 4) {
+      return InvalidArgumentError("input 0 (input_sizes) must have 4 entries, got {}",
+                                  input_sizes.size());
+    }
+    PX_RETURN_IF_ERROR(CheckRank4(filter, 1, "filter"));
+    PX_ASSIGN_OR_RETURN(conv::Geometry g, attrs_.Geometry(input_sizes, Dims(filter)));
+    PX_RETURN_IF_ERROR(CheckOutBackprop(out_backprop, g));
+    Tensor* out = context.AllocateOutput(0, filter.dtype(), TensorShape(input_sizes));
+    if constexpr (std::is_same_v<T, float>) {
+      if (UseDnnl<T>(g)) {
+        return dnnl_.BackwardInput(g, filter.data<T>(), out_backprop.data<T>(), out->data<T>());
+      }
+    }
+    conv::Im2colBackwardInput<T>(context.threads(), g, filter.data<T>(), out_backprop.data<T>(),
+                                 out->data<T>());
+    return Status::Ok();
+  }
+
+ private:
+  ConvAttrs attrs_;
+  conv::DnnlConv dnnl_;
+};
+
+template <typename T>
+class Conv2DBackpropFilterOp : public OpKernel {
+ public:
+  Conv2DBackpropFilterOp(const KernelInit& init, Status* status) { *status = attrs_.Read(init); }
+  Status Compute(KernelContext& context) const override {
+    PX_RETURN_IF_ERROR(nn::CheckDtype(context, 0, "input", DataTypeOf<T>::value));
+    PX_RETURN_IF_ERROR(nn::CheckDtype(context, 2, "out_backprop", DataTypeOf<T>::value));
+    const Tensor& input = context.input(0);
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> filter_sizes,
+                        nn::ReadSizes(context.input(1), 1, "filter_sizes"));
+    const Tensor& out_backprop = context.input(2);
+    PX_RETURN_IF_ERROR(CheckRank4(input, 0, "input"));
+    if (filter_sizes.size() != 4) {
+      return InvalidArgumentError("input 1 (filter_sizes) must have 4 entries, got {}",
+                                  filter_sizes.size());
+    }
+    PX_ASSIGN_OR_RETURN(conv::Geometry g, attrs_.Geometry(Dims(input), filter_sizes));
+    PX_RETURN_IF_ERROR(CheckOutBackprop(out_backprop, g));
+    Tensor* out = context.AllocateOutput(0, input.dtype(), TensorShape(filter_sizes));
+    if constexpr (std::is_same_v<T, float>) {
+      if (UseDnnl<T>(g)) {
+        return dnnl_.BackwardFilter(g, input.data<T>(), out_backprop.data<T>(), out->data<T>());
+      }
+    }
+    conv::Im2colBackwardFilter<T>(context.threads(), g, input.data<T>(), out_backprop.data<T>(),
+                                  out->data<T>());
+    return Status::Ok();
+  }
+
+ private:
+  ConvAttrs attrs_;
+  conv::DnnlConv dnnl_;
+};
+
+#define PX_REGISTER_FLOAT_KERNELS(Kernel, op)                 \
+  using Kernel##Float = Kernel<float>;                        \
+  using Kernel##Double = Kernel<double>;                      \
+  PX_REGISTER_KERNEL(Kernel##Float, op, kCpu, "T", DT_FLOAT); \
+  PX_REGISTER_KERNEL(Kernel##Double, op, kCpu, "T", DT_DOUBLE)
+
+PX_REGISTER_FLOAT_KERNELS(Conv2DOp, "Conv2D");
+PX_REGISTER_FLOAT_KERNELS(Conv2DBackpropInputOp, "Conv2DBackpropInput");
+PX_REGISTER_FLOAT_KERNELS(Conv2DBackpropFilterOp, "Conv2DBackpropFilter");
+
+// ---- Pooling ----
+
+struct PoolAttrs {
+  std::vector<int64_t> ksize, strides;
+  conv::Padding padding = conv::Padding::kValid;
+
+  Status Read(const KernelInit& init) {
+    PX_RETURN_IF_ERROR(RequireNhwc(init));
+    PX_RETURN_IF_ERROR(ReadSpatialList(init, "ksize", &ksize));
+    PX_RETURN_IF_ERROR(ReadSpatialList(init, "strides", &strides));
+    std::string pad;
+    PX_RETURN_IF_ERROR(init.GetAttr("padding", &pad));
+    PX_ASSIGN_OR_RETURN(padding, conv::ParsePadding(pad, /*allow_explicit=*/false));
+    return Status::Ok();
+  }
+
+  // Pooling as a depthwise window: in_c = out_c = channels.
+  StatusOr<conv::Geometry> Geometry(const std::vector<int64_t>& input) const {
+    if (input.size() != 4) {
+      return InvalidArgumentError("input must be 4-D (NHWC), got {} dimensions", input.size());
+    }
+    return conv::ComputeGeometry(input, {ksize[1], ksize[2], input[3], input[3]}, strides,
+                                 padding, {});
+  }
+};
+
+// The in-bounds window of output (oy, ox): rows [y0, y1), columns [x0, x1).
+struct Window {
+  int64_t y0, y1, x0, x1;
+  int64_t count() const { return (y1 - y0) * (x1 - x0); }
+};
+Window WindowAt(const conv::Geometry& g, int64_t oy, int64_t ox) {
+  const int64_t iy = oy * g.stride_h - g.pad_top, ix = ox * g.stride_w - g.pad_left;
+  return {std::max<int64_t>(iy, 0), std::min(iy + g.filter_h, g.in_h), std::max<int64_t>(ix, 0),
+          std::min(ix + g.filter_w, g.in_w)};
+}
+
+template <typename T, bool kMax>
+class PoolOp : public OpKernel {
+ public:
+  PoolOp(const KernelInit& init, Status* status) { *status = attrs_.Read(init); }
+  Status Compute(KernelContext& context) const override {
+    PX_RETURN_IF_ERROR(nn::CheckDtype(context, 0, "input", DataTypeOf<T>::value));
+    const Tensor& input = context.input(0);
+    PX_RETURN_IF_ERROR(CheckRank4(input, 0, "input"));
+    PX_ASSIGN_OR_RETURN(conv::Geometry g, attrs_.Geometry(Dims(input)));
+    Tensor* out = context.AllocateOutput(0, input.dtype(),
+                                         TensorShape{g.batch, g.out_h, g.out_w, g.in_c});
+    const int64_t channels = g.in_c;
+    const T* x = input.data<T>();
+    T* y = out->data<T>();
+    const int64_t row_work = std::max<int64_t>(1, g.out_w * channels * g.filter_h * g.filter_w);
+    nn::ParallelRange(context, g.batch * g.out_h,
+                      std::max<int64_t>(1, nn::kMinParallelElements / row_work),
+                      [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) {
+        const int64_t n = row / g.out_h, oy = row % g.out_h;
+        for (int64_t ox = 0; ox < g.out_w; ++ox) {
+          const Window w = WindowAt(g, oy, ox);
+          T* o = y + (row * g.out_w + ox) * channels;
+          std::fill(o, o + channels, kMax ? std::numeric_limits<T>::lowest() : T(0));
+          for (int64_t iy = w.y0; iy < w.y1; ++iy) {
+            for (int64_t ix = w.x0; ix < w.x1; ++ix) {
+              const T* in = x + ((n * g.in_h + iy) * g.in_w + ix) * channels;
+              for (int64_t c = 0; c < channels; ++c) {
+                if constexpr (kMax) {
+                  o[c] = in[c] > o[c] ? in[c] : o[c];
+                } else {
+                  o[c] += in[c];
+                }
+              }
+            }
+          }
+          if constexpr (!kMax) {
+            const T scale = T(1) / static_cast<T>(std::max<int64_t>(w.count(), 1));
+            for (int64_t c = 0; c < channels; ++c) o[c] *= scale;
+          }
+        }
+      }
+    });
+    return Status::Ok();
+  }
+
+ private:
+  PoolAttrs attrs_;
+};
+
+Status CheckPoolGrad(const Tensor& grad, const conv::Geometry& g, int input) {
+  const TensorShape expected{g.batch, g.out_h, g.out_w, g.in_c};
+  if (grad.shape() == expected) return Status::Ok();
+  return InvalidArgumentError("input {} (grad) has shape {}, but the pooling output has shape {}",
+                              input, grad.shape().DebugString(), expected.DebugString());
+}
+
+// MaxPoolGrad(orig_input, orig_output, grad): orig_output is not needed, the maxima are
+// found again in orig_input (first maximum in row-major window order).
+template <typename T>
+class MaxPoolGradOp : public OpKernel {
+ public:
+  MaxPoolGradOp(const KernelInit& init, Status* status) { *status = attrs_.Read(init); }
+  Status Compute(KernelContext& context) const override {
+    for (int i = 0; i < 3; ++i) {
+      static const char* kNames[] = {"orig_input", "orig_output", "grad"};
+      PX_RETURN_IF_ERROR(nn::CheckDtype(context, i, kNames[i], DataTypeOf<T>::value));
+    }
+    const Tensor& input = context.input(0);
+    const Tensor& grad = context.input(2);
+    PX_RETURN_IF_ERROR(CheckRank4(input, 0, "orig_input"));
+    PX_ASSIGN_OR_RETURN(conv::Geometry g, attrs_.Geometry(Dims(input)));
+    PX_RETURN_IF_ERROR(CheckPoolGrad(grad, g, 2));
+    Tensor* out = context.AllocateOutput(0, input.dtype(), input.shape());
+    const int64_t channels = g.in_c;
+    const int64_t image_in = g.in_h * g.in_w * channels;
+    const int64_t image_out = g.out_h * g.out_w * channels;
+    const T* x = input.data<T>();
+    const T* dy = grad.data<T>();
+    T* dx = out->data<T>();
+    nn::ParallelRange(context, g.batch, 1, [&](int64_t begin, int64_t end) {
+      std::vector<T> best(static_cast<size_t>(channels));
+      std::vector<int64_t> arg(static_cast<size_t>(channels));
+      for (int64_t n = begin; n < end; ++n) {
+        const T* xn = x + n * image_in;
+        T* dxn = dx + n * image_in;
+        std::fill(dxn, dxn + image_in, T(0));
+        for (int64_t oy = 0; oy < g.out_h; ++oy) {
+          for (int64_t ox = 0; ox < g.out_w; ++ox) {
+            const Window w = WindowAt(g, oy, ox);
+            if (w.count() <= 0) continue;
+            std::fill(best.begin(), best.end(), std::numeric_limits<T>::lowest());
+            std::fill(arg.begin(), arg.end(), (w.y0 * g.in_w + w.x0) * channels);
+            for (int64_t iy = w.y0; iy < w.y1; ++iy) {
+              for (int64_t ix = w.x0; ix < w.x1; ++ix) {
+                const int64_t offset = (iy * g.in_w + ix) * channels;
+                for (int64_t c = 0; c < channels; ++c) {
+                  if (xn[offset + c] > best[c]) {
+                    best[c] = xn[offset + c];
+                    arg[c] = offset;
+                  }
+                }
+              }
+            }
+            const T* dyo = dy + n * image_out + (oy * g.out_w + ox) * channels;
+            for (int64_t c = 0; c < channels; ++c) dxn[arg[c] + c] += dyo[c];
+          }
+        }
+      }
+    });
+    return Status::Ok();
+  }
+
+ private:
+  PoolAttrs attrs_;
+};
+
+// AvgPoolGrad(orig_input_shape, grad): each output's gradient spread evenly over its
+// in-bounds window.
+template <typename T>
+class AvgPoolGradOp : public OpKernel {
+ public:
+  AvgPoolGradOp(const KernelInit& init, Status* status) { *status = attrs_.Read(init); }
+  Status Compute(KernelContext& context) const override {
+    PX_RETURN_IF_ERROR(nn::CheckDtype(context, 1, "grad", DataTypeOf<T>::value));
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> shape,
+                        nn::ReadSizes(context.input(0), 0, "orig_input_shape"));
+    const Tensor& grad = context.input(1);
+    if (shape.size() != 4) {
+      return InvalidArgumentError("input 0 (orig_input_shape) must have 4 entries, got {}",
+                                  shape.size());
+    }
+    PX_ASSIGN_OR_RETURN(conv::Geometry g, attrs_.Geometry(shape));
+    PX_RETURN_IF_ERROR(CheckPoolGrad(grad, g, 1));
+    Tensor* out = context.AllocateOutput(0, grad.dtype(), TensorShape(shape));
+    const int64_t channels = g.in_c;
+    const int64_t image_in = g.in_h * g.in_w * channels;
+    const int64_t image_out = g.out_h * g.out_w * channels;
+    const T* dy = grad.data<T>();
+    T* dx = out->data<T>();
+    nn::ParallelRange(context, g.batch, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t n = begin; n < end; ++n) {
+        T* dxn = dx + n * image_in;
+        std::fill(dxn, dxn + image_in, T(0));
+        for (int64_t oy = 0; oy < g.out_h; ++oy) {
+          for (int64_t ox = 0; ox < g.out_w; ++ox) {
+            const Window w = WindowAt(g, oy, ox);
+            if (w.count() <= 0) continue;
+            const T scale = T(1) / static_cast<T>(w.count());
+            const T* dyo = dy + n * image_out + (oy * g.out_w + ox) * channels;
+            for (int64_t iy = w.y0; iy < w.y1; ++iy) {
+              for (int64_t ix = w.x0; ix < w.x1; ++ix) {
+                T* d = dxn + (iy * g.in_w + ix) * channels;
+                for (int64_t c = 0; c < channels; ++c) d[c] += dyo[c] * scale;
+              }
+            }
+          }
+        }
+      }
+    });
+    return Status::Ok();
+  }
+
+ private:
+  PoolAttrs attrs_;
+};
+
+template <typename T> using MaxPoolOp = PoolOp<T, true>;
+template <typename T> using AvgPoolOp = PoolOp<T, false>;
+PX_REGISTER_FLOAT_KERNELS(MaxPoolOp, "MaxPool");
+PX_REGISTER_FLOAT_KERNELS(AvgPoolOp, "AvgPool");
+PX_REGISTER_FLOAT_KERNELS(MaxPoolGradOp, "MaxPoolGrad");
+PX_REGISTER_FLOAT_KERNELS(AvgPoolGradOp, "AvgPoolGrad");
+
+#undef PX_REGISTER_FLOAT_KERNELS
+
+}  // namespace
+}  // namespace parallax
