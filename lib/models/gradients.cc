@@ -1,0 +1,266 @@
+// The gradient driver: seed, traversal in reverse topological order, aggregation,
+// GATE_OP gating, and the gradient-function registry.
+#include "lib/models/gradients.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace parallax::models {
+namespace {
+
+using GradientRegistry = std::map<std::string, GradientFunction, std::less<>>;
+
+GradientRegistry& Registry() {
+  static auto* registry = new GradientRegistry();
+  return *registry;
+}
+
+// The node whose colocation group `id` belongs to: the target of its `_class` attr, else
+// itself (TF's colocate_with(tensor)).
+std::string ColocationTarget(const Graph& graph, NodeId id) {
+  const Node& node = graph.node(id);
+  if (auto cls = node.FindAttr("_class"); cls && cls->list().s_size() > 0) {
+    std::string_view s = cls->list().s(0);
+    if (s.starts_with("loc:@")) return std::string(s.substr(5));
+  }
+  return std::string(node.name());
+}
+
+using TensorKey = std::pair<NodeId, int32_t>;
+TensorKey Key(const OutputRef& ref) { return {ref.node, ref.port}; }
+
+// Marks nodes reachable from `starts` through data edges, backward or forward.
+std::vector<bool> Reach(const Graph& graph, const std::vector<NodeId>& starts, bool backward) {
+  std::vector<bool> seen(static_cast<size_t>(graph.id_limit()), false);
+  std::vector<NodeId> stack;
+  for (NodeId s : starts) {
+    if (s != kNoNode && !seen[static_cast<size_t>(s)]) {
+      seen[static_cast<size_t>(s)] = true;
+      stack.push_back(s);
+    }
+  }
+  while (!stack.empty()) {
+    const NodeId id = stack.back();
+    stack.pop_back();
+    const Node& node = graph.node(id);
+    auto visit = [&](NodeId next) {
+      if (next != kNoNode && !seen[static_cast<size_t>(next)]) {
+        seen[static_cast<size_t>(next)] = true;
+        stack.push_back(next);
+      }
+    };
+    if (backward) {
+      for (const OutputRef& in : node.data_inputs()) visit(in.node);
+    } else {
+      for (const InputRef& out : node.fanout()) {
+        if (out.index < graph.node(out.node).num_data_inputs()) visit(out.node);
+      }
+    }
+  }
+  return seen;
+}
+
+// Sums the contributions to one tensor's gradient (TF's _AggregatedGrads).
+StatusOr<Gradient> Aggregate(const GraphBuilder& g, const Graph& graph, const OutputRef& of,
+                             const std::vector<Gradient>& parts) {
+  if (parts.size() == 1) return parts[0];
+  std::vector<Output> dense, values, indices;
+  for (const Gradient& p : parts) {
+    if (p.is_sparse()) {
+      values.push_back(p.values);
+      indices.push_back(p.indices);
+    } else {
+      dense.push_back(p.dense);
+    }
+  }
+  if (values.empty()) return Gradient::Dense(g.AddN(dense, "AddN"));
+  if (!dense.empty()) {
+    return UnimplementedError(
+        "gradient of '{}': dense and IndexedSlices contributions cannot be summed yet",
+        graph.TensorName(of));
+  }
+  // All IndexedSlices: concatenate them (gradients/concat, gradients/concat_1).
+  const Output v = g.ConcatV2(values, 0, "concat");
+  const Output i = g.ConcatV2(indices, 0, "concat_1");
+  return Gradient::Slices(v, i, parts[0].dense_shape);
+}
+
+}  // namespace
+
+StatusOr<Output> GradientContext::DenseGrad(int i) const {
+  const Gradient& g = grad(i);
+  if (g.is_sparse()) {
+    return UnimplementedError("gradient of '{}' (op {}): an IndexedSlices gradient reaches output {}",
+                              node_.name(), node_.op(), i);
+  }
+  if (!g.valid()) {
+    return InternalError("gradient of '{}' (op {}): output {} has no gradient", node_.name(),
+                         node_.op(), i);
+  }
+  return g.dense;
+}
+
+bool GradientContext::BoolAttr(std::string_view name, bool fallback) const {
+  auto v = node_.FindAttr(name);
+  return v ? v->b() : fallback;
+}
+
+std::string GradientContext::StringAttr(std::string_view name, std::string_view fallback) const {
+  auto v = node_.FindAttr(name);
+  return v ? v->s() : std::string(fallback);
+}
+
+std::vector<int64_t> GradientContext::IntListAttr(std::string_view name) const {
+  std::vector<int64_t> out;
+  if (auto v = node_.FindAttr(name)) out.assign(v->list().i().begin(), v->list().i().end());
+  return out;
+}
+
+void RegisterGradient(std::string op, GradientFunction fn) {
+  Registry()[std::move(op)] = std::move(fn);
+}
+
+const GradientFunction* FindGradient(std::string_view op) {
+  auto it = Registry().find(op);
+  return it == Registry().end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> GradientOps() {
+  std::vector<std::string> ops;
+  for (const auto& [name, fn] : Registry()) ops.push_back(name);
+  return ops;
+}
+
+StatusOr<std::vector<Gradient>> Gradients(const GraphBuilder& builder,
+                                          const std::vector<Output>& ys,
+                                          const std::vector<Output>& xs,
+                                          const GradientsOptions& options) {
+  PX_RETURN_IF_ERROR(builder.status());
+  if (!options.grad_ys.empty() && options.grad_ys.size() != ys.size()) {
+    return InvalidArgumentError("Gradients: {} grad_ys for {} ys", options.grad_ys.size(), ys.size());
+  }
+  const Graph& graph = builder.graph();
+  const GraphBuilder g = builder.WithUniqueScope("gradients");
+
+  // The ops between the xs and the ys: reachable backward from ys and forward from xs.
+  std::vector<NodeId> y_nodes, x_nodes;
+  for (const Output& y : ys) y_nodes.push_back(y.node());
+  for (const Output& x : xs) x_nodes.push_back(x.node());
+  const std::vector<bool> to_y = Reach(graph, y_nodes, /*backward=*/true);
+  const std::vector<bool> from_x = Reach(graph, x_nodes, /*backward=*/false);
+  const NodeId limit = graph.id_limit();
+  auto between = [&](NodeId id) {
+    return id != kNoNode && id < limit && to_y[static_cast<size_t>(id)] &&
+           from_x[static_cast<size_t>(id)];
+  };
+
+  std::map<TensorKey, std::vector<Gradient>> contributions;
+  // Seeds: dL/dy = 1 (gradients/Shape, gradients/Const, gradients/Fill) or grad_ys.
+  for (size_t i = 0; i < ys.size(); ++i) {
+    Gradient seed;
+    if (!options.grad_ys.empty()) {
+      seed = Gradient::Dense(options.grad_ys[i]);
+    } else {
+      const Output shape = g.ShapeOf(ys[i], tensorflow::DT_INT32, "Shape");
+      const Output one = g.Scalar("Const", BaseDataType(ys[i].dtype), 1.0);
+      Output fill = g.FillOp(shape, one, "Fill");
+      g.SetShape(&fill, ys[i].shape);
+      seed = Gradient::Dense(fill);
+    }
+    contributions[Key(ys[i].ref)].push_back(seed);
+  }
+  PX_RETURN_IF_ERROR(g.status());
+
+  std::map<TensorKey, Gradient> results;  // aggregated gradients of the xs
+  std::map<TensorKey, bool> is_x;
+  for (const Output& x : xs) is_x[Key(x.ref)] = true;
+
+  for (NodeId id = limit - 1; id >= 0; --id) {
+    if (!graph.IsLive(id) || !between(id)) continue;
+    const Node& node = graph.node(id);
+    // This op's output gradients, aggregated.
+    int num_outputs = 0;
+    for (auto it = contributions.lower_bound({id, 0}); it != contributions.end() && it->first.first == id; ++it) {
+      num_outputs = std::max(num_outputs, it->first.second + 1);
+    }
+    if (num_outputs == 0) continue;
+    std::vector<Gradient> out_grads;
+    std::vector<Output> outputs;
+    for (int port = 0;; ++port) {
+      const Output info = builder.Info({id, port});
+      if (info.dtype == tensorflow::DT_INVALID && port >= num_outputs) break;
+      outputs.push_back(info);
+      auto it = contributions.find({id, port});
+      if (it == contributions.end()) {
+        out_grads.emplace_back();
+        continue;
+      }
+      PX_ASSIGN_OR_RETURN(Gradient agg, Aggregate(g, graph, {id, port}, it->second));
+      PX_RETURN_IF_ERROR(g.status());
+      out_grads.push_back(agg);
+      if (is_x.count({id, port})) results[{id, port}] = agg;
+    }
+    if (node.num_data_inputs() == 0) continue;  // a variable or placeholder: a source
+
+    const GradientFunction* fn = FindGradient(node.op());
+    if (fn == nullptr) {
+      return UnimplementedError("no gradient function for op {} (node '{}')", node.op(),
+                                node.name());
+    }
+    // Float outputs without a gradient read zeros (TF's control_flow_state.ZerosLike).
+    for (size_t port = 0; port < out_grads.size(); ++port) {
+      if (!out_grads[port].valid() && IsFloatingType(outputs[port].dtype)) {
+        out_grads[port] = Gradient::Dense(g.ZerosLike(outputs[port], "zeros_like"));
+      }
+    }
+    std::vector<Output> inputs;
+    for (const OutputRef& in : node.data_inputs()) inputs.push_back(builder.Info(in));
+    const GraphBuilder scope = g.WithScope(std::string(node.name()) + "_grad");
+    GradientContext context(node, scope, inputs, outputs, out_grads);
+    StatusOr<std::vector<Gradient>> in_grads_or = (*fn)(context);
+    if (!in_grads_or.ok()) return in_grads_or.status();
+    std::vector<Gradient> in_grads = std::move(*in_grads_or);
+    PX_RETURN_IF_ERROR(g.status());
+    in_grads.resize(inputs.size());
+
+    // GATE_OP: more than one input gradient -> tuple/group_deps + control_dependency.
+    const int num_valid = static_cast<int>(
+        std::count_if(in_grads.begin(), in_grads.end(), [](const Gradient& x) { return x.valid(); }));
+    if (options.gate_gradients && num_valid > 1) {
+      const GraphBuilder tuple = scope.WithScope("tuple");
+      std::vector<NodeId> gates;
+      for (const Gradient& x : in_grads) {
+        if (x.valid()) gates.push_back(x.tensor().node());
+      }
+      const NodeId group = tuple.AddNoOp("group_deps", gates);
+      int k = 0;
+      for (Gradient& x : in_grads) {
+        if (!x.valid()) continue;
+        const std::string name = k == 0 ? "control_dependency" : fmt::format("control_dependency_{}", k);
+        ++k;
+        const GraphBuilder gated = tuple.WithControlDependencies({group})
+                                       .ColocatedWith(ColocationTarget(graph, x.tensor().node()));
+        Output ident = gated.Identity(x.tensor(), name);
+        if (x.is_sparse()) x.values = ident;
+        else x.dense = ident;
+      }
+      PX_RETURN_IF_ERROR(g.status());
+    }
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (!in_grads[i].valid() || !between(inputs[i].node())) continue;
+      contributions[Key(inputs[i].ref)].push_back(in_grads[i]);
+    }
+  }
+
+  std::vector<Gradient> out;
+  for (const Output& x : xs) {
+    auto it = results.find(Key(x.ref));
+    out.push_back(it == results.end() ? Gradient() : it->second);
+  }
+  return out;
+}
+
+}  // namespace parallax::models

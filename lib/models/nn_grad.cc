@@ -1,0 +1,105 @@
+// Gradients of neural-network ops, as TensorFlow's nn_grad.py writes them: BiasAdd
+// (the gradient itself and BiasAddGrad), Relu (ReluGrad on the output), Conv2D
+// (Conv2DBackpropInput/Filter with the sizes as Consts when static, ShapeN otherwise),
+// MaxPool (MaxPoolGrad) and the sparse softmax cross entropy, whose gradient the
+// forward op already computed: PreventGradient(xent:1) x ExpandDims(upstream, -1).
+#include "lib/models/gradients.h"
+
+namespace parallax::models {
+namespace {
+
+using tensorflow::DT_INT32;
+
+StatusOr<std::vector<Gradient>> BiasAddGrad(const GradientContext& ctx) {
+  PX_ASSIGN_OR_RETURN(Output grad, ctx.DenseGrad(0));
+  const GraphBuilder& b = ctx.builder();
+  const DataType t = BaseDataType(grad.dtype);
+  const Output& bias = ctx.input(1);
+  const Output db = b.AddOp({"BiasAddGrad", "BiasAddGrad", {grad},
+                             {{"T", TypeAttr(t)},
+                              {"data_format", models::StringAttr(ctx.StringAttr("data_format", "NHWC"))}}},
+                            {{t, bias.shape}})[0];
+  return std::vector<Gradient>{Gradient::Dense(grad), Gradient::Dense(db)};
+}
+
+StatusOr<std::vector<Gradient>> ReluGrad(const GradientContext& ctx) {
+  PX_ASSIGN_OR_RETURN(Output grad, ctx.DenseGrad(0));
+  const DataType t = BaseDataType(grad.dtype);
+  const Output dx = ctx.builder().AddOp({"ReluGrad", "ReluGrad", {grad, ctx.output(0)},
+                                         {{"T", TypeAttr(t)}}},
+                                        {{t, ctx.input(0).shape}})[0];
+  return std::vector<Gradient>{Gradient::Dense(dx)};
+}
+
+StatusOr<std::vector<Gradient>> Conv2DGrad(const GradientContext& ctx) {
+  PX_ASSIGN_OR_RETURN(Output grad, ctx.DenseGrad(0));
+  const GraphBuilder& b = ctx.builder();
+  const Output& input = ctx.input(0);
+  const Output& filter = ctx.input(1);
+  Output input_sizes, filter_sizes;
+  if (input.shape.fully_defined() && filter.shape.fully_defined()) {
+    input_sizes = b.Int32s("Shape", input.shape.dims);
+    filter_sizes = b.Int32s("Shape_1", filter.shape.dims);
+  } else {
+    auto outs = b.AddOp({"ShapeN", "ShapeN", {input, filter},
+                         {{"N", IntAttr(2)},
+                          {"T", TypeAttr(BaseDataType(input.dtype))},
+                          {"out_type", TypeAttr(DT_INT32)}}},
+                        {{DT_INT32, StaticShape{4}}, {DT_INT32, StaticShape{4}}});
+    input_sizes = outs[0];
+    filter_sizes = outs[1];
+  }
+  const DataType t = BaseDataType(grad.dtype);
+  std::map<std::string, tensorflow::AttrValue> attrs = {
+      {"T", TypeAttr(t)},
+      {"strides", models::IntListAttr(ctx.IntListAttr("strides"))},
+      {"padding", models::StringAttr(ctx.StringAttr("padding", "VALID"))},
+      {"use_cudnn_on_gpu", models::BoolAttr(ctx.BoolAttr("use_cudnn_on_gpu", true))},
+      {"explicit_paddings", models::IntListAttr(ctx.IntListAttr("explicit_paddings"))},
+      {"data_format", models::StringAttr(ctx.StringAttr("data_format", "NHWC"))},
+      {"dilations", models::IntListAttr(ctx.IntListAttr("dilations"))}};
+  if (attrs["dilations"].list().i_size() == 0) attrs["dilations"] = models::IntListAttr({1, 1, 1, 1});
+  const Output dx = b.AddOp({"Conv2DBackpropInput", "Conv2DBackpropInput",
+                             {input_sizes, filter, grad}, attrs},
+                            {{t, input.shape}})[0];
+  const Output dw = b.AddOp({"Conv2DBackpropFilter", "Conv2DBackpropFilter",
+                             {input, filter_sizes, grad}, attrs},
+                            {{t, filter.shape}})[0];
+  return std::vector<Gradient>{Gradient::Dense(dx), Gradient::Dense(dw)};
+}
+
+StatusOr<std::vector<Gradient>> MaxPoolGrad(const GradientContext& ctx) {
+  PX_ASSIGN_OR_RETURN(Output grad, ctx.DenseGrad(0));
+  const DataType t = BaseDataType(grad.dtype);
+  const Output dx = ctx.builder().AddOp(
+      {"MaxPoolGrad", "MaxPoolGrad", {ctx.input(0), ctx.output(0), grad},
+       {{"T", TypeAttr(t)},
+        {"ksize", models::IntListAttr(ctx.IntListAttr("ksize"))},
+        {"strides", models::IntListAttr(ctx.IntListAttr("strides"))},
+        {"padding", models::StringAttr(ctx.StringAttr("padding", "VALID"))},
+        {"data_format", models::StringAttr(ctx.StringAttr("data_format", "NHWC"))}}},
+      {{t, ctx.input(0).shape}})[0];
+  return std::vector<Gradient>{Gradient::Dense(dx)};
+}
+
+constexpr std::string_view kXentMessage =
+    "Currently there is no way to take the second derivative of "
+    "sparse_softmax_cross_entropy_with_logits due to the fused implementation's interaction "
+    "with tf.gradients()";
+
+StatusOr<std::vector<Gradient>> SparseSoftmaxXentGrad(const GradientContext& ctx) {
+  PX_ASSIGN_OR_RETURN(Output grad, ctx.DenseGrad(0));
+  const GraphBuilder& b = ctx.builder();
+  const Output backprop = b.PreventGradient(ctx.output(1), kXentMessage);
+  const Output expanded = b.ExpandDims(grad, -1);
+  return std::vector<Gradient>{Gradient::Dense(b.Mul(expanded, backprop, "mul")), Gradient()};
+}
+
+PX_REGISTER_GRADIENT("BiasAdd", BiasAddGrad);
+PX_REGISTER_GRADIENT("Relu", ReluGrad);
+PX_REGISTER_GRADIENT("Conv2D", Conv2DGrad);
+PX_REGISTER_GRADIENT("MaxPool", MaxPoolGrad);
+PX_REGISTER_GRADIENT("SparseSoftmaxCrossEntropyWithLogits", SparseSoftmaxXentGrad);
+
+}  // namespace
+}  // namespace parallax::models

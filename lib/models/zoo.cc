@@ -1,0 +1,309 @@
+// The zoo's models, written the way the TF1 tutorials and tf.layers write them.
+#include "lib/models/zoo.h"
+
+#include <algorithm>
+#include <functional>
+
+#include <fmt/format.h>
+
+namespace parallax::models {
+namespace {
+
+using tensorflow::DT_INT32;
+using tensorflow::DT_INT64;
+
+constexpr int64_t kMnistPixels = 784;
+
+// The GraphDef `versions` field TF 1.15 writes (producer 134 is TF 1.15's).
+std::string VersionsField() {
+  tensorflow::GraphDef def;
+  def.mutable_versions()->set_producer(134);
+  return def.SerializeAsString();
+}
+
+// tf.layers.dense: <scope>/kernel (Glorot uniform), <scope>/bias (zeros), MatMul,
+// BiasAdd and optionally Relu.
+Output Dense(const GraphBuilder& b, std::string_view scope, const Output& x, int64_t units,
+             bool relu) {
+  const GraphBuilder s = b.WithScope(scope);
+  const int64_t in = x.shape.known_rank && x.shape.rank() == 2 ? x.shape.dims[1] : -1;
+  const DataType t = BaseDataType(x.dtype);
+  const VariableInfo kernel = s.Variable("kernel", StaticShape{in, units}, t, Initializer::GlorotUniform());
+  const VariableInfo bias = s.Variable("bias", StaticShape{units}, t, Initializer::Zeros());
+  Output y = s.BiasAdd(s.MatMul(x, kernel.read, false, false, "MatMul"), bias.read, "BiasAdd");
+  return relu ? s.Relu(y, "Relu") : y;
+}
+
+// tf.layers.conv2d with 5x5 kernels, stride 1, SAME padding and relu.
+Output Conv(const GraphBuilder& b, std::string_view scope, const Output& x, int64_t filters) {
+  const GraphBuilder s = b.WithScope(scope);
+  const int64_t in = x.shape.dims[3];
+  const DataType t = BaseDataType(x.dtype);
+  const VariableInfo kernel =
+      s.Variable("kernel", StaticShape{5, 5, in, filters}, t, Initializer::GlorotUniform());
+  const VariableInfo bias = s.Variable("bias", StaticShape{filters}, t, Initializer::Zeros());
+  const Output y = s.Conv2D(x, kernel.read, {1, 1, 1, 1}, "SAME", "Conv2D");
+  return s.Relu(s.BiasAdd(y, bias.read, "BiasAdd"), "Relu");
+}
+
+Output Pool(const GraphBuilder& b, std::string_view scope, const Output& x) {
+  return b.WithScope(scope).MaxPool(x, {1, 2, 2, 1}, {1, 2, 2, 1}, "VALID", "MaxPool");
+}
+
+Output Placeholder(const GraphBuilder& b, std::string_view name, DataType t, StaticShape shape,
+                   std::string_view synthetic, Model* model) {
+  const Output p = b.Placeholder(name, t, shape);
+  if (p.valid()) b.graph().SetAttr(p.node(), kSyntheticAttr, StringAttr(synthetic));
+  model->feeds.push_back({std::string(name), t, std::move(shape), std::string(synthetic)});
+  return p;
+}
+
+// Builds the forward graph into `b` and returns the logits; records the feeds.
+using Forward = std::function<Output(const GraphBuilder& b, const ModelOptions& o, Model* m,
+                                     Output* labels)>;
+
+Output Labels(const GraphBuilder& b, int64_t batch, std::string_view rule, Model* m) {
+  return Placeholder(b, "y", DT_INT64, StaticShape{batch}, rule, m);
+}
+
+Output SoftmaxForward(const GraphBuilder& b, const ModelOptions& o, Model* m, Output* labels) {
+  const int64_t batch = *o.batch == 0 ? -1 : *o.batch;
+  const Output x = Placeholder(b, "x", o.dtype, StaticShape{batch, kMnistPixels}, "uniform:0:1", m);
+  *labels = Labels(b, batch, "argmax_prefix:x:10", m);
+  return Dense(b, "dense", x, kNumClasses, false);
+}
+
+Output MlpForward(const GraphBuilder& b, const ModelOptions& o, Model* m, Output* labels) {
+  const int64_t batch = *o.batch == 0 ? -1 : *o.batch;
+  Output h = Placeholder(b, "x", o.dtype, StaticShape{batch, kMnistPixels}, "uniform:0:1", m);
+  *labels = Labels(b, batch, "argmax_prefix:x:10", m);
+  int layer = 0;
+  auto scope = [&layer]() { return layer == 0 ? std::string("dense") : fmt::format("dense_{}", layer); };
+  for (int64_t width : *o.widths) {
+    h = Dense(b, scope(), h, width, true);
+    ++layer;
+  }
+  return Dense(b, scope(), h, kNumClasses, false);
+}
+
+Output LenetForward(const GraphBuilder& b, const ModelOptions& o, Model* m, Output* labels) {
+  const int64_t batch = *o.batch == 0 ? -1 : *o.batch;
+  const Output x = Placeholder(b, "x", o.dtype, StaticShape{batch, 28, 28, 1}, "uniform:0:1", m);
+  *labels = Labels(b, batch, "argmax_prefix:x:10", m);
+  const std::vector<int64_t>& w = *o.widths;
+  Output h = Pool(b, "max_pooling2d", Conv(b, "conv2d", x, w[0]));
+  h = Pool(b, "max_pooling2d_1", Conv(b, "conv2d_1", h, w[1]));
+  h = b.Reshape(h, std::vector<int64_t>{-1, 7 * 7 * w[1]}, "Reshape");
+  h = Dense(b, "dense", h, w[2], true);
+  return Dense(b, "dense_1", h, kNumClasses, false);
+}
+
+Output EmbeddingForward(const GraphBuilder& b, const ModelOptions& o, Model* m, Output* labels) {
+  const int64_t batch = *o.batch == 0 ? -1 : *o.batch;
+  const Output ids = Placeholder(b, "ids", DT_INT32, StaticShape{batch, *o.seq},
+                                 fmt::format("uniform_int:0:{}", *o.vocab), m);
+  *labels = Labels(b, batch, "token_vote:ids:10", m);
+  const VariableInfo table = b.Variable("embeddings", StaticShape{*o.vocab, *o.dim}, o.dtype,
+                                        Initializer::RandomUniform(-0.05, 0.05));
+  const Output looked_up = b.ColocatedWith("embeddings").GatherV2(table.read, ids, 0, "embedding_lookup");
+  const Output mean = b.Mean(looked_up, {1}, false, "Mean");
+  return Dense(b, "dense", mean, kNumClasses, false);
+}
+
+struct ModelEntry {
+  ModelSpec spec;
+  Forward forward;
+};
+
+ModelOptions Defaults(int64_t batch, OptimizerKind opt) {
+  ModelOptions o;
+  o.batch = batch;
+  o.optimizer = opt;
+  o.learning_rate = DefaultLearningRate(opt);
+  return o;
+}
+
+const std::vector<ModelEntry>& Entries() {
+  static const auto* entries = [] {
+    auto* e = new std::vector<ModelEntry>();
+    {
+      ModelOptions d = Defaults(100, OptimizerKind::kSgd);
+      e->push_back({{"softmax", "softmax regression on MNIST-shaped input: 784 -> 10", {}, d},
+                    SoftmaxForward});
+    }
+    {
+      ModelOptions d = Defaults(256, OptimizerKind::kSgd);
+      d.widths = std::vector<int64_t>{512, 512};
+      e->push_back({{"mlp", "multi-layer perceptron: 784 -> hidden relu layers (--widths) -> 10",
+                     {"widths"}, d},
+                    MlpForward});
+    }
+    {
+      ModelOptions d = Defaults(64, OptimizerKind::kAdam);
+      d.widths = std::vector<int64_t>{32, 64, 1024};
+      e->push_back({{"lenet",
+                     "LeNet on 28x28x1 NHWC: conv5x5 32, maxpool, conv5x5 64, maxpool, fc 1024, fc 10 "
+                     "(--widths conv1,conv2,fc)",
+                     {"widths"}, d},
+                    LenetForward});
+    }
+    {
+      ModelOptions d = Defaults(128, OptimizerKind::kAdagrad);
+      d.vocab = 100000;
+      d.dim = 128;
+      d.seq = 16;
+      e->push_back({{"embedding",
+                     "sparse model: ids [batch, seq] -> embedding lookup (vocab x dim) -> mean over "
+                     "seq -> dense 10; the embedding gradient is IndexedSlices",
+                     {"vocab", "dim", "seq"}, d},
+                    EmbeddingForward});
+    }
+    return e;
+  }();
+  return *entries;
+}
+
+Status CheckPositive(std::string_view flag, int64_t value, int64_t min = 1) {
+  if (value < min) {
+    return InvalidArgumentError("--{} must be at least {}, got {}", flag, min, value);
+  }
+  return Status::Ok();
+}
+
+// Fills unset fields from the defaults and rejects options the model does not take.
+StatusOr<ModelOptions> Resolve(const ModelSpec& spec, const ModelOptions& given) {
+  auto takes = [&](std::string_view opt) {
+    return std::find(spec.options.begin(), spec.options.end(), opt) != spec.options.end();
+  };
+  auto reject = [&](std::string_view opt) {
+    return InvalidArgumentError("option --{} does not apply to model '{}'", opt, spec.name);
+  };
+  if (given.widths && !takes("widths")) return reject("widths");
+  if (given.vocab && !takes("vocab")) return reject("vocab");
+  if (given.dim && !takes("dim")) return reject("dim");
+  if (given.seq && !takes("seq")) return reject("seq");
+  ModelOptions o = given;
+  const ModelOptions& d = spec.defaults;
+  if (!o.batch) o.batch = d.batch;
+  if (!o.optimizer) o.optimizer = d.optimizer;
+  if (!o.learning_rate) o.learning_rate = DefaultLearningRate(*o.optimizer);
+  if (takes("widths") && !o.widths) o.widths = d.widths;
+  if (takes("vocab") && !o.vocab) o.vocab = d.vocab;
+  if (takes("dim") && !o.dim) o.dim = d.dim;
+  if (takes("seq") && !o.seq) o.seq = d.seq;
+  PX_RETURN_IF_ERROR(CheckPositive("batch", *o.batch, 0));
+  if (!(*o.learning_rate > 0)) {
+    return InvalidArgumentError("--lr must be positive, got {}", *o.learning_rate);
+  }
+  if (o.widths) {
+    if (spec.name == "lenet" && o.widths->size() != 3) {
+      return InvalidArgumentError("--widths for lenet takes 3 values (conv1,conv2,fc), got {}",
+                                  o.widths->size());
+    }
+    if (o.widths->empty()) return InvalidArgumentError("--widths needs at least one value");
+    for (int64_t w : *o.widths) PX_RETURN_IF_ERROR(CheckPositive("widths", w));
+  }
+  if (o.vocab) PX_RETURN_IF_ERROR(CheckPositive("vocab", *o.vocab, 2));
+  if (o.vocab && *o.vocab > (int64_t{1} << 31) - 1) {
+    return InvalidArgumentError("--vocab must fit int32 ids, got {}", *o.vocab);
+  }
+  if (o.dim) PX_RETURN_IF_ERROR(CheckPositive("dim", *o.dim));
+  if (o.seq) PX_RETURN_IF_ERROR(CheckPositive("seq", *o.seq));
+  if (o.dtype != tensorflow::DT_FLOAT && o.dtype != tensorflow::DT_DOUBLE) {
+    return InvalidArgumentError("models are float32 or float64");
+  }
+  return o;
+}
+
+}  // namespace
+
+const std::vector<ModelSpec>& ModelSpecs() {
+  static const auto* specs = [] {
+    auto* s = new std::vector<ModelSpec>();
+    for (const ModelEntry& e : Entries()) s->push_back(e.spec);
+    return s;
+  }();
+  return *specs;
+}
+
+const ModelSpec* FindModelSpec(std::string_view name) {
+  for (const ModelSpec& s : ModelSpecs()) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+std::string DescribeOptions(const ModelSpec& spec, const ModelOptions& o) {
+  std::string out = fmt::format("batch={} optimizer={} lr={}", o.batch.value_or(0),
+                                OptimizerFlagName(o.optimizer.value_or(OptimizerKind::kSgd)),
+                                o.learning_rate.value_or(0));
+  auto join = [](const std::vector<int64_t>& v) { return fmt::format("{}", fmt::join(v, ",")); };
+  for (const std::string& opt : spec.options) {
+    if (opt == "widths" && o.widths) out += " widths=" + join(*o.widths);
+    if (opt == "vocab" && o.vocab) out += fmt::format(" vocab={}", *o.vocab);
+    if (opt == "dim" && o.dim) out += fmt::format(" dim={}", *o.dim);
+    if (opt == "seq" && o.seq) out += fmt::format(" seq={}", *o.seq);
+  }
+  return out;
+}
+
+StatusOr<Model> BuildModel(std::string_view name, const ModelOptions& options) {
+  const ModelEntry* entry = nullptr;
+  for (const ModelEntry& e : Entries()) {
+    if (e.spec.name == name) entry = &e;
+  }
+  if (entry == nullptr) {
+    std::vector<std::string> names;
+    for (const ModelEntry& e : Entries()) names.push_back(e.spec.name);
+    return InvalidArgumentError("unknown model '{}' (known: {})", name, fmt::join(names, ", "));
+  }
+  PX_ASSIGN_OR_RETURN(ModelOptions o, Resolve(entry->spec, options));
+  Model model;
+  model.name = entry->spec.name;
+  model.graph.set_source(fmt::format("model '{}'", model.name));
+  model.graph.set_other_fields(VersionsField());
+  GraphBuilder b(&model.graph, o.seed);
+  Output labels;
+  const Output logits = entry->forward(b, o, &model, &labels);
+  const auto [xent, backprop] = b.WithScope("SparseSoftmaxCrossEntropyWithLogits")
+                                    .SparseSoftmaxCrossEntropyWithLogits(logits, labels);
+  const Output loss = b.ReduceMeanAll(xent, "loss");
+  PX_RETURN_IF_ERROR(b.status());
+
+  OptimizerOptions opt;
+  opt.kind = *o.optimizer;
+  opt.learning_rate = *o.learning_rate;
+  opt.global_step = o.global_step;
+  PX_ASSIGN_OR_RETURN(TrainOps train, Minimize(b, loss, opt));
+  PX_ASSIGN_OR_RETURN(NodeId init, AddInitOp(b));
+  PX_RETURN_IF_ERROR(b.status());
+
+  model.options = o;
+  model.loss = std::string(model.graph.node(loss.node()).name());
+  model.train_op = std::string(model.graph.node(train.train_op).name());
+  model.init_op = std::string(model.graph.node(init).name());
+  for (const VariableInfo& v : train.variables) {
+    model.trainable_variables.push_back(v.name);
+    model.num_params += v.ref.shape.num_elements();
+  }
+  return model;
+}
+
+int64_t TokenClass(int64_t token, int64_t classes) {
+  const uint64_t h = (static_cast<uint64_t>(token) * 2654435761ull) & 0xffffffffull;
+  return static_cast<int64_t>(h % static_cast<uint64_t>(classes));
+}
+
+int64_t TokenVoteLabel(std::span<const int32_t> ids, int64_t classes) {
+  std::vector<int64_t> votes(static_cast<size_t>(classes), 0);
+  for (int32_t id : ids) ++votes[static_cast<size_t>(TokenClass(id, classes))];
+  return std::max_element(votes.begin(), votes.end()) - votes.begin();
+}
+
+int64_t ArgmaxPrefixLabel(std::span<const float> example, int64_t classes) {
+  const size_t n = std::min(example.size(), static_cast<size_t>(classes));
+  return std::max_element(example.begin(), example.begin() + static_cast<std::ptrdiff_t>(n)) -
+         example.begin();
+}
+
+}  // namespace parallax::models

@@ -1,0 +1,203 @@
+// Every zoo model with every optimizer: builds, verifies, analyses as a training graph
+// with the expected variables, roles, dense/sparse gradients, train/init ops, loss and
+// feeds, and round-trips through the binary and text GraphDef forms.
+#include "lib/models/zoo.h"
+
+#include <set>
+
+#include <catch2/catch.hpp>
+
+#include "lib/analysis/training_analysis.h"
+#include "lib/graph/graph_io.h"
+#include "lib/graph/verifier.h"
+#include "lib/testing/golden.h"
+
+namespace parallax::models {
+namespace {
+
+int SlotsPerVariable(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::kSgd: return 0;
+    case OptimizerKind::kMomentum: return 1;
+    case OptimizerKind::kAdam: return 2;
+    case OptimizerKind::kRmsProp: return 2;
+    case OptimizerKind::kAdagrad: return 1;
+  }
+  return -1;
+}
+
+void CheckModel(const Model& model, OptimizerKind kind, bool global_step) {
+  INFO("model " << model.name << " optimizer " << OptimizerFlagName(kind));
+  const Graph& graph = model.graph;
+  const Status verified = VerifyGraph(graph);
+  REQUIRE(verified.message() == "");
+
+  StatusOr<TrainingAnalysis> analysis_or = AnalyzeTraining(graph);
+  REQUIRE(analysis_or.ok());
+  const TrainingAnalysis& a = *analysis_or;
+  INFO(DescribeAnalysis(a, graph));
+  CHECK(a.problems.empty());
+
+  // Variables and roles.
+  std::set<std::string> trainable;
+  for (const Variable& v : a.variables) {
+    if (v.role == VariableRole::kTrainable) trainable.insert(v.name);
+  }
+  CHECK(trainable == std::set<std::string>(model.trainable_variables.begin(),
+                                           model.trainable_variables.end()));
+  const int n = static_cast<int>(model.trainable_variables.size());
+  CHECK(a.CountRole(VariableRole::kSlot) == n * SlotsPerVariable(kind));
+  const int state = (kind == OptimizerKind::kAdam ? 2 : 0) + (global_step ? 1 : 0);
+  CHECK(a.CountRole(VariableRole::kState) == state);
+  CHECK(a.CountRole(VariableRole::kUnrecognised) == 0);
+  CHECK(a.CountRole(VariableRole::kUntouched) == 0);
+  for (const Variable& v : a.variables) {
+    if (v.role != VariableRole::kTrainable) continue;
+    INFO("variable " << v.name);
+    CHECK(v.gradient == (v.name == "embeddings" ? GradientKind::kSparse : GradientKind::kDense));
+    CHECK(v.updates.size() == 1);
+    CHECK(v.slots.size() == static_cast<size_t>(SlotsPerVariable(kind)));
+  }
+  int64_t params = 0;
+  for (const Variable& v : a.variables) {
+    if (v.role == VariableRole::kTrainable) params += v.shape.num_elements();
+  }
+  CHECK(params == model.num_params);
+
+  // Train op, init op, loss, feeds.
+  REQUIRE(!a.train_ops.empty());
+  CHECK(graph.node(a.train_ops[0].node).name() == model.train_op);
+  CHECK(a.train_ops[0].num_updates == n);
+  CHECK(model.train_op == std::string(OptimizerScopeName(kind)));
+  REQUIRE(a.init_op.node != kNoNode);
+  CHECK(graph.node(a.init_op.node).name() == "init");
+  CHECK(a.init_op.num_initializers == static_cast<int>(a.variables.size()));
+  REQUIRE(!a.losses.empty());
+  CHECK(graph.node(a.losses[0].node).name() == "loss");
+  REQUIRE(a.feeds.size() == model.feeds.size());
+  for (size_t i = 0; i < a.feeds.size(); ++i) {
+    CHECK(graph.node(a.feeds[i].node).name() == model.feeds[i].name);
+    CHECK(a.feeds[i].used_by_train_op);
+    CHECK(a.feeds[i].dtype == model.feeds[i].dtype);
+    auto rule = graph.node(a.feeds[i].node).FindAttr(kSyntheticAttr);
+    REQUIRE(rule.has_value());
+    CHECK(rule->s() == model.feeds[i].synthetic);
+  }
+
+  // Round trips: binary is byte-stable, text parses back to the same graph.
+  const std::string bytes = SerializeGraphDef(graph);
+  StatusOr<Graph> loaded = ParseGraph(bytes, "model.pb");
+  REQUIRE(loaded.ok());
+  CHECK(SerializeGraphDef(*loaded) == bytes);
+  StatusOr<std::string> text = SerializeGraphDefText(graph);
+  REQUIRE(text.ok());
+  StatusOr<Graph> from_text = ParseGraph(*text, "model.pbtxt");
+  REQUIRE(from_text.ok());
+  CHECK(parallax::testing::DiffGraphs(*from_text, graph) == "");
+}
+
+TEST_CASE("every zoo model builds, verifies and analyses with every optimizer") {
+  for (const ModelSpec& spec : ModelSpecs()) {
+    for (OptimizerKind kind : kAllOptimizers) {
+      for (bool global_step : {false, true}) {
+        ModelOptions options;
+        options.optimizer = kind;
+        options.global_step = global_step;
+        StatusOr<Model> model = BuildModel(spec.name, options);
+        INFO(spec.name << " " << OptimizerFlagName(kind) << " global_step=" << global_step);
+        REQUIRE(model.status().message() == "");
+        CheckModel(*model, kind, global_step);
+      }
+    }
+  }
+}
+
+TEST_CASE("an open batch dimension builds Shape ops and still analyses") {
+  for (const ModelSpec& spec : ModelSpecs()) {
+    for (OptimizerKind kind : {OptimizerKind::kSgd, OptimizerKind::kAdam}) {
+      ModelOptions options;
+      options.batch = 0;
+      options.optimizer = kind;
+      StatusOr<Model> model = BuildModel(spec.name, options);
+      INFO(spec.name);
+      REQUIRE(model.status().message() == "");
+      CheckModel(*model, kind, false);
+      const Graph& g = model->graph;
+      auto x = g.node(g.FindNode(model->feeds[0].name)).FindAttr("shape");
+      REQUIRE(x.has_value());
+      CHECK(x->shape().dim(0).size() == -1);
+      // The loss gradient divides by a count computed at run time.
+      CHECK(g.FindNode("gradients/loss_grad/floordiv") != kNoNode);
+    }
+  }
+}
+
+TEST_CASE("default sizes and parameter counts") {
+  auto params = [](std::string_view name) {
+    StatusOr<Model> m = BuildModel(name);
+    REQUIRE(m.ok());
+    return m->num_params;
+  };
+  CHECK(params("softmax") == 784 * 10 + 10);
+  CHECK(params("mlp") == 784 * 512 + 512 + 512 * 512 + 512 + 512 * 10 + 10);
+  CHECK(params("lenet") == 5 * 5 * 32 + 32 + 5 * 5 * 32 * 64 + 64 + 3136 * 1024 + 1024 + 1024 * 10 + 10);
+  CHECK(params("embedding") == 100000 * 128 + 128 * 10 + 10);
+  StatusOr<Model> lenet = BuildModel("lenet");
+  REQUIRE(lenet.ok());
+  CHECK(lenet->options.batch == 64);
+  CHECK(lenet->train_op == "Adam");
+  CHECK(lenet->graph.FindNode("conv2d_1/Conv2D") != kNoNode);
+  CHECK(lenet->graph.FindNode("max_pooling2d_1/MaxPool") != kNoNode);
+  CHECK(lenet->graph.FindNode("gradients/conv2d/Conv2D_grad/Conv2DBackpropFilter") != kNoNode);
+}
+
+TEST_CASE("option errors name the option") {
+  ModelOptions o;
+  o.vocab = 10;
+  CHECK(BuildModel("mlp", o).status().message() == "option --vocab does not apply to model 'mlp'");
+  CHECK(BuildModel("resnet").status().message() ==
+        "unknown model 'resnet' (known: softmax, mlp, lenet, embedding)");
+  ModelOptions w;
+  w.widths = std::vector<int64_t>{32, 64};
+  CHECK(BuildModel("lenet", w).status().message() ==
+        "--widths for lenet takes 3 values (conv1,conv2,fc), got 2");
+  ModelOptions b;
+  b.batch = -3;
+  CHECK(BuildModel("softmax", b).status().message() == "--batch must be at least 0, got -3");
+  ModelOptions lr;
+  lr.learning_rate = 0;
+  CHECK(BuildModel("softmax", lr).status().message() == "--lr must be positive, got 0");
+  ModelOptions z;
+  z.widths = std::vector<int64_t>{0};
+  CHECK(BuildModel("mlp", z).status().message() == "--widths must be at least 1, got 0");
+}
+
+TEST_CASE("models are deterministic") {
+  ModelOptions o;
+  o.optimizer = OptimizerKind::kAdam;
+  StatusOr<Model> a = BuildModel("embedding", o);
+  StatusOr<Model> b = BuildModel("embedding", o);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(SerializeGraphDef(a->graph) == SerializeGraphDef(b->graph));
+  o.seed = 7;
+  StatusOr<Model> c = BuildModel("embedding", o);
+  REQUIRE(c.ok());
+  CHECK(SerializeGraphDef(a->graph) != SerializeGraphDef(c->graph));
+}
+
+TEST_CASE("synthetic label rules") {
+  CHECK(TokenClass(0, 10) == 0);
+  CHECK(TokenClass(1, 10) == 2654435761ll % 10);
+  CHECK(TokenClass(2, 10) == ((2ull * 2654435761ull) & 0xffffffffull) % 10);
+  const std::vector<int32_t> ids = {1, 1, 2};
+  CHECK(TokenVoteLabel(ids, 10) == TokenClass(1, 10));
+  const std::vector<int32_t> tie = {1, 2};
+  CHECK(TokenVoteLabel(tie, 10) == std::min(TokenClass(1, 10), TokenClass(2, 10)));
+  const std::vector<float> x = {0.1f, 0.9f, 0.3f, 0.9f, 5.0f};
+  CHECK(ArgmaxPrefixLabel(x, 4) == 1);
+  CHECK(ArgmaxPrefixLabel(x, 10) == 4);
+}
+
+}  // namespace
+}  // namespace parallax::models
