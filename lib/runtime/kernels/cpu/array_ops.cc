@@ -1,0 +1,1200 @@
+// CPU kernels for shape and array ops with TensorFlow's semantics and error messages:
+// shapes (Shape, ShapeN, Size, Rank, BroadcastArgs, BroadcastGradientArgs), reshaping
+// (Reshape, ExpandDims, Squeeze, Transpose, InvertPermutation), joining and splitting
+// (ConcatV2, Concat, ConcatOffset, Pack, Unpack, Split, SplitV), slicing (Slice,
+// StridedSlice, StridedSliceGrad), filling (Fill, Tile, BroadcastTo, Pad, PadV2, OneHot,
+// Range) and Where.
+//
+// Data movement is dtype-agnostic: kernels copy elements by size (array_util.h), so one
+// registration serves every dtype, strings included. Reshape-like ops (Reshape,
+// ExpandDims, Squeeze, and Slice/StridedSlice/Transpose/BroadcastTo/Split when they
+// select everything) return a tensor sharing the input's buffer, as TensorFlow does;
+// every other output is newly allocated, so no kernel writes into its inputs.
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "lib/runtime/kernel.h"
+#include "lib/runtime/kernels/cpu/array_util.h"
+
+namespace parallax {
+namespace {
+
+using cpu_array::DimsString;
+using cpu_array::Elements;
+using cpu_array::IndexScalar;
+using cpu_array::IndexValues;
+using cpu_array::IndexVector;
+using cpu_array::IsIndexType;
+using cpu_array::MakeIndexTensor;
+using cpu_array::MakeIndexVector;
+using cpu_array::MutableElements;
+using cpu_array::Product;
+using cpu_array::RowMajorStrides;
+using cpu_array::StridedCopy;
+using cpu_array::StridedCopySpec;
+using cpu_array::VisitElementKind;
+
+constexpr DeviceType kCpu = DeviceType::kCpu;
+
+// Reads an int32/int64 type attr with a default (out_type, Tidx, ...).
+Status GetIndexTypeAttr(const KernelInit& init, std::string_view name, DataType* type) {
+  PX_RETURN_IF_ERROR(init.GetAttrOr(name, type, tensorflow::DT_INT32));
+  if (!IsIndexType(*type)) {
+    return InvalidArgumentError("attr '{}' must be int32 or int64, got {}", name,
+                                DataTypeShortName(*type));
+  }
+  return Status::Ok();
+}
+
+// Output values of type int32 must fit (a dimension of 2^31 does not).
+Status CheckFits(DataType type, const std::vector<int64_t>& values, std::string_view what) {
+  if (type != tensorflow::DT_INT32) return Status::Ok();
+  for (int64_t v : values) {
+    if (v > std::numeric_limits<int32_t>::max()) {
+      return InvalidArgumentError("{} {} does not fit in int32; use out_type=int64", what, v);
+    }
+  }
+  return Status::Ok();
+}
+
+// ---- Shapes ----
+
+// Shape and ShapeN: the dims of each input.
+class ShapeOp : public OpKernel {
+ public:
+  ShapeOp(const KernelInit& init, Status* status) {
+    *status = GetIndexTypeAttr(init, "out_type", &out_type_);
+  }
+  Status Compute(KernelContext& context) const override {
+    for (int i = 0; i < context.num_inputs(); ++i) {
+      const std::vector<int64_t>& dims = context.input(i).shape().dims();
+      PX_RETURN_IF_ERROR(CheckFits(out_type_, dims, "dimension"));
+      context.set_output(i, MakeIndexVector(out_type_, dims));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  DataType out_type_ = tensorflow::DT_INT32;
+};
+PX_REGISTER_KERNEL(ShapeOp, "Shape", kCpu);
+PX_REGISTER_KERNEL(ShapeOp, "ShapeN", kCpu);
+
+class SizeOp : public OpKernel {
+ public:
+  SizeOp(const KernelInit& init, Status* status) {
+    *status = GetIndexTypeAttr(init, "out_type", &out_type_);
+  }
+  Status Compute(KernelContext& context) const override {
+    const int64_t n = context.input(0).num_elements();
+    PX_RETURN_IF_ERROR(CheckFits(out_type_, {n}, "number of elements"));
+    context.set_output(0, MakeIndexTensor(out_type_, {n}, TensorShape()));
+    return Status::Ok();
+  }
+
+ private:
+  DataType out_type_ = tensorflow::DT_INT32;
+};
+PX_REGISTER_KERNEL(SizeOp, "Size", kCpu);
+
+class RankOp : public OpKernel {
+ public:
+  RankOp(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    context.set_output(0, Tensor::Scalar<int32_t>(context.input(0).rank()));
+    return Status::Ok();
+  }
+};
+PX_REGISTER_KERNEL(RankOp, "Rank", kCpu);
+
+// TF's BCast for two shapes: the broadcast shape and, for each input, the output dims
+// its gradient is summed over. Dims are aligned at the right (missing ones are 1); a
+// dim that is 1 in an input and not in the output is reduced for that input, and a dim
+// that is 1 in every input is reduced for all of them. Identical shapes reduce nothing.
+struct Broadcast {
+  std::vector<int64_t> shape;
+  std::vector<int64_t> reduce[2];
+};
+
+StatusOr<Broadcast> BroadcastShapes(const std::vector<int64_t>& s0, const std::vector<int64_t>& s1) {
+  Broadcast b;
+  if (s0 == s1) {
+    b.shape = s0;
+    return b;
+  }
+  const size_t rank = std::max(s0.size(), s1.size());
+  b.shape.assign(rank, 1);
+  const std::vector<int64_t>* in[2] = {&s0, &s1};
+  for (size_t j = 0; j < rank; ++j) {  // j: output dim from the left
+    int64_t d[2];
+    for (int i = 0; i < 2; ++i) {
+      const size_t pad = rank - in[i]->size();
+      d[i] = j < pad ? 1 : (*in[i])[j - pad];
+    }
+    if (d[0] != 1 && d[1] != 1 && d[0] != d[1]) {
+      return InvalidArgumentError("Incompatible shapes: {} vs. {}", DimsString(s0), DimsString(s1));
+    }
+    b.shape[j] = d[0] == 1 ? d[1] : d[0];
+    for (int i = 0; i < 2; ++i) {
+      if (d[i] == 1) b.reduce[i].push_back(static_cast<int64_t>(j));
+    }
+  }
+  return b;
+}
+
+class BroadcastArgsOp : public OpKernel {
+ public:
+  BroadcastArgsOp(const KernelInit& init, Status* status) {
+    *status = GetIndexTypeAttr(init, "T", &type_);
+  }
+  Status Compute(KernelContext& context) const override {
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> s0, IndexVector(context.input(0), "s0"));
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> s1, IndexVector(context.input(1), "s1"));
+    PX_ASSIGN_OR_RETURN(Broadcast b, BroadcastShapes(s0, s1));
+    if (context.num_outputs() == 1) {  // BroadcastArgs
+      context.set_output(0, MakeIndexVector(type_, b.shape));
+    } else {  // BroadcastGradientArgs
+      context.set_output(0, MakeIndexVector(type_, b.reduce[0]));
+      context.set_output(1, MakeIndexVector(type_, b.reduce[1]));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  DataType type_ = tensorflow::DT_INT32;
+};
+PX_REGISTER_KERNEL(BroadcastArgsOp, "BroadcastArgs", kCpu);
+PX_REGISTER_KERNEL(BroadcastArgsOp, "BroadcastGradientArgs", kCpu);
+
+// ---- Reshaping ----
+
+class ReshapeOp : public OpKernel {
+ public:
+  ReshapeOp(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    const Tensor& input = context.input(0);
+    const Tensor& shape = context.input(1);
+    if (shape.rank() > 1) {
+      return InvalidArgumentError("sizes input must be 1-D, not {}", shape.shape().DebugString());
+    }
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, IndexValues(shape, "shape"));
+    int64_t product = 1;
+    int unknown = -1;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (sizes[i] == -1) {
+        if (unknown >= 0) {
+          return InvalidArgumentError("Only one input size may be -1, not both {} and {}", unknown, i);
+        }
+        unknown = static_cast<int>(i);
+      } else if (sizes[i] < 0) {
+        return InvalidArgumentError("Size {} must be non-negative, not {}", i, sizes[i]);
+      } else {
+        product *= sizes[i];
+      }
+    }
+    const int64_t n = input.num_elements();
+    if (unknown >= 0) {
+      if (product == 0) {
+        return InvalidArgumentError("Reshape cannot infer the missing input size for an empty "
+                                    "tensor unless all specified input sizes are non-zero");
+      }
+      if (n % product != 0) {
+        return InvalidArgumentError("Input to reshape is a tensor with {} values, but the "
+                                    "requested shape requires a multiple of {}",
+                                    n, product);
+      }
+      sizes[static_cast<size_t>(unknown)] = n / product;
+    } else if (product != n) {
+      return InvalidArgumentError("Input to reshape is a tensor with {} values, but the requested "
+                                  "shape has {}",
+                                  n, product);
+    }
+    PX_ASSIGN_OR_RETURN(Tensor output, input.Reshaped(TensorShape(std::move(sizes))));
+    context.set_output(0, std::move(output));
+    return Status::Ok();
+  }
+};
+PX_REGISTER_KERNEL(ReshapeOp, "Reshape", kCpu);
+
+class ExpandDimsOp : public OpKernel {
+ public:
+  ExpandDimsOp(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    const Tensor& input = context.input(0);
+    if (context.input(1).num_elements() != 1) {
+      return InvalidArgumentError("'dim' must be a tensor with a single value");
+    }
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> dims, IndexValues(context.input(1), "dim"));
+    int64_t dim = dims[0];
+    const int rank = input.rank();
+    if (dim < -1 - rank || dim > rank) {
+      return InvalidArgumentError("Tried to expand dim index {} for tensor with {} dimensions.", dim,
+                                  rank);
+    }
+    if (dim < 0) dim += rank + 1;
+    TensorShape shape = input.shape();
+    shape.InsertDim(static_cast<int>(dim), 1);
+    PX_ASSIGN_OR_RETURN(Tensor output, input.Reshaped(std::move(shape)));
+    context.set_output(0, std::move(output));
+    return Status::Ok();
+  }
+};
+PX_REGISTER_KERNEL(ExpandDimsOp, "ExpandDims", kCpu);
+
+class SqueezeOp : public OpKernel {
+ public:
+  SqueezeOp(const KernelInit& init, Status* status) {
+    *status = init.GetAttrOr("squeeze_dims", &squeeze_dims_, std::vector<int64_t>{});
+  }
+  Status Compute(KernelContext& context) const override {
+    const Tensor& input = context.input(0);
+    const int rank = input.rank();
+    std::vector<bool> squeeze(static_cast<size_t>(rank), false);
+    for (int64_t d : squeeze_dims_) {
+      if (d < -rank || d >= rank) {
+        return InvalidArgumentError("Tried to squeeze dim index {} for tensor with {} dimensions.",
+                                    d, rank);
+      }
+      const int64_t axis = d < 0 ? d + rank : d;
+      if (input.dim(static_cast<int>(axis)) != 1) {
+        return InvalidArgumentError("Can not squeeze dim[{}], expected a dimension of 1, got {}",
+                                    axis, input.dim(static_cast<int>(axis)));
+      }
+      squeeze[static_cast<size_t>(axis)] = true;
+    }
+    std::vector<int64_t> dims;
+    for (int i = 0; i < rank; ++i) {
+      const bool drop = squeeze_dims_.empty() ? input.dim(i) == 1 : squeeze[static_cast<size_t>(i)];
+      if (!drop) dims.push_back(input.dim(i));
+    }
+    PX_ASSIGN_OR_RETURN(Tensor output, input.Reshaped(TensorShape(std::move(dims))));
+    context.set_output(0, std::move(output));
+    return Status::Ok();
+  }
+
+ private:
+  std::vector<int64_t> squeeze_dims_;
+};
+PX_REGISTER_KERNEL(SqueezeOp, "Squeeze", kCpu);
+
+// Reads a permutation of [0, rank) (Transpose's perm).
+StatusOr<std::vector<int64_t>> ReadPermutation(const Tensor& perm_tensor, int rank) {
+  PX_ASSIGN_OR_RETURN(std::vector<int64_t> perm, IndexValues(perm_tensor, "perm"));
+  if (perm_tensor.rank() != 1 || static_cast<int64_t>(perm.size()) != rank) {
+    return InvalidArgumentError("transpose expects a vector of size {}. But input(1) is a vector "
+                                "of size {}",
+                                rank, perm.size());
+  }
+  std::vector<bool> seen(static_cast<size_t>(rank), false);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= rank) return InvalidArgumentError("{} is out of range [0 .. {})", p, rank);
+    seen[static_cast<size_t>(p)] = true;
+  }
+  for (int i = 0; i < rank; ++i) {
+    if (!seen[static_cast<size_t>(i)]) {
+      std::string list;
+      for (size_t k = 0; k < perm.size(); ++k) list += (k ? "," : "") + std::to_string(perm[k]);
+      return InvalidArgumentError("{} is missing from {{{}}}.", i, list);
+    }
+  }
+  return perm;
+}
+
+class TransposeOp : public OpKernel {
+ public:
+  TransposeOp(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    const Tensor& input = context.input(0);
+    const int rank = input.rank();
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> perm, ReadPermutation(context.input(1), rank));
+    const std::vector<int64_t>& in_dims = input.shape().dims();
+    const std::vector<int64_t> in_strides = RowMajorStrides(in_dims);
+    StridedCopySpec spec;
+    bool identity = true;
+    for (int i = 0; i < rank; ++i) {
+      const size_t p = static_cast<size_t>(perm[static_cast<size_t>(i)]);
+      spec.dims.push_back(in_dims[p]);
+      spec.src_strides.push_back(in_strides[p]);
+      identity &= (p == static_cast<size_t>(i)) || in_dims[p] == 1;
+    }
+    if (identity) {  // only size-1 dims move: the same bytes
+      PX_ASSIGN_OR_RETURN(Tensor output, input.Reshaped(TensorShape(spec.dims)));
+      context.set_output(0, std::move(output));
+      return Status::Ok();
+    }
+    spec.dst_strides = RowMajorStrides(spec.dims);
+    Tensor* output = context.AllocateOutput(0, input.dtype(), TensorShape(spec.dims));
+    return StridedCopy(input, output, std::move(spec), context.threads());
+  }
+};
+PX_REGISTER_KERNEL(TransposeOp, "Transpose", kCpu);
+
+class InvertPermutationOp : public OpKernel {
+ public:
+  InvertPermutationOp(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    if (x.rank() != 1) return InvalidArgumentError("invert_permutation expects a 1D vector.");
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> perm, IndexValues(x, "x"));
+    const int64_t n = static_cast<int64_t>(perm.size());
+    std::vector<int64_t> inverse(perm.size(), -1);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t p = perm[static_cast<size_t>(i)];
+      if (p < 0 || p >= n) return InvalidArgumentError("{} is not between 0 and {}", p, n);
+      if (inverse[static_cast<size_t>(p)] != -1) {
+        return InvalidArgumentError("{} is duplicated in the input.", p);
+      }
+      inverse[static_cast<size_t>(p)] = i;
+    }
+    context.set_output(0, MakeIndexVector(x.dtype(), inverse));
+    return Status::Ok();
+  }
+};
+PX_REGISTER_KERNEL(InvertPermutationOp, "InvertPermutation", kCpu);
+
+// ---- Joining and splitting ----
+
+// Copies `part` into `output` along `axis` at `offset` (both viewed as [outer, dim, inner]).
+Status CopyIntoAxis(const Tensor& part, Tensor* output, int axis, int64_t offset,
+                    ThreadPool& pool) {
+  const std::vector<int64_t>& dims = part.shape().dims();
+  const int64_t outer = Product(dims, 0, static_cast<size_t>(axis));
+  const int64_t chunk = Product(dims, static_cast<size_t>(axis), dims.size());
+  const int64_t inner = Product(dims, static_cast<size_t>(axis) + 1, dims.size());
+  const int64_t out_chunk = output->dim(axis) * inner;
+  StridedCopySpec spec{.dims = {outer, chunk}, .src_strides = {chunk, 1},
+                       .dst_strides = {out_chunk, 1}, .dst_offset = offset * inner};
+  return StridedCopy(part, output, std::move(spec), pool);
+}
+
+// Copies the slab [offset, offset + output.dim(axis)) of `input` along `axis` into `output`.
+Status CopyFromAxis(const Tensor& input, Tensor* output, int axis, int64_t offset,
+                    ThreadPool& pool) {
+  const std::vector<int64_t>& dims = output->shape().dims();
+  const int64_t outer = Product(dims, 0, static_cast<size_t>(axis));
+  const int64_t chunk = Product(dims, static_cast<size_t>(axis), dims.size());
+  const int64_t inner = Product(dims, static_cast<size_t>(axis) + 1, dims.size());
+  const int64_t in_chunk = input.dim(axis) * inner;
+  StridedCopySpec spec{.dims = {outer, chunk}, .src_strides = {in_chunk, 1},
+                       .dst_strides = {chunk, 1}, .src_offset = offset * inner};
+  return StridedCopy(input, output, std::move(spec), pool);
+}
+
+// ConcatV2(values..., axis) and Concat(concat_dim, values...).
+class ConcatOp : public OpKernel {
+ public:
+  ConcatOp(const KernelInit& init, Status*) : v2_(init.node().op() == "ConcatV2") {}
+  Status Compute(KernelContext& context) const override {
+    const int n = context.num_inputs() - 1;
+    const int first = v2_ ? 0 : 1;
+    const Tensor& axis_tensor = context.input(v2_ ? n : 0);
+    if (axis_tensor.rank() != 0 || !IsIndexType(axis_tensor.dtype())) {
+      return InvalidArgumentError("Concat dim tensor should be a scalar integer, but got shape {}",
+                                  axis_tensor.shape().DebugString());
+    }
+    PX_ASSIGN_OR_RETURN(int64_t axis, IndexScalar(axis_tensor, "axis"));
+    const Tensor& input0 = context.input(first);
+    const int rank = input0.rank();
+    if (rank == 0) return InvalidArgumentError("ConcatOp : Can't concatenate scalars (use tf.stack instead)");
+    if (axis < -rank || axis >= rank) {
+      return InvalidArgumentError("ConcatOp : Expected concatenating dimensions in the range "
+                                  "[{}, {}), but got {}",
+                                  -rank, rank, axis);
+    }
+    if (axis < 0) axis += rank;
+    const int a = static_cast<int>(axis);
+    TensorShape shape = input0.shape();
+    int64_t total = 0;
+    for (int i = 0; i < n; ++i) {
+      const Tensor& in = context.input(first + i);
+      if (in.rank() != rank) {
+        return InvalidArgumentError("ConcatOp : Ranks of all input tensors should match: shape[0] "
+                                    "= {} vs. shape[{}] = {}",
+                                    input0.shape().DebugString(), i, in.shape().DebugString());
+      }
+      for (int d = 0; d < rank; ++d) {
+        if (d != a && in.dim(d) != input0.dim(d)) {
+          return InvalidArgumentError("ConcatOp : Dimension {} in both shapes must be equal: "
+                                      "shape[0] = {} vs. shape[{}] = {}",
+                                      d, input0.shape().DebugString(), i,
+                                      in.shape().DebugString());
+        }
+      }
+      total += in.dim(a);
+    }
+    shape.set_dim(a, total);
+    Tensor* output = context.AllocateOutput(0, input0.dtype(), std::move(shape));
+    int64_t offset = 0;
+    for (int i = 0; i < n; ++i) {
+      const Tensor& in = context.input(first + i);
+      PX_RETURN_IF_ERROR(CopyIntoAxis(in, output, a, offset, context.threads()));
+      offset += in.dim(a);
+    }
+    return Status::Ok();
+  }
+
+ private:
+  bool v2_;
+};
+PX_REGISTER_KERNEL(ConcatOp, "ConcatV2", kCpu);
+PX_REGISTER_KERNEL(ConcatOp, "Concat", kCpu);
+
+// ConcatOffset(concat_dim, shapes...): where each input starts in the concatenation.
+class ConcatOffsetOp : public OpKernel {
+ public:
+  ConcatOffsetOp(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    PX_ASSIGN_OR_RETURN(int64_t axis, IndexScalar(context.input(0), "concat_dim"));
+    const int n = context.num_inputs() - 1;
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> shape0, IndexVector(context.input(1), "shape"));
+    const int64_t rank = static_cast<int64_t>(shape0.size());
+    const int64_t a = axis < 0 ? axis + rank : axis;
+    if (a < 0 || a >= rank) {
+      return InvalidArgumentError("Concat dim is out of range: {} vs. {}", axis, rank);
+    }
+    int64_t offset = 0;
+    for (int i = 0; i < n; ++i) {
+      const Tensor& t = context.input(1 + i);
+      PX_ASSIGN_OR_RETURN(std::vector<int64_t> shape, IndexVector(t, "shape"));
+      if (static_cast<int64_t>(shape.size()) != rank) {
+        return InvalidArgumentError("input {} should contain {} elements, but got {}", i, rank,
+                                    shape.size());
+      }
+      std::vector<int64_t> out(static_cast<size_t>(rank), 0);
+      for (int64_t d = 0; d < rank; ++d) {
+        if (d == a) {
+          out[static_cast<size_t>(d)] = offset;
+          offset += shape[static_cast<size_t>(d)];
+        } else if (shape[static_cast<size_t>(d)] != shape0[static_cast<size_t>(d)]) {
+          return InvalidArgumentError("All dimensions except {} must match. Input {} has shape {} "
+                                      "and doesn't match input 0 with shape {}.",
+                                      a, i, DimsString(shape), DimsString(shape0));
+        }
+      }
+      context.set_output(i, MakeIndexVector(t.dtype(), out));
+    }
+    return Status::Ok();
+  }
+};
+PX_REGISTER_KERNEL(ConcatOffsetOp, "ConcatOffset", kCpu);
+
+class PackOp : public OpKernel {
+ public:
+  PackOp(const KernelInit& init, Status* status) { *status = init.GetAttrOr<int64_t>("axis", &axis_, 0); }
+  Status Compute(KernelContext& context) const override {
+    const int n = context.num_inputs();
+    const Tensor& input0 = context.input(0);
+    const int rank = input0.rank();
+    int64_t axis = axis_;
+    if (axis < -(rank + 1) || axis >= rank + 1) {
+      return InvalidArgumentError("axis = {} not in [{}, {})", axis_, -(rank + 1), rank + 1);
+    }
+    if (axis < 0) axis += rank + 1;
+    for (int i = 1; i < n; ++i) {
+      if (!(context.input(i).shape() == input0.shape())) {
+        return InvalidArgumentError("Shapes of all inputs must match: values[0].shape = {} != "
+                                    "values[{}].shape = {}",
+                                    input0.shape().DebugString(), i,
+                                    context.input(i).shape().DebugString());
+      }
+    }
+    TensorShape shape = input0.shape();
+    shape.InsertDim(static_cast<int>(axis), n);
+    Tensor* output = context.AllocateOutput(0, input0.dtype(), std::move(shape));
+    for (int i = 0; i < n; ++i) {
+      TensorShape expanded = input0.shape();
+      expanded.InsertDim(static_cast<int>(axis), 1);
+      PX_ASSIGN_OR_RETURN(Tensor part, context.input(i).Reshaped(std::move(expanded)));
+      PX_RETURN_IF_ERROR(CopyIntoAxis(part, output, static_cast<int>(axis), i, context.threads()));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  int64_t axis_ = 0;
+};
+PX_REGISTER_KERNEL(PackOp, "Pack", kCpu);
+
+class UnpackOp : public OpKernel {
+ public:
+  UnpackOp(const KernelInit& init, Status* status) { *status = init.GetAttrOr<int64_t>("axis", &axis_, 0); }
+  Status Compute(KernelContext& context) const override {
+    const Tensor& value = context.input(0);
+    const int rank = value.rank();
+    const int num = context.num_outputs();
+    int64_t axis = axis_;
+    if (axis < -rank || axis >= rank) {
+      return InvalidArgumentError("axis = {} not in [{}, {})", axis_, -rank, rank);
+    }
+    if (axis < 0) axis += rank;
+    const int a = static_cast<int>(axis);
+    if (value.dim(a) != num) {
+      return InvalidArgumentError("Input shape axis {} must equal {}, got shape {}", a, num,
+                                  value.shape().DebugString());
+    }
+    TensorShape part_shape = value.shape();
+    part_shape.set_dim(a, 1);
+    TensorShape out_shape = value.shape();
+    out_shape.RemoveDim(a);
+    for (int i = 0; i < num; ++i) {
+      Tensor part(value.dtype(), part_shape);
+      PX_RETURN_IF_ERROR(CopyFromAxis(value, &part, a, i, context.threads()));
+      PX_ASSIGN_OR_RETURN(Tensor out, part.Reshaped(out_shape));
+      context.set_output(i, std::move(out));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  int64_t axis_ = 0;
+};
+PX_REGISTER_KERNEL(UnpackOp, "Unpack", kCpu);
+
+// Splits `value` along `axis` into pieces of `sizes` (which sum to the axis' size).
+Status SplitInto(KernelContext& context, const Tensor& value, int axis,
+                 const std::vector<int64_t>& sizes) {
+  if (sizes.size() == 1) {  // everything: share the buffer
+    context.set_output(0, value);
+    return Status::Ok();
+  }
+  int64_t offset = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    TensorShape shape = value.shape();
+    shape.set_dim(axis, sizes[i]);
+    Tensor* out = context.AllocateOutput(static_cast<int>(i), value.dtype(), std::move(shape));
+    PX_RETURN_IF_ERROR(CopyFromAxis(value, out, axis, offset, context.threads()));
+    offset += sizes[i];
+  }
+  return Status::Ok();
+}
+
+StatusOr<int> SplitAxis(const Tensor& split_dim, const Tensor& value) {
+  PX_ASSIGN_OR_RETURN(int64_t axis, IndexScalar(split_dim, "split_dim"));
+  const int rank = value.rank();
+  if (axis < -rank || axis >= rank) {
+    return InvalidArgumentError("-input rank(-{}) <= split_dim < input rank ({}), but got {}", rank,
+                                rank, axis);
+  }
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+class SplitOp : public OpKernel {
+ public:
+  SplitOp(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    const Tensor& value = context.input(1);
+    PX_ASSIGN_OR_RETURN(int axis, SplitAxis(context.input(0), value));
+    const int num = context.num_outputs();
+    const int64_t dim = value.dim(axis);
+    if (dim % num != 0) {
+      return InvalidArgumentError("Number of ways to split should evenly divide the split "
+                                  "dimension, but got split_dim {} (size = {}) and num_split {}",
+                                  axis, dim, num);
+    }
+    return SplitInto(context, value, axis, std::vector<int64_t>(static_cast<size_t>(num), dim / num));
+  }
+};
+PX_REGISTER_KERNEL(SplitOp, "Split", kCpu);
+
+class SplitVOp : public OpKernel {
+ public:
+  SplitVOp(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    const Tensor& value = context.input(0);
+    PX_ASSIGN_OR_RETURN(int axis, SplitAxis(context.input(2), value));
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, IndexValues(context.input(1), "size_splits"));
+    const int num = context.num_outputs();
+    if (context.input(1).rank() != 1 || static_cast<int>(sizes.size()) != num) {
+      return InvalidArgumentError("size_splits must be a vector of num_split = {} values, got shape "
+                                  "{}",
+                                  num, context.input(1).shape().DebugString());
+    }
+    const int64_t dim = value.dim(axis);
+    int unknown = -1;
+    int64_t known = 0;
+    for (int i = 0; i < num; ++i) {
+      const int64_t s = sizes[static_cast<size_t>(i)];
+      if (s == -1) {
+        if (unknown >= 0) return InvalidArgumentError("There can only be one -1 in the input.");
+        unknown = i;
+      } else if (s < 0) {
+        return InvalidArgumentError("Split size at index {} must be >= 0. Got: {}", i, s);
+      } else {
+        known += s;
+      }
+    }
+    if ((unknown < 0 && known != dim) || (unknown >= 0 && known > dim)) {
+      return InvalidArgumentError("Determined shape must either match input shape along split_dim "
+                                  "exactly if fully specified, or be less than the size of the "
+                                  "input along split_dim if not fully specified.  Got: {}",
+                                  known);
+    }
+    if (unknown >= 0) sizes[static_cast<size_t>(unknown)] = dim - known;
+    return SplitInto(context, value, axis, sizes);
+  }
+};
+PX_REGISTER_KERNEL(SplitVOp, "SplitV", kCpu);
+
+// ---- Slicing ----
+
+// Copies the box begin + [0, size) of `input` (strides `step`, in input elements per
+// index step along each dim) into a new tensor of shape `out_shape`; shares the input's
+// buffer when the box is all of it.
+Status SliceBox(KernelContext& context, const Tensor& input, const std::vector<int64_t>& begin,
+                const std::vector<int64_t>& size, const std::vector<int64_t>& step,
+                TensorShape out_shape) {
+  bool identity = true;
+  for (int d = 0; d < input.rank(); ++d) {
+    const size_t i = static_cast<size_t>(d);
+    identity &= size[i] == input.dim(d) && (size[i] <= 1 || (begin[i] == 0 && step[i] == 1));
+  }
+  if (identity) {
+    PX_ASSIGN_OR_RETURN(Tensor output, input.Reshaped(std::move(out_shape)));
+    context.set_output(0, std::move(output));
+    return Status::Ok();
+  }
+  const std::vector<int64_t> in_strides = RowMajorStrides(input.shape().dims());
+  StridedCopySpec spec{.dims = size, .src_strides = {}, .dst_strides = RowMajorStrides(size)};
+  for (size_t i = 0; i < size.size(); ++i) {
+    spec.src_strides.push_back(in_strides[i] * step[i]);
+    spec.src_offset += begin[i] * in_strides[i];
+  }
+  Tensor* output = context.AllocateOutput(0, input.dtype(), std::move(out_shape));
+  return StridedCopy(input, output, std::move(spec), context.threads());
+}
+
+class SliceOp : public OpKernel {
+ public:
+  SliceOp(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    const Tensor& input = context.input(0);
+    const int rank = input.rank();
+    const Tensor& begin_t = context.input(1);
+    const Tensor& size_t_ = context.input(2);
+    if (begin_t.rank() != 1 || size_t_.rank() != 1 || begin_t.num_elements() != rank ||
+        size_t_.num_elements() != rank) {
+      return InvalidArgumentError("Expected begin and size arguments to be 1-D tensors of size {}, "
+                                  "but got shapes {} and {} instead.",
+                                  rank, begin_t.shape().DebugString(),
+                                  size_t_.shape().DebugString());
+    }
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> begin, IndexValues(begin_t, "begin"));
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> size, IndexValues(size_t_, "size"));
+    for (int d = 0; d < rank; ++d) {
+      const size_t i = static_cast<size_t>(d);
+      const int64_t dim = input.dim(d);
+      if (size[i] == -1) size[i] = dim - begin[i];
+      if (begin[i] < 0 || begin[i] > dim) {
+        return InvalidArgumentError("Expected begin[{}] in [0, {}], but got {}", d, dim, begin[i]);
+      }
+      if (size[i] < 0 || size[i] > dim - begin[i]) {
+        return InvalidArgumentError("Expected size[{}] in [0, {}], but got {}", d, dim - begin[i],
+                                    size[i]);
+      }
+    }
+    return SliceBox(context, input, begin, size, std::vector<int64_t>(size.size(), 1),
+                    TensorShape(size));
+  }
+};
+PX_REGISTER_KERNEL(SliceOp, "Slice", kCpu);
+
+// A StridedSlice spec resolved against the input shape (TF's ValidateStridedSliceOp):
+// per input dim the first index, the step and the count; and the output shape, which
+// adds new axes and drops shrunk ones.
+struct StridedSliceBox {
+  std::vector<int64_t> begin, stride, size;  // per input ("dense") dim
+  std::vector<int64_t> final_shape;
+};
+
+struct StridedSliceMasks {
+  int64_t begin = 0, end = 0, ellipsis = 0, new_axis = 0, shrink_axis = 0;
+};
+
+Status ReadMasks(const KernelInit& init, StridedSliceMasks* m) {
+  PX_RETURN_IF_ERROR(init.GetAttrOr<int64_t>("begin_mask", &m->begin, 0));
+  PX_RETURN_IF_ERROR(init.GetAttrOr<int64_t>("end_mask", &m->end, 0));
+  PX_RETURN_IF_ERROR(init.GetAttrOr<int64_t>("ellipsis_mask", &m->ellipsis, 0));
+  PX_RETURN_IF_ERROR(init.GetAttrOr<int64_t>("new_axis_mask", &m->new_axis, 0));
+  return init.GetAttrOr<int64_t>("shrink_axis_mask", &m->shrink_axis, 0);
+}
+
+StatusOr<StridedSliceBox> ResolveStridedSlice(const std::vector<int64_t>& input_dims,
+                                              const Tensor& begin_t, const Tensor& end_t,
+                                              const Tensor& strides_t, const StridedSliceMasks& m) {
+  if (begin_t.rank() != 1 || !(begin_t.shape() == end_t.shape()) ||
+      !(begin_t.shape() == strides_t.shape())) {
+    return InvalidArgumentError("Expected begin, end, and strides to be 1D equal size tensors, but "
+                                "got shapes {}, {}, and {} instead.",
+                                begin_t.shape().DebugString(), end_t.shape().DebugString(),
+                                strides_t.shape().DebugString());
+  }
+  PX_ASSIGN_OR_RETURN(std::vector<int64_t> begin, IndexValues(begin_t, "begin"));
+  PX_ASSIGN_OR_RETURN(std::vector<int64_t> end, IndexValues(end_t, "end"));
+  PX_ASSIGN_OR_RETURN(std::vector<int64_t> strides, IndexValues(strides_t, "strides"));
+  if (begin.size() > 62) return InvalidArgumentError("too many slice dimensions: {}", begin.size());
+  const auto bit = [](int64_t mask, size_t i) { return ((mask >> i) & 1) != 0; };
+  int64_t ellipsis = m.ellipsis & ((int64_t{1} << begin.size()) - 1);
+  if ((ellipsis & (ellipsis - 1)) != 0) {
+    return InvalidArgumentError("Multiple ellipses in slice spec not allowed");
+  }
+  size_t sparse_dims = begin.size();
+  if (ellipsis == 0) {  // an implicit ellipsis after the last spec entry
+    ellipsis = int64_t{1} << sparse_dims;
+    ++sparse_dims;
+  }
+  size_t ellipsis_pos = 0;
+  while (!bit(ellipsis, ellipsis_pos)) ++ellipsis_pos;
+  int64_t new_axes_after_ellipsis = 0;
+  for (size_t i = ellipsis_pos + 1; i < begin.size(); ++i) new_axes_after_ellipsis += bit(m.new_axis, i);
+
+  const int64_t dense_dims = static_cast<int64_t>(input_dims.size());
+  constexpr int64_t kNewAxis = -1, kShrinkAxis = -2;
+  std::vector<int64_t> gather;  // per output dim: the dense dim, kNewAxis or kShrinkAxis
+  struct Dense {
+    int64_t begin = 0, end = 0, stride = 1;
+    bool begin_masked = true, end_masked = true, shrink = false;
+  };
+  std::vector<Dense> dense(static_cast<size_t>(dense_dims));
+  int64_t full = 0;
+  for (size_t i = 0; i < sparse_dims; ++i) {
+    if (bit(ellipsis, i)) {
+      const int64_t next = std::min<int64_t>(
+          dense_dims - static_cast<int64_t>(sparse_dims - i) + 1 + new_axes_after_ellipsis,
+          dense_dims);
+      for (; full < next; ++full) gather.push_back(full);  // Dense{} selects everything
+    } else if (bit(m.new_axis, i)) {
+      gather.push_back(kNewAxis);
+    } else {
+      if (full >= dense_dims) {
+        return InvalidArgumentError("Index out of range using input dim {}; input has only {} dims",
+                                    i, dense_dims);
+      }
+      Dense& d = dense[static_cast<size_t>(full)];
+      d = Dense{begin[i], end[i], strides[i], bit(m.begin, i), bit(m.end, i), bit(m.shrink_axis, i)};
+      gather.push_back(d.shrink ? kShrinkAxis : full);
+      ++full;
+    }
+  }
+
+  StridedSliceBox box;
+  for (int64_t j = 0; j < dense_dims; ++j) {
+    const Dense& d = dense[static_cast<size_t>(j)];
+    const int64_t dim = input_dims[static_cast<size_t>(j)];
+    if (d.stride == 0) return InvalidArgumentError("strides[{}] must be non-zero", j);
+    int64_t b, size, stride = d.stride;
+    if (d.shrink) {
+      if (d.stride <= 0) return InvalidArgumentError("only stride 1 allowed on non-range indexing.");
+      b = d.begin < 0 ? dim + d.begin : d.begin;
+      if (b < 0 || b >= dim) {
+        return InvalidArgumentError("slice index {} of dimension {} out of bounds.", d.begin, j);
+      }
+      size = 1;
+      stride = 1;
+    } else {
+      // Masked ends take the extreme for the direction; others wrap once and clamp.
+      const auto canonical = [&](int64_t x, bool masked, bool is_end) {
+        if (masked) return stride > 0 ? (is_end ? dim : 0) : (is_end ? -1 : dim - 1);
+        const int64_t fwd = x < 0 ? dim + x : x;
+        return stride > 0 ? std::clamp<int64_t>(fwd, 0, dim) : std::clamp<int64_t>(fwd, -1, dim - 1);
+      };
+      b = canonical(d.begin, d.begin_masked, false);
+      const int64_t e = canonical(d.end, d.end_masked, true);
+      const int64_t interval = e - b;
+      if (interval == 0 || (interval < 0) != (stride < 0)) {
+        size = 0;
+      } else {
+        size = interval / stride + (interval % stride != 0 ? 1 : 0);
+      }
+    }
+    box.begin.push_back(b);
+    box.stride.push_back(stride);
+    box.size.push_back(size);
+  }
+  for (int64_t g : gather) {
+    if (g == kNewAxis) {
+      box.final_shape.push_back(1);
+    } else if (g >= 0) {
+      box.final_shape.push_back(box.size[static_cast<size_t>(g)]);
+    }
+  }
+  return box;
+}
+
+class StridedSliceOp : public OpKernel {
+ public:
+  StridedSliceOp(const KernelInit& init, Status* status) { *status = ReadMasks(init, &masks_); }
+  Status Compute(KernelContext& context) const override {
+    const Tensor& input = context.input(0);
+    PX_ASSIGN_OR_RETURN(StridedSliceBox box,
+                        ResolveStridedSlice(input.shape().dims(), context.input(1),
+                                            context.input(2), context.input(3), masks_));
+    return SliceBox(context, input, box.begin, box.size, box.stride, TensorShape(box.final_shape));
+  }
+
+ private:
+  StridedSliceMasks masks_;
+};
+PX_REGISTER_KERNEL(StridedSliceOp, "StridedSlice", kCpu);
+
+// StridedSliceGrad(shape, begin, end, strides, dy): zeros of `shape` with dy scattered
+// where StridedSlice would have read it.
+class StridedSliceGradOp : public OpKernel {
+ public:
+  StridedSliceGradOp(const KernelInit& init, Status* status) { *status = ReadMasks(init, &masks_); }
+  Status Compute(KernelContext& context) const override {
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> dims, IndexVector(context.input(0), "shape"));
+    for (int64_t d : dims) {
+      if (d < 0) return InvalidArgumentError("shape {} has a negative dimension", DimsString(dims));
+    }
+    PX_ASSIGN_OR_RETURN(StridedSliceBox box,
+                        ResolveStridedSlice(dims, context.input(1), context.input(2),
+                                            context.input(3), masks_));
+    const Tensor& dy = context.input(4);
+    if (!(dy.shape() == TensorShape(box.final_shape))) {
+      return InvalidArgumentError("shape of dy was {} instead of {}", dy.shape().DebugString(),
+                                  DimsString(box.final_shape));
+    }
+    Tensor* output = context.AllocateOutput(0, dy.dtype(), TensorShape(dims));
+    PX_RETURN_IF_ERROR(cpu_array::FillWith(output, nullptr, context.threads()));
+    const std::vector<int64_t> out_strides = RowMajorStrides(dims);
+    StridedCopySpec spec{.dims = box.size, .src_strides = RowMajorStrides(box.size), .dst_strides = {}};
+    for (size_t i = 0; i < dims.size(); ++i) {
+      spec.dst_strides.push_back(out_strides[i] * box.stride[i]);
+      spec.dst_offset += box.begin[i] * out_strides[i];
+    }
+    return StridedCopy(dy, output, std::move(spec), context.threads());
+  }
+
+ private:
+  StridedSliceMasks masks_;
+};
+PX_REGISTER_KERNEL(StridedSliceGradOp, "StridedSliceGrad", kCpu);
+
+// ---- Filling and broadcasting ----
+
+class FillOp : public OpKernel {
+ public:
+  FillOp(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> dims, IndexVector(context.input(0), "dims"));
+    const Tensor& value = context.input(1);
+    if (value.rank() != 0) {
+      return InvalidArgumentError("value must be a scalar, got shape {}", value.shape().DebugString());
+    }
+    for (int64_t d : dims) {
+      if (d < 0) return InvalidArgumentError("Dimension {} must be >= 0", d);
+    }
+    Tensor* output = context.AllocateOutput(0, value.dtype(), TensorShape(std::move(dims)));
+    return cpu_array::FillWith(output, &value, context.threads());
+  }
+};
+PX_REGISTER_KERNEL(FillOp, "Fill", kCpu);
+
+class TileOp : public OpKernel {
+ public:
+  TileOp(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    const Tensor& input = context.input(0);
+    const int rank = input.rank();
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> multiples, IndexValues(context.input(1), "multiples"));
+    if (context.input(1).rank() != 1 || static_cast<int>(multiples.size()) != rank) {
+      return InvalidArgumentError("Expected multiples argument to be a vector of length {} but got "
+                                  "length {}",
+                                  rank, context.input(1).num_elements());
+    }
+    std::vector<int64_t> out_dims;
+    for (int d = 0; d < rank; ++d) {
+      const int64_t m = multiples[static_cast<size_t>(d)];
+      if (m < 0) return InvalidArgumentError("Expected multiples[{}] >= 0, but got {}", d, m);
+      out_dims.push_back(input.dim(d) * m);
+    }
+    // Output dim d seen as [multiple, dim]: the input repeats along `multiple` (stride 0).
+    const std::vector<int64_t> in_strides = RowMajorStrides(input.shape().dims());
+    const std::vector<int64_t> out_strides = RowMajorStrides(out_dims);
+    StridedCopySpec spec;
+    for (int d = 0; d < rank; ++d) {
+      const size_t i = static_cast<size_t>(d);
+      spec.dims.insert(spec.dims.end(), {multiples[i], input.dim(d)});
+      spec.src_strides.insert(spec.src_strides.end(), {0, in_strides[i]});
+      spec.dst_strides.insert(spec.dst_strides.end(), {input.dim(d) * out_strides[i], out_strides[i]});
+    }
+    Tensor* output = context.AllocateOutput(0, input.dtype(), TensorShape(out_dims));
+    return StridedCopy(input, output, std::move(spec), context.threads());
+  }
+};
+PX_REGISTER_KERNEL(TileOp, "Tile", kCpu);
+
+class BroadcastToOp : public OpKernel {
+ public:
+  BroadcastToOp(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    const Tensor& input = context.input(0);
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> out_dims, IndexVector(context.input(1), "shape"));
+    const std::vector<int64_t>& in_dims = input.shape().dims();
+    const auto incompatible = [&] {
+      return InvalidArgumentError("Unable to broadcast tensor of shape {} to tensor of shape {}",
+                                  input.shape().DebugString(), DimsString(out_dims));
+    };
+    if (in_dims.size() > out_dims.size()) return incompatible();
+    if (in_dims == out_dims) {
+      context.set_output(0, input);
+      return Status::Ok();
+    }
+    const size_t pad = out_dims.size() - in_dims.size();
+    const std::vector<int64_t> in_strides = RowMajorStrides(in_dims);
+    StridedCopySpec spec{.dims = out_dims, .src_strides = {}, .dst_strides = RowMajorStrides(out_dims)};
+    for (size_t j = 0; j < out_dims.size(); ++j) {
+      if (out_dims[j] < 0) return incompatible();
+      if (j < pad) {
+        spec.src_strides.push_back(0);
+        continue;
+      }
+      const int64_t d = in_dims[j - pad];
+      if (d != out_dims[j] && d != 1) return incompatible();
+      spec.src_strides.push_back(d == 1 ? 0 : in_strides[j - pad]);
+    }
+    Tensor* output = context.AllocateOutput(0, input.dtype(), TensorShape(out_dims));
+    return StridedCopy(input, output, std::move(spec), context.threads());
+  }
+};
+PX_REGISTER_KERNEL(BroadcastToOp, "BroadcastTo", kCpu);
+
+// Pad(input, paddings) and PadV2(input, paddings, constant_values).
+class PadOp : public OpKernel {
+ public:
+  PadOp(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    const Tensor& input = context.input(0);
+    const Tensor& paddings_t = context.input(1);
+    const int rank = input.rank();
+    if (paddings_t.rank() != 2 || paddings_t.dim(1) != 2) {
+      return InvalidArgumentError("paddings must be a matrix with 2 columns: {}",
+                                  paddings_t.shape().DebugString());
+    }
+    if (paddings_t.dim(0) != rank) {
+      return InvalidArgumentError("The first dimension of paddings must be the rank of inputs{} {}",
+                                  paddings_t.shape().DebugString(), input.shape().DebugString());
+    }
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> paddings, IndexValues(paddings_t, "paddings"));
+    const Tensor* constant = nullptr;
+    if (context.num_inputs() > 2) {
+      constant = &context.input(2);
+      if (constant->rank() != 0) {
+        return InvalidArgumentError("constant_values must be a scalar. Got: {}",
+                                    constant->shape().DebugString());
+      }
+    }
+    std::vector<int64_t> out_dims;
+    for (int d = 0; d < rank; ++d) {
+      const int64_t before = paddings[static_cast<size_t>(2 * d)];
+      const int64_t after = paddings[static_cast<size_t>(2 * d + 1)];
+      if (before < 0 || after < 0) {
+        return InvalidArgumentError("Paddings must be non-negative: {} {}", before, after);
+      }
+      out_dims.push_back(before + input.dim(d) + after);
+    }
+    Tensor* output = context.AllocateOutput(0, input.dtype(), TensorShape(out_dims));
+    PX_RETURN_IF_ERROR(cpu_array::FillWith(output, constant, context.threads()));
+    const std::vector<int64_t> out_strides = RowMajorStrides(out_dims);
+    StridedCopySpec spec{.dims = input.shape().dims(),
+                         .src_strides = RowMajorStrides(input.shape().dims()),
+                         .dst_strides = out_strides};
+    for (int d = 0; d < rank; ++d) {
+      spec.dst_offset += paddings[static_cast<size_t>(2 * d)] * out_strides[static_cast<size_t>(d)];
+    }
+    return StridedCopy(input, output, std::move(spec), context.threads());
+  }
+};
+PX_REGISTER_KERNEL(PadOp, "Pad", kCpu);
+PX_REGISTER_KERNEL(PadOp, "PadV2", kCpu);
+
+// OneHot(indices, depth, on_value, off_value): a depth-long axis inserted at `axis`
+// (-1: last) holding on_value where it equals the index, off_value elsewhere (indices
+// outside [0, depth) give all off_value).
+class OneHotOp : public OpKernel {
+ public:
+  OneHotOp(const KernelInit& init, Status* status) {
+    *status = init.GetAttrOr<int64_t>("axis", &axis_, -1);
+  }
+  Status Compute(KernelContext& context) const override {
+    const Tensor& indices = context.input(0);
+    const Tensor& on = context.input(2);
+    const Tensor& off = context.input(3);
+    const int rank = indices.rank();
+    if (axis_ != -1 && (axis_ < 0 || axis_ > rank)) {
+      return InvalidArgumentError("Expected axis to be -1 or between [0, {}).  But received: {}",
+                                  rank + 1, axis_);
+    }
+    if (context.input(1).rank() != 0) {
+      return InvalidArgumentError("depth must be a scalar, but got: {}",
+                                  context.input(1).shape().DebugString());
+    }
+    if (on.rank() != 0) {
+      return InvalidArgumentError("on_value must be a scalar, but got: {}", on.shape().DebugString());
+    }
+    if (off.rank() != 0) {
+      return InvalidArgumentError("off_value must be a scalar, but got: {}", off.shape().DebugString());
+    }
+    PX_ASSIGN_OR_RETURN(int64_t depth, IndexScalar(context.input(1), "depth"));
+    if (depth < 0) return InvalidArgumentError("depth must be non-negative, got: {}", depth);
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> idx, IndexValues(indices, "indices"));
+    const int axis = axis_ == -1 ? rank : static_cast<int>(axis_);
+    TensorShape shape = indices.shape();
+    shape.InsertDim(axis, depth);
+    const int64_t prefix = Product(indices.shape().dims(), 0, static_cast<size_t>(axis));
+    const int64_t suffix = Product(indices.shape().dims(), static_cast<size_t>(axis),
+                                   static_cast<size_t>(rank));
+    Tensor* output = context.AllocateOutput(0, on.dtype(), std::move(shape));
+    ThreadPool& pool = context.threads();
+    return VisitElementKind(on.dtype(), [&]<typename U>() {
+      const U on_value = Elements<U>(on)[0];
+      const U off_value = Elements<U>(off)[0];
+      U* out = MutableElements<U>(output);
+      const int64_t per_prefix = depth * suffix;
+      pool.ParallelFor(prefix, std::max<int64_t>(1, cpu_array::kMinParallelElements /
+                                                        std::max<int64_t>(1, per_prefix)),
+                       [&](int, int64_t begin, int64_t end) {
+                         for (int64_t p = begin; p < end; ++p) {
+                           U* row = out + p * per_prefix;
+                           std::fill(row, row + per_prefix, off_value);
+                           for (int64_t s = 0; s < suffix; ++s) {
+                             const int64_t i = idx[static_cast<size_t>(p * suffix + s)];
+                             if (i >= 0 && i < depth) row[i * suffix + s] = on_value;
+                           }
+                         }
+                       });
+    });
+  }
+
+ private:
+  int64_t axis_ = -1;
+};
+PX_REGISTER_KERNEL(OneHotOp, "OneHot", kCpu);
+
+// Range(start, limit, delta): TF's element count (ceil(|limit - start| / |delta|)) and
+// values (start, then += delta each step, as TF's CPU kernel accumulates).
+template <typename T>
+class RangeOp : public OpKernel {
+ public:
+  RangeOp(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    const char* names[3] = {"start", "limit", "delta"};
+    for (int i = 0; i < 3; ++i) {
+      if (context.input(i).rank() != 0) {
+        return InvalidArgumentError("{} must be a scalar, not shape {}", names[i],
+                                    context.input(i).shape().DebugString());
+      }
+    }
+    const T start = context.input(0).data<T>()[0];
+    const T limit = context.input(1).data<T>()[0];
+    const T delta = context.input(2).data<T>()[0];
+    if (delta == 0) return InvalidArgumentError("Requires delta != 0: {}", delta);
+    if (delta > 0 && start > limit) {
+      return InvalidArgumentError("Requires start <= limit when delta > 0: {}/{}", start, limit);
+    }
+    if (delta < 0 && start < limit) {
+      return InvalidArgumentError("Requires start >= limit when delta < 0: {}/{}", start, limit);
+    }
+    int64_t size;
+    if constexpr (std::is_integral_v<T>) {
+      const int64_t span = std::abs(static_cast<int64_t>(limit) - static_cast<int64_t>(start));
+      const int64_t step = std::abs(static_cast<int64_t>(delta));
+      size = (span + step - 1) / step;
+    } else {
+      const double count = std::ceil(std::abs((static_cast<double>(limit) - static_cast<double>(start)) /
+                                              static_cast<double>(delta)));
+      if (!(count <= static_cast<double>(std::numeric_limits<int32_t>::max()) * 64)) {
+        return InvalidArgumentError("Requires the range to have a finite, reasonable size: {}",
+                                    count);
+      }
+      size = static_cast<int64_t>(count);
+    }
+    Tensor* output = context.AllocateOutput(0, DataTypeOf<T>::value, TensorShape({size}));
+    T* out = output->data<T>();
+    T value = start;
+    for (int64_t i = 0; i < size; ++i) {
+      out[i] = value;
+      value += delta;
+    }
+    return Status::Ok();
+  }
+};
+PX_REGISTER_KERNEL(RangeOp<int32_t>, "Range", kCpu, "Tidx", tensorflow::DT_INT32);
+PX_REGISTER_KERNEL(RangeOp<int64_t>, "Range", kCpu, "Tidx", tensorflow::DT_INT64);
+PX_REGISTER_KERNEL(RangeOp<float>, "Range", kCpu, "Tidx", tensorflow::DT_FLOAT);
+PX_REGISTER_KERNEL(RangeOp<double>, "Range", kCpu, "Tidx", tensorflow::DT_DOUBLE);
+
+// Where(input): the row-major coordinates of the true (non-zero) elements, int64 [n, rank].
+class WhereOp : public OpKernel {
+ public:
+  WhereOp(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    const Tensor& input = context.input(0);
+    const int64_t n = input.num_elements();
+    std::vector<int64_t> hits;
+    const auto scan = [&](auto is_true) {
+      for (int64_t i = 0; i < n; ++i) {
+        if (is_true(i)) hits.push_back(i);
+      }
+    };
+    switch (input.dtype()) {
+      case tensorflow::DT_FLOAT: {
+        const float* x = input.data<float>();
+        scan([&](int64_t i) { return x[i] != 0.0f; });
+        break;
+      }
+      case tensorflow::DT_DOUBLE: {
+        const double* x = input.data<double>();
+        scan([&](int64_t i) { return x[i] != 0.0; });
+        break;
+      }
+      case tensorflow::DT_HALF:
+      case tensorflow::DT_BFLOAT16: {  // +-0 differ only in the sign bit
+        const uint16_t* x = Elements<uint16_t>(input);
+        scan([&](int64_t i) { return (x[i] & 0x7fff) != 0; });
+        break;
+      }
+      case tensorflow::DT_COMPLEX64: {
+        const float* x = Elements<float>(input);
+        scan([&](int64_t i) { return x[2 * i] != 0.0f || x[2 * i + 1] != 0.0f; });
+        break;
+      }
+      case tensorflow::DT_COMPLEX128: {
+        const double* x = Elements<double>(input);
+        scan([&](int64_t i) { return x[2 * i] != 0.0 || x[2 * i + 1] != 0.0; });
+        break;
+      }
+      default: {  // bool and integers: any set bit
+        Status status = VisitElementKind(input.dtype(), [&]<typename U>() {
+          if constexpr (std::is_integral_v<U>) {
+            const U* x = Elements<U>(input);
+            scan([&](int64_t i) { return x[i] != 0; });
+          }
+        });
+        PX_RETURN_IF_ERROR(status);
+        if (input.dtype() == tensorflow::DT_STRING || DataTypeSize(input.dtype()) > 8) {
+          return InvalidArgumentError("Where does not support {} inputs",
+                                      DataTypeShortName(input.dtype()));
+        }
+      }
+    }
+    const int rank = input.rank();
+    const int64_t count = static_cast<int64_t>(hits.size());
+    Tensor* output = context.AllocateOutput(0, tensorflow::DT_INT64, TensorShape({count, rank}));
+    int64_t* out = output->data<int64_t>();
+    const std::vector<int64_t>& dims = input.shape().dims();
+    for (int64_t h = 0; h < count; ++h) {
+      int64_t flat = hits[static_cast<size_t>(h)];
+      for (int d = rank; d-- > 0;) {
+        out[h * rank + d] = flat % dims[static_cast<size_t>(d)];
+        flat /= dims[static_cast<size_t>(d)];
+      }
+    }
+    return Status::Ok();
+  }
+};
+PX_REGISTER_KERNEL(WhereOp, "Where", kCpu);
+
+}  // namespace
+}  // namespace parallax

@@ -1,0 +1,264 @@
+// Helpers shared by the CPU array, gather and reduction kernels: reading int32/int64
+// "index" tensors (shapes, axes, begin/size vectors), dispatching data movement on the
+// element's size rather than its dtype, and one strided N-d copy.
+//
+// Terms:
+//  - an *element kind* is the C++ type a data-movement kernel copies: a same-size
+//    unsigned integer (or 16-byte pair) for fixed-size dtypes, std::string for string
+//    and resource tensors. Moving bits this way is exact for every numeric dtype, so
+//    Transpose, Slice, Concat, Gather, ... are registered once for all types.
+//  - a *strided copy* moves an N-d box of elements whose source and destination
+//    positions are affine in the index (strides in elements, possibly 0 or negative).
+//    Transpose, Slice, StridedSlice(Grad), Tile, BroadcastTo, Pad, Concat and Split are
+//    all one strided copy per output (or input).
+//
+// Cost: a strided copy first drops size-1 dimensions and merges dimensions that are
+// contiguous in both source and destination, so a slice of whole rows is one memcpy
+// per row; rows are spread over the device's threads for large copies. Copies are
+// exact, so results do not depend on the thread count.
+#ifndef PARALLAX_LIB_RUNTIME_KERNELS_CPU_ARRAY_UTIL_H_
+#define PARALLAX_LIB_RUNTIME_KERNELS_CPU_ARRAY_UTIL_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lib/base/status.h"
+#include "lib/ops/dtypes.h"
+#include "lib/runtime/tensor.h"
+#include "lib/runtime/thread_pool.h"
+
+namespace parallax::cpu_array {
+
+// Elements per parallel block below which splitting work is not worth a thread hand-off.
+inline constexpr int64_t kMinParallelElements = 32 * 1024;
+
+inline bool IsIndexType(DataType type) {
+  return type == tensorflow::DT_INT32 || type == tensorflow::DT_INT64;
+}
+
+// The elements of an integer tensor (int8/16/32/64, uint8) of any rank, as int64.
+inline StatusOr<std::vector<int64_t>> IndexValues(const Tensor& t, std::string_view what) {
+  const int64_t n = t.num_elements();
+  std::vector<int64_t> values(static_cast<size_t>(n));
+  switch (t.dtype()) {
+    case tensorflow::DT_INT32: std::copy_n(t.data<int32_t>(), n, values.begin()); break;
+    case tensorflow::DT_INT64: std::copy_n(t.data<int64_t>(), n, values.begin()); break;
+    case tensorflow::DT_INT16: std::copy_n(t.data<int16_t>(), n, values.begin()); break;
+    case tensorflow::DT_INT8: std::copy_n(t.data<int8_t>(), n, values.begin()); break;
+    case tensorflow::DT_UINT8: std::copy_n(t.data<uint8_t>(), n, values.begin()); break;
+    default:
+      return InvalidArgumentError("{} must be an integer tensor, got {}", what,
+                                  DataTypeShortName(t.dtype()));
+  }
+  return values;
+}
+
+// A rank-1 integer tensor (TF's "must be a vector").
+inline StatusOr<std::vector<int64_t>> IndexVector(const Tensor& t, std::string_view what) {
+  if (t.rank() != 1) {
+    return InvalidArgumentError("{} must be a vector, got shape {}", what, t.shape().DebugString());
+  }
+  return IndexValues(t, what);
+}
+
+// A one-element integer tensor (a scalar, or a vector of one, as TF accepts for axes).
+inline StatusOr<int64_t> IndexScalar(const Tensor& t, std::string_view what) {
+  if (t.num_elements() != 1 || t.rank() > 1) {
+    return InvalidArgumentError("{} must be a scalar, got shape {}", what, t.shape().DebugString());
+  }
+  PX_ASSIGN_OR_RETURN(std::vector<int64_t> values, IndexValues(t, what));
+  return values[0];
+}
+
+// An int32 or int64 tensor of `shape` holding `values`.
+inline Tensor MakeIndexTensor(DataType type, const std::vector<int64_t>& values,
+                              TensorShape shape) {
+  Tensor t(type, std::move(shape));
+  if (type == tensorflow::DT_INT32) {
+    for (size_t i = 0; i < values.size(); ++i) t.data<int32_t>()[i] = static_cast<int32_t>(values[i]);
+  } else {
+    std::copy(values.begin(), values.end(), t.data<int64_t>());
+  }
+  return t;
+}
+inline Tensor MakeIndexVector(DataType type, const std::vector<int64_t>& values) {
+  return MakeIndexTensor(type, values, TensorShape({static_cast<int64_t>(values.size())}));
+}
+
+// "[1,2]" for flat index 5 of shape [2,3] (TF's SliceDebugString, used in index errors);
+// "" for a scalar.
+inline std::string IndexDebugString(const std::vector<int64_t>& dims, int64_t flat) {
+  if (dims.empty()) return "";
+  std::vector<int64_t> index(dims.size());
+  for (size_t i = dims.size(); i-- > 0;) {
+    index[i] = dims[i] == 0 ? 0 : flat % dims[i];
+    flat = dims[i] == 0 ? 0 : flat / dims[i];
+  }
+  std::string out = "[";
+  for (size_t i = 0; i < index.size(); ++i) out += (i ? "," : "") + std::to_string(index[i]);
+  return out + "]";
+}
+
+inline std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> strides(dims.size());
+  int64_t stride = 1;
+  for (size_t i = dims.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= dims[i];
+  }
+  return strides;
+}
+
+inline int64_t Product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end; ++i) p *= dims[i];
+  return p;
+}
+
+// "[2,3]" for a dims vector.
+inline std::string DimsString(const std::vector<int64_t>& dims) {
+  return TensorShape(dims).DebugString();
+}
+
+// A 16-byte element (complex128) moved as bits.
+struct Bytes16 {
+  uint64_t lo, hi;
+};
+
+// Calls f.template operator()<U>() with the element kind of `dtype`; Unimplemented for
+// dtypes without a fixed size (variant, sub-byte types).
+template <typename F>
+Status VisitElementKind(DataType dtype, F&& f) {
+  if (dtype == tensorflow::DT_STRING || dtype == tensorflow::DT_RESOURCE) {
+    f.template operator()<std::string>();
+    return Status::Ok();
+  }
+  switch (DataTypeSize(dtype)) {
+    case 1: f.template operator()<uint8_t>(); return Status::Ok();
+    case 2: f.template operator()<uint16_t>(); return Status::Ok();
+    case 4: f.template operator()<uint32_t>(); return Status::Ok();
+    case 8: f.template operator()<uint64_t>(); return Status::Ok();
+    case 16: f.template operator()<Bytes16>(); return Status::Ok();
+    default:
+      return UnimplementedError("the CPU kernel does not move {} elements",
+                                DataTypeShortName(dtype));
+  }
+}
+
+// The buffer of `t` seen as element kind U (raw_data covers strings too).
+template <typename U>
+const U* Elements(const Tensor& t) {
+  return static_cast<const U*>(t.raw_data());
+}
+template <typename U>
+U* MutableElements(Tensor* t) {
+  return static_cast<U*>(t->raw_data());
+}
+
+// An N-d box copy: element (i_0, ..., i_k) goes from src[src_offset + sum i_d*src_strides[d]]
+// to dst[dst_offset + sum i_d*dst_strides[d]].
+struct StridedCopySpec {
+  std::vector<int64_t> dims;
+  std::vector<int64_t> src_strides;
+  std::vector<int64_t> dst_strides;
+  int64_t src_offset = 0;
+  int64_t dst_offset = 0;
+};
+
+// Drops size-1 dims and merges neighbours that are contiguous in both buffers.
+inline void SimplifyStridedCopy(StridedCopySpec* spec) {
+  StridedCopySpec out;
+  out.src_offset = spec->src_offset;
+  out.dst_offset = spec->dst_offset;
+  for (size_t i = 0; i < spec->dims.size(); ++i) {
+    const int64_t d = spec->dims[i], s = spec->src_strides[i], t = spec->dst_strides[i];
+    if (d == 1) continue;
+    if (!out.dims.empty() && out.src_strides.back() == s * d && out.dst_strides.back() == t * d) {
+      out.dims.back() *= d;
+      out.src_strides.back() = s;
+      out.dst_strides.back() = t;
+      continue;
+    }
+    out.dims.push_back(d);
+    out.src_strides.push_back(s);
+    out.dst_strides.push_back(t);
+  }
+  *spec = std::move(out);
+}
+
+template <typename U>
+void StridedCopyTyped(const U* src, U* dst, StridedCopySpec spec, ThreadPool& pool) {
+  SimplifyStridedCopy(&spec);
+  for (int64_t d : spec.dims) {
+    if (d == 0) return;
+  }
+  src += spec.src_offset;
+  dst += spec.dst_offset;
+  const size_t k = spec.dims.size();
+  if (k == 0) {
+    *dst = *src;
+    return;
+  }
+  const int64_t inner = spec.dims[k - 1];
+  const int64_t inner_src = spec.src_strides[k - 1];
+  const int64_t inner_dst = spec.dst_strides[k - 1];
+  const int64_t rows = Product(spec.dims, 0, k - 1);
+  const int64_t rows_per_block = std::max<int64_t>(1, kMinParallelElements / std::max<int64_t>(inner, 1));
+  pool.ParallelFor(rows, rows_per_block, [&](int, int64_t begin, int64_t end) {
+    // The multi-index of row `begin`, then an odometer.
+    std::vector<int64_t> index(k - 1);
+    int64_t src_pos = 0, dst_pos = 0;
+    int64_t r = begin;
+    for (size_t d = k - 1; d-- > 0;) {
+      index[d] = r % spec.dims[d];
+      r /= spec.dims[d];
+      src_pos += index[d] * spec.src_strides[d];
+      dst_pos += index[d] * spec.dst_strides[d];
+    }
+    for (int64_t row = begin; row < end; ++row) {
+      const U* s = src + src_pos;
+      U* t = dst + dst_pos;
+      if (inner_src == 1 && inner_dst == 1) {
+        std::copy_n(s, inner, t);
+      } else {
+        for (int64_t i = 0; i < inner; ++i) t[i * inner_dst] = s[i * inner_src];
+      }
+      for (size_t d = k - 1; d-- > 0;) {
+        src_pos += spec.src_strides[d];
+        dst_pos += spec.dst_strides[d];
+        if (++index[d] < spec.dims[d]) break;
+        src_pos -= spec.src_strides[d] * spec.dims[d];
+        dst_pos -= spec.dst_strides[d] * spec.dims[d];
+        index[d] = 0;
+      }
+    }
+  });
+}
+
+// The strided copy between two tensors of the same dtype.
+inline Status StridedCopy(const Tensor& src, Tensor* dst, StridedCopySpec spec, ThreadPool& pool) {
+  return VisitElementKind(src.dtype(), [&]<typename U>() {
+    StridedCopyTyped<U>(Elements<U>(src), MutableElements<U>(dst), std::move(spec), pool);
+  });
+}
+
+// Fills all of `t` with element 0 of `value` (same dtype); a zero-element `value` fills
+// with zero bits (empty strings).
+inline Status FillWith(Tensor* t, const Tensor* value, ThreadPool& pool) {
+  return VisitElementKind(t->dtype(), [&]<typename U>() {
+    U fill{};
+    if (value != nullptr && value->num_elements() > 0) fill = Elements<U>(*value)[0];
+    U* out = MutableElements<U>(t);
+    pool.ParallelFor(t->num_elements(), kMinParallelElements, [&](int, int64_t b, int64_t e) {
+      std::fill(out + b, out + e, fill);
+    });
+  });
+}
+
+}  // namespace parallax::cpu_array
+
+#endif  // PARALLAX_LIB_RUNTIME_KERNELS_CPU_ARRAY_UTIL_H_
