@@ -1,0 +1,552 @@
+// CPU kernels for gathers, segment reductions and stitches, with TensorFlow's semantics
+// and error messages: GatherV2 (axis, batch_dims), Gather, ResourceGather, Unique,
+// UniqueWithCounts, UnsortedSegment{Sum,Max,Min,Prod}, DynamicStitch,
+// ParallelDynamicStitch, SparseSegment{Sum,Mean,SqrtN} and their gradients.
+//
+// Indices are validated before anything is written: an index outside its range is an
+// InvalidArgument naming its position ("indices[3] = 7 is not in [0, 5)"), except
+// negative segment ids of UnsortedSegment*, which TF drops.
+//
+// Determinism: every accumulation (segment sums, sparse-segment gradients) adds rows in
+// input order; threads split the work by output columns or by output segments, never
+// inside one sum, so results are bit-identical for any thread count.
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+
+#include "lib/runtime/kernel.h"
+#include "lib/runtime/kernels/cpu/array_util.h"
+
+namespace parallax {
+namespace {
+
+using cpu_array::DimsString;
+using cpu_array::Elements;
+using cpu_array::IndexDebugString;
+using cpu_array::IndexScalar;
+using cpu_array::IndexValues;
+using cpu_array::MakeIndexVector;
+using cpu_array::MutableElements;
+using cpu_array::Product;
+using cpu_array::VisitElementKind;
+using cpu_array::kMinParallelElements;
+
+constexpr DeviceType kCpu = DeviceType::kCpu;
+
+// Blocks of `rows` items each costing `cost` elements of work.
+int64_t RowsPerBlock(int64_t cost) {
+  return std::max<int64_t>(1, kMinParallelElements / std::max<int64_t>(1, cost));
+}
+
+// ---- Gathers ----
+
+// GatherV2(params, indices, axis), Gather(params, indices) (axis 0) and
+// ResourceGather(resource, indices) (axis 0 of the variable's value). With batch_dims
+// b, the first b dims of params and indices are shared:
+//   output[B, O, I, N] = params[B, O, indices[B, I], N]
+// for batch B (b dims), outer O (params dims b..axis), index position I and inner N.
+class GatherOp : public OpKernel {
+ public:
+  GatherOp(const KernelInit& init, Status* status)
+      : has_axis_(init.node().op() == "GatherV2"),
+        resource_(init.node().op() == "ResourceGather") {
+    *status = init.GetAttrOr<int64_t>("batch_dims", &batch_dims_, 0);
+  }
+
+  Status Compute(KernelContext& context) const override {
+    Tensor params_value;
+    if (resource_) {
+      const Tensor& handle = context.input(0);
+      if (handle.dtype() != tensorflow::DT_RESOURCE) {
+        return InvalidArgumentError("input 0 is not a resource handle");
+      }
+      const Tensor* variable = context.variables().Find(handle.resource_name());
+      if (variable == nullptr) return NotFoundError("no resource variable '{}'", handle.resource_name());
+      if (!variable->initialized()) {
+        return FailedPreconditionError("reads variable '{}' before it is initialised (run the init "
+                                       "op first)",
+                                       handle.resource_name());
+      }
+      params_value = *variable;  // read under the executor's one-node-at-a-time order
+    } else {
+      params_value = context.input(0);
+    }
+    const Tensor& params = params_value;
+    const Tensor& indices = context.input(1);
+    const int params_rank = params.rank();
+    const int indices_rank = indices.rank();
+    int64_t axis = 0;
+    if (has_axis_) {
+      PX_ASSIGN_OR_RETURN(axis, IndexScalar(context.input(2), "axis"));
+    }
+    if (axis < -params_rank || axis >= params_rank) {
+      return InvalidArgumentError("Expected axis in the range [{}, {}), but got {}", -params_rank,
+                                  params_rank, axis);
+    }
+    if (axis < 0) axis += params_rank;
+    int64_t batch_dims = batch_dims_;
+    if (batch_dims < 0) batch_dims += indices_rank;
+    if (batch_dims != 0) {
+      if (batch_dims < 0 || batch_dims > indices_rank) {
+        return InvalidArgumentError("Expected batch_dims in the range [{}, {}], but got {}",
+                                    -indices_rank, indices_rank, batch_dims_);
+      }
+      if (batch_dims >= params_rank) {
+        return InvalidArgumentError("batch_dims ({}) must be less than rank(params) ({}).",
+                                    batch_dims, params_rank);
+      }
+      if (axis < batch_dims) {
+        return InvalidArgumentError("batch_dims ({}) must be less than or equal to axis ({}).",
+                                    batch_dims, axis);
+      }
+      for (int i = 0; i < batch_dims; ++i) {
+        if (params.dim(i) != indices.dim(i)) {
+          return InvalidArgumentError("params.shape[{}]: {} should be equal to indices.shape[{}]: {}",
+                                      i, params.dim(i), i, indices.dim(i));
+        }
+      }
+    }
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> idx, IndexValues(indices, "indices"));
+    const std::vector<int64_t>& pdims = params.shape().dims();
+    const size_t a = static_cast<size_t>(axis), b = static_cast<size_t>(batch_dims);
+    const int64_t limit = pdims[a];
+    for (size_t i = 0; i < idx.size(); ++i) {
+      if (idx[i] < 0 || idx[i] >= limit) {
+        return InvalidArgumentError("indices{} = {} is not in [0, {})",
+                                    IndexDebugString(indices.shape().dims(), static_cast<int64_t>(i)),
+                                    idx[i], limit);
+      }
+    }
+    std::vector<int64_t> out_dims(pdims.begin(), pdims.begin() + static_cast<int64_t>(a));
+    out_dims.insert(out_dims.end(), indices.shape().dims().begin() + static_cast<int64_t>(b),
+                    indices.shape().dims().end());
+    out_dims.insert(out_dims.end(), pdims.begin() + static_cast<int64_t>(a) + 1, pdims.end());
+    Tensor* output = context.AllocateOutput(0, params.dtype(), TensorShape(out_dims));
+
+    const int64_t batch = Product(pdims, 0, b);
+    const int64_t outer = Product(pdims, b, a);
+    const int64_t inner = Product(pdims, a + 1, pdims.size());
+    const int64_t per_batch = batch == 0 ? 0 : static_cast<int64_t>(idx.size()) / batch;
+    const int64_t rows = batch * outer * per_batch;
+    ThreadPool& pool = context.threads();
+    return VisitElementKind(params.dtype(), [&]<typename U>() {
+      const U* in = Elements<U>(params);
+      U* out = MutableElements<U>(output);
+      pool.ParallelFor(rows, RowsPerBlock(inner), [&](int, int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          const int64_t p = r % per_batch;          // index position within the batch
+          const int64_t bo = r / per_batch;         // batch * outer + o
+          const int64_t bi = bo / outer;            // batch
+          const int64_t row = idx[static_cast<size_t>(bi * per_batch + p)];
+          std::copy_n(in + (bo * limit + row) * inner, inner, out + r * inner);
+        }
+      });
+    });
+  }
+
+ private:
+  bool has_axis_;
+  bool resource_;
+  int64_t batch_dims_ = 0;
+};
+PX_REGISTER_KERNEL(GatherOp, "GatherV2", kCpu);
+PX_REGISTER_KERNEL(GatherOp, "Gather", kCpu);
+PX_REGISTER_KERNEL(GatherOp, "ResourceGather", kCpu);
+
+// ---- Unique ----
+
+// Unique(x) -> (y, idx) and UniqueWithCounts(x) -> (y, idx, count): y lists x's distinct
+// values in order of first occurrence; x[i] == y[idx[i]]. Floats compare by value
+// (0.0 == -0.0; each NaN is distinct), as TF's hash map does.
+class UniqueOp : public OpKernel {
+ public:
+  UniqueOp(const KernelInit& init, Status* status) {
+    *status = init.GetAttrOr("out_idx", &out_idx_, tensorflow::DT_INT32);
+  }
+  Status Compute(KernelContext& context) const override {
+    const Tensor& x = context.input(0);
+    if (x.rank() != 1) return InvalidArgumentError("unique expects a 1D vector.");
+    const int64_t n = x.num_elements();
+    std::vector<int64_t> idx(static_cast<size_t>(n));
+    std::vector<int64_t> first;   // position in x of each unique value
+    std::vector<int64_t> counts;
+    const auto run = [&]<typename V>(const V* values) {
+      std::unordered_map<V, int64_t> seen;
+      seen.reserve(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) {
+        auto [it, inserted] = seen.try_emplace(values[i], static_cast<int64_t>(first.size()));
+        if (inserted) {
+          first.push_back(i);
+          counts.push_back(0);
+        }
+        idx[static_cast<size_t>(i)] = it->second;
+        ++counts[static_cast<size_t>(it->second)];
+      }
+    };
+    if (x.dtype() == tensorflow::DT_FLOAT) {
+      run(x.data<float>());
+    } else if (x.dtype() == tensorflow::DT_DOUBLE) {
+      run(x.data<double>());
+    } else {
+      bool supported = true;
+      PX_RETURN_IF_ERROR(VisitElementKind(x.dtype(), [&]<typename U>() {
+        if constexpr (std::is_same_v<U, cpu_array::Bytes16>) {
+          supported = false;
+        } else {
+          run(Elements<U>(x));
+        }
+      }));
+      if (!supported) {
+        return UnimplementedError("Unique does not support {}", DataTypeShortName(x.dtype()));
+      }
+    }
+    const int64_t k = static_cast<int64_t>(first.size());
+    Tensor* y = context.AllocateOutput(0, x.dtype(), TensorShape({k}));
+    PX_RETURN_IF_ERROR(VisitElementKind(x.dtype(), [&]<typename U>() {
+      const U* in = Elements<U>(x);
+      U* out = MutableElements<U>(y);
+      for (int64_t j = 0; j < k; ++j) out[j] = in[first[static_cast<size_t>(j)]];
+    }));
+    context.set_output(1, MakeIndexVector(out_idx_, idx));
+    if (context.num_outputs() > 2) context.set_output(2, MakeIndexVector(out_idx_, counts));
+    return Status::Ok();
+  }
+
+ private:
+  DataType out_idx_ = tensorflow::DT_INT32;
+};
+PX_REGISTER_KERNEL(UniqueOp, "Unique", kCpu);
+PX_REGISTER_KERNEL(UniqueOp, "UniqueWithCounts", kCpu);
+
+// ---- Unsorted segment reductions ----
+
+enum class SegmentReduce { kSum, kMax, kMin, kProd };
+
+template <typename T, SegmentReduce R>
+struct SegmentReducer {
+  static T Identity() {
+    if constexpr (R == SegmentReduce::kSum) return T(0);
+    if constexpr (R == SegmentReduce::kProd) return T(1);
+    if constexpr (R == SegmentReduce::kMax) return std::numeric_limits<T>::lowest();
+    return std::numeric_limits<T>::max();
+  }
+  static void Combine(T& acc, T x) {
+    if constexpr (R == SegmentReduce::kSum) acc += x;
+    if constexpr (R == SegmentReduce::kProd) acc *= x;
+    if constexpr (R == SegmentReduce::kMax) acc = x > acc ? x : acc;
+    if constexpr (R == SegmentReduce::kMin) acc = x < acc ? x : acc;
+  }
+};
+
+// UnsortedSegment*(data, segment_ids, num_segments): output[s, ...] reduces the rows of
+// data whose segment id is s (ids of any rank, a prefix of data's shape); empty segments
+// hold the identity (0, 1, lowest, max); negative ids are dropped; ids >= num_segments
+// are errors.
+template <typename T, SegmentReduce R>
+class UnsortedSegmentOp : public OpKernel {
+ public:
+  UnsortedSegmentOp(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    const Tensor& data = context.input(0);
+    const Tensor& ids_t = context.input(1);
+    const Tensor& num_t = context.input(2);
+    if (num_t.rank() != 0) {
+      return InvalidArgumentError("num_segments should be a scalar, not shape {}",
+                                  num_t.shape().DebugString());
+    }
+    PX_ASSIGN_OR_RETURN(int64_t num_segments, IndexScalar(num_t, "num_segments"));
+    if (num_segments < 0) {
+      return InvalidArgumentError("Input num_segments == {} must not be negative.", num_segments);
+    }
+    const std::vector<int64_t>& ddims = data.shape().dims();
+    const std::vector<int64_t>& idims = ids_t.shape().dims();
+    if (idims.size() > ddims.size() || !std::equal(idims.begin(), idims.end(), ddims.begin())) {
+      return InvalidArgumentError("data.shape = {} does not start with segment_ids.shape = {}",
+                                  data.shape().DebugString(), ids_t.shape().DebugString());
+    }
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> ids, IndexValues(ids_t, "segment_ids"));
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] >= num_segments) {
+        return InvalidArgumentError("segment_ids{} = {} is out of range [0, {})",
+                                    IndexDebugString(idims, static_cast<int64_t>(i)), ids[i],
+                                    num_segments);
+      }
+    }
+    std::vector<int64_t> out_dims = {num_segments};
+    out_dims.insert(out_dims.end(), ddims.begin() + static_cast<int64_t>(idims.size()), ddims.end());
+    const int64_t inner = Product(ddims, idims.size(), ddims.size());
+    Tensor* output = context.AllocateOutput(0, data.dtype(), TensorShape(out_dims));
+    T* out = output->data<T>();
+    const T* in = data.data<T>();
+    const int64_t rows = static_cast<int64_t>(ids.size());
+    // Threads own column ranges; each column adds its rows in input order.
+    const int64_t cols_per_block = std::max<int64_t>(
+        16, kMinParallelElements / std::max<int64_t>(1, rows + num_segments));
+    context.threads().ParallelFor(inner, cols_per_block, [&](int, int64_t c0, int64_t c1) {
+      for (int64_t s = 0; s < num_segments; ++s) {
+        std::fill(out + s * inner + c0, out + s * inner + c1, SegmentReducer<T, R>::Identity());
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t s = ids[static_cast<size_t>(r)];
+        if (s < 0) continue;
+        T* o = out + s * inner;
+        const T* x = in + r * inner;
+        for (int64_t c = c0; c < c1; ++c) SegmentReducer<T, R>::Combine(o[c], x[c]);
+      }
+    });
+    return Status::Ok();
+  }
+};
+
+#define PX_REGISTER_UNSORTED_SEGMENT(T, R, name)                                      \
+  using UnsortedSegment##R##_##T = UnsortedSegmentOp<T, SegmentReduce::k##R>;         \
+  PX_REGISTER_KERNEL(UnsortedSegment##R##_##T, name, kCpu, "T", DataTypeOf<T>::value)
+#define PX_REGISTER_UNSORTED_SEGMENT_TYPES(R)                                  \
+  PX_REGISTER_UNSORTED_SEGMENT(float, R, "UnsortedSegment" #R);                \
+  PX_REGISTER_UNSORTED_SEGMENT(double, R, "UnsortedSegment" #R);               \
+  PX_REGISTER_UNSORTED_SEGMENT(int32_t, R, "UnsortedSegment" #R);              \
+  PX_REGISTER_UNSORTED_SEGMENT(int64_t, R, "UnsortedSegment" #R)
+PX_REGISTER_UNSORTED_SEGMENT_TYPES(Sum);
+PX_REGISTER_UNSORTED_SEGMENT_TYPES(Max);
+PX_REGISTER_UNSORTED_SEGMENT_TYPES(Min);
+PX_REGISTER_UNSORTED_SEGMENT_TYPES(Prod);
+
+// ---- DynamicStitch ----
+
+// DynamicStitch(indices..., data...): merged[indices[m][i], ...] = data[m][i, ...]; later
+// (m, i) win; merged has max(index) + 1 rows; rows no index names are zero.
+class DynamicStitchOp : public OpKernel {
+ public:
+  DynamicStitchOp(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    const int n = context.num_inputs() / 2;
+    std::vector<std::vector<int64_t>> indices(static_cast<size_t>(n));
+    int64_t rows = 0;
+    for (int m = 0; m < n; ++m) {
+      PX_ASSIGN_OR_RETURN(indices[static_cast<size_t>(m)],
+                          IndexValues(context.input(m), "indices"));
+      for (size_t i = 0; i < indices[static_cast<size_t>(m)].size(); ++i) {
+        const int64_t v = indices[static_cast<size_t>(m)][i];
+        if (v < 0) {
+          return InvalidArgumentError("indices[{}]{} = {} is negative", m,
+                                      IndexDebugString(context.input(m).shape().dims(),
+                                                       static_cast<int64_t>(i)),
+                                      v);
+        }
+        rows = std::max(rows, v + 1);
+      }
+    }
+    const Tensor& data0 = context.input(n);
+    const std::vector<int64_t>& i0 = context.input(0).shape().dims();
+    const std::vector<int64_t>& d0 = data0.shape().dims();
+    if (d0.size() < i0.size() || !std::equal(i0.begin(), i0.end(), d0.begin())) {
+      return InvalidArgumentError("data[0].shape = {} does not start with indices[0].shape = {}",
+                                  DimsString(d0), DimsString(i0));
+    }
+    const std::vector<int64_t> row_dims(d0.begin() + static_cast<int64_t>(i0.size()), d0.end());
+    for (int m = 1; m < n; ++m) {
+      const std::vector<int64_t>& im = context.input(m).shape().dims();
+      const std::vector<int64_t>& dm = context.input(n + m).shape().dims();
+      if (dm.size() < im.size() || !std::equal(im.begin(), im.end(), dm.begin())) {
+        return InvalidArgumentError("data[{}].shape = {} does not start with indices[{}].shape = {}",
+                                    m, DimsString(dm), m, DimsString(im));
+      }
+      if (!std::equal(row_dims.begin(), row_dims.end(), dm.begin() + static_cast<int64_t>(im.size()),
+                      dm.end())) {
+        return InvalidArgumentError("Need data[0].shape[{}:] = data[{}].shape[{}:], got "
+                                    "data[0].shape = {}, data[{}].shape = {}, indices[0].shape = "
+                                    "{}, indices[{}].shape = {}",
+                                    i0.size(), m, im.size(), DimsString(d0), m, DimsString(dm),
+                                    DimsString(i0), m, DimsString(im));
+      }
+    }
+    std::vector<int64_t> out_dims = {rows};
+    out_dims.insert(out_dims.end(), row_dims.begin(), row_dims.end());
+    Tensor* output = context.AllocateOutput(0, data0.dtype(), TensorShape(out_dims));
+    PX_RETURN_IF_ERROR(cpu_array::FillWith(output, nullptr, context.threads()));
+    const int64_t inner = Product(row_dims, 0, row_dims.size());
+    return VisitElementKind(data0.dtype(), [&]<typename U>() {
+      U* out = MutableElements<U>(output);
+      for (int m = 0; m < n; ++m) {
+        const U* in = Elements<U>(context.input(n + m));
+        const std::vector<int64_t>& idx = indices[static_cast<size_t>(m)];
+        for (size_t i = 0; i < idx.size(); ++i) {
+          std::copy_n(in + static_cast<int64_t>(i) * inner, inner, out + idx[i] * inner);
+        }
+      }
+    });
+  }
+};
+PX_REGISTER_KERNEL(DynamicStitchOp, "DynamicStitch", kCpu);
+PX_REGISTER_KERNEL(DynamicStitchOp, "ParallelDynamicStitch", kCpu);
+
+// ---- Sparse segment reductions ----
+
+enum class SparseSegmentKind { kSum, kMean, kSqrtN };
+
+template <typename T>
+T SegmentScale(SparseSegmentKind kind, int64_t count) {
+  if (kind == SparseSegmentKind::kSum || count == 0) return T(1);
+  if (kind == SparseSegmentKind::kMean) return T(1) / static_cast<T>(count);
+  return T(1) / std::sqrt(static_cast<T>(count));
+}
+
+Status CheckSegmentVectors(const Tensor& indices, const Tensor& segment_ids) {
+  if (indices.rank() != 1) return InvalidArgumentError("indices should be a vector.");
+  if (segment_ids.rank() != 1) return InvalidArgumentError("segment_ids should be a vector.");
+  if (indices.num_elements() != segment_ids.num_elements()) {
+    return InvalidArgumentError("segment_ids and indices should have same size.");
+  }
+  return Status::Ok();
+}
+
+// SparseSegment{Sum,Mean,SqrtN}(data, indices, segment_ids): output[s] reduces
+// data[indices[i]] over the i with segment_ids[i] == s (ids sorted); the output has
+// last id + 1 rows, empty segments are zero. Mean divides by the count, SqrtN by its root.
+template <typename T>
+class SparseSegmentOp : public OpKernel {
+ public:
+  SparseSegmentOp(const KernelInit& init, Status*) {
+    const std::string_view op = init.node().op();
+    kind_ = op == "SparseSegmentMean"    ? SparseSegmentKind::kMean
+            : op == "SparseSegmentSqrtN" ? SparseSegmentKind::kSqrtN
+                                         : SparseSegmentKind::kSum;
+  }
+  Status Compute(KernelContext& context) const override {
+    const Tensor& data = context.input(0);
+    PX_RETURN_IF_ERROR(CheckSegmentVectors(context.input(1), context.input(2)));
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> indices, IndexValues(context.input(1), "indices"));
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> ids, IndexValues(context.input(2), "segment_ids"));
+    if (data.rank() < 1) return InvalidArgumentError("data must be at least 1-D");
+    const int64_t n = static_cast<int64_t>(ids.size());
+    const int64_t data_rows = data.dim(0);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t s = ids[static_cast<size_t>(i)];
+      if (s < 0) return InvalidArgumentError("segment ids must be >= 0");
+      if (i > 0 && s < ids[static_cast<size_t>(i - 1)]) {
+        return InvalidArgumentError("segment ids are not increasing");
+      }
+      const int64_t x = indices[static_cast<size_t>(i)];
+      if (x < 0 || x >= data_rows) {
+        return InvalidArgumentError("Bad: indices[{}] == {} out of range [0, {})", i, x, data_rows);
+      }
+    }
+    const int64_t out_rows = n == 0 ? 0 : ids.back() + 1;
+    TensorShape shape = data.shape();
+    shape.set_dim(0, out_rows);
+    const int64_t inner = Product(data.shape().dims(), 1, static_cast<size_t>(data.rank()));
+    Tensor* output = context.AllocateOutput(0, data.dtype(), std::move(shape));
+    T* out = output->data<T>();
+    const T* in = data.data<T>();
+    std::fill(out, out + out_rows * inner, T(0));
+    // Runs of equal ids: [starts[k], starts[k + 1]).
+    std::vector<int64_t> starts;
+    for (int64_t i = 0; i < n; ++i) {
+      if (i == 0 || ids[static_cast<size_t>(i)] != ids[static_cast<size_t>(i - 1)]) starts.push_back(i);
+    }
+    starts.push_back(n);
+    const int64_t runs = static_cast<int64_t>(starts.size()) - 1;
+    const int64_t rows_per_run = std::max<int64_t>(1, n / std::max<int64_t>(1, runs));
+    context.threads().ParallelFor(runs, RowsPerBlock(rows_per_run * inner), [&](int, int64_t b, int64_t e) {
+      for (int64_t k = b; k < e; ++k) {
+        const int64_t lo = starts[static_cast<size_t>(k)], hi = starts[static_cast<size_t>(k + 1)];
+        T* o = out + ids[static_cast<size_t>(lo)] * inner;
+        for (int64_t i = lo; i < hi; ++i) {
+          const T* x = in + indices[static_cast<size_t>(i)] * inner;
+          for (int64_t c = 0; c < inner; ++c) o[c] += x[c];
+        }
+        if (kind_ != SparseSegmentKind::kSum) {
+          const T scale = SegmentScale<T>(kind_, hi - lo);
+          for (int64_t c = 0; c < inner; ++c) o[c] *= scale;
+        }
+      }
+    });
+    return Status::Ok();
+  }
+
+ private:
+  SparseSegmentKind kind_;
+};
+PX_REGISTER_KERNEL(SparseSegmentOp<float>, "SparseSegmentSum", kCpu, "T", tensorflow::DT_FLOAT);
+PX_REGISTER_KERNEL(SparseSegmentOp<double>, "SparseSegmentSum", kCpu, "T", tensorflow::DT_DOUBLE);
+PX_REGISTER_KERNEL(SparseSegmentOp<float>, "SparseSegmentMean", kCpu, "T", tensorflow::DT_FLOAT);
+PX_REGISTER_KERNEL(SparseSegmentOp<double>, "SparseSegmentMean", kCpu, "T", tensorflow::DT_DOUBLE);
+PX_REGISTER_KERNEL(SparseSegmentOp<float>, "SparseSegmentSqrtN", kCpu, "T", tensorflow::DT_FLOAT);
+PX_REGISTER_KERNEL(SparseSegmentOp<double>, "SparseSegmentSqrtN", kCpu, "T",
+                   tensorflow::DT_DOUBLE);
+
+// SparseSegment{Sum,Mean,SqrtN}Grad(grad, indices, segment_ids, output_dim0): the
+// gradient of the reduction w.r.t. data: output[indices[i]] += grad[segment_ids[i]] *
+// scale(segment), in order of i, over output_dim0 zero rows.
+template <typename T>
+class SparseSegmentGradOp : public OpKernel {
+ public:
+  SparseSegmentGradOp(const KernelInit& init, Status*) {
+    const std::string_view op = init.node().op();
+    kind_ = op == "SparseSegmentMeanGrad"    ? SparseSegmentKind::kMean
+            : op == "SparseSegmentSqrtNGrad" ? SparseSegmentKind::kSqrtN
+                                             : SparseSegmentKind::kSum;
+  }
+  Status Compute(KernelContext& context) const override {
+    const Tensor& grad = context.input(0);
+    PX_RETURN_IF_ERROR(CheckSegmentVectors(context.input(1), context.input(2)));
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> indices, IndexValues(context.input(1), "indices"));
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> ids, IndexValues(context.input(2), "segment_ids"));
+    PX_ASSIGN_OR_RETURN(int64_t out_rows, IndexScalar(context.input(3), "output_dim0"));
+    if (grad.rank() < 1) return InvalidArgumentError("grad must be at least 1-D");
+    if (out_rows < 0) return InvalidArgumentError("output_dim0 must be >= 0, got {}", out_rows);
+    const int64_t segments = grad.dim(0);
+    std::vector<int64_t> counts(static_cast<size_t>(segments), 0);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] < 0 || ids[i] >= segments) {
+        return InvalidArgumentError("Segment id {} out of range [0, {}).", ids[i], segments);
+      }
+      if (indices[i] < 0 || indices[i] >= out_rows) {
+        return InvalidArgumentError("Index {} out of range [0, {}).", indices[i], out_rows);
+      }
+      ++counts[static_cast<size_t>(ids[i])];
+    }
+    TensorShape shape = grad.shape();
+    shape.set_dim(0, out_rows);
+    const int64_t inner = Product(grad.shape().dims(), 1, static_cast<size_t>(grad.rank()));
+    Tensor* output = context.AllocateOutput(0, grad.dtype(), std::move(shape));
+    T* out = output->data<T>();
+    const T* in = grad.data<T>();
+    std::vector<T> scales(static_cast<size_t>(segments));
+    for (int64_t s = 0; s < segments; ++s) {
+      scales[static_cast<size_t>(s)] = SegmentScale<T>(kind_, counts[static_cast<size_t>(s)]);
+    }
+    const int64_t n = static_cast<int64_t>(ids.size());
+    context.threads().ParallelFor(
+        inner, std::max<int64_t>(16, kMinParallelElements / std::max<int64_t>(1, n + out_rows)),
+        [&](int, int64_t c0, int64_t c1) {
+          for (int64_t r = 0; r < out_rows; ++r) std::fill(out + r * inner + c0, out + r * inner + c1, T(0));
+          for (int64_t i = 0; i < n; ++i) {
+            const int64_t s = ids[static_cast<size_t>(i)];
+            const T scale = scales[static_cast<size_t>(s)];
+            T* o = out + indices[static_cast<size_t>(i)] * inner;
+            const T* g = in + s * inner;
+            for (int64_t c = c0; c < c1; ++c) o[c] += g[c] * scale;
+          }
+        });
+    return Status::Ok();
+  }
+
+ private:
+  SparseSegmentKind kind_;
+};
+PX_REGISTER_KERNEL(SparseSegmentGradOp<float>, "SparseSegmentSumGrad", kCpu, "T",
+                   tensorflow::DT_FLOAT);
+PX_REGISTER_KERNEL(SparseSegmentGradOp<double>, "SparseSegmentSumGrad", kCpu, "T",
+                   tensorflow::DT_DOUBLE);
+PX_REGISTER_KERNEL(SparseSegmentGradOp<float>, "SparseSegmentMeanGrad", kCpu, "T",
+                   tensorflow::DT_FLOAT);
+PX_REGISTER_KERNEL(SparseSegmentGradOp<double>, "SparseSegmentMeanGrad", kCpu, "T",
+                   tensorflow::DT_DOUBLE);
+PX_REGISTER_KERNEL(SparseSegmentGradOp<float>, "SparseSegmentSqrtNGrad", kCpu, "T",
+                   tensorflow::DT_FLOAT);
+PX_REGISTER_KERNEL(SparseSegmentGradOp<double>, "SparseSegmentSqrtNGrad", kCpu, "T",
+                   tensorflow::DT_DOUBLE);
+
+}  // namespace
+}  // namespace parallax
