@@ -408,8 +408,10 @@ StatusOr<Feeder> Feeder::Create(std::vector<Binding> bindings, int64_t requested
                                   binding.target.DebugString(), shape.dims[0],
                                   fixed_by->DebugString(), fixed);
     }
-    fixed_by = &binding.target;
-    fixed = shape.dims[0];
+    if (fixed_by == nullptr) {
+      fixed_by = &binding.target;
+      fixed = shape.dims[0];
+    }
   }
   if (fixed_by != nullptr) {
     if (requested_batch > 0 && requested_batch != fixed) {

@@ -1,0 +1,482 @@
+#include "lib/runtime/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "lib/analysis/training_analysis.h"
+#include "lib/base/json_writer.h"
+#include "lib/graph/graph_io.h"
+
+namespace parallax {
+namespace {
+
+bool IsPlaceholder(std::string_view op) { return op == "Placeholder" || op == "PlaceholderV2"; }
+
+// Input-pipeline ops whose outputs are the model's input (fed instead of run).
+bool IsPipelineOutput(std::string_view op) {
+  return op == "QueueDequeueManyV2" || op == "QueueDequeueMany" || op == "QueueDequeueUpToV2" ||
+         op == "QueueDequeueUpTo" || op == "QueueDequeueV2" || op == "QueueDequeue" ||
+         op == "IteratorGetNext" || op == "IteratorGetNextSync";
+}
+
+bool IsSoftmaxXent(std::string_view op) {
+  return op == "SoftmaxCrossEntropyWithLogits" || op == "SoftmaxCrossEntropyWithLogitsV2" ||
+         op == "SparseSoftmaxCrossEntropyWithLogits";
+}
+
+double WallTime() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// The mean of a numeric tensor's elements (the loss is normally a scalar).
+std::optional<double> MeanValue(const Tensor& t) {
+  if (t.num_elements() == 0) return std::nullopt;
+  double sum = 0;
+  if (t.dtype() == tensorflow::DT_FLOAT) {
+    for (float v : t.flat<float>()) sum += v;
+  } else if (t.dtype() == tensorflow::DT_DOUBLE) {
+    for (double v : t.flat<double>()) sum += v;
+  } else {
+    return std::nullopt;
+  }
+  return sum / static_cast<double>(t.num_elements());
+}
+
+// Row-wise argmax of a [n, K] float/double tensor.
+std::vector<int64_t> ArgMaxRows(const Tensor& t) {
+  std::vector<int64_t> out;
+  if (t.rank() != 2) return out;
+  const int64_t n = t.dim(0), k = t.dim(1);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t best = 0;
+    double best_value = -INFINITY;
+    for (int64_t j = 0; j < k; ++j) {
+      const double v = t.dtype() == tensorflow::DT_FLOAT ? t.data<float>()[i * k + j]
+                                                         : t.data<double>()[i * k + j];
+      if (v > best_value) {
+        best_value = v;
+        best = j;
+      }
+    }
+    out.push_back(best);
+  }
+  return out;
+}
+
+struct Bindings {
+  std::vector<Feeder::Binding> list;
+  std::set<std::pair<NodeId, int>> fed;  // (node, port)
+};
+
+StatusOr<Bindings> BindFeeds(const Graph& graph, const std::vector<FeedSpec>& specs,
+                             uint64_t seed, std::string_view flag) {
+  Bindings out;
+  for (const FeedSpec& spec : specs) {
+    StatusOr<FeedTarget> target = DescribeFeedTarget(graph, spec.name);
+    if (!target.ok()) return target.status().WithPrefix(fmt::format("{} {}", flag, spec.name));
+    if (!out.fed.insert({target->ref.node, target->ref.port}).second) {
+      return InvalidArgumentError("{}: '{}' is fed twice", flag, spec.name);
+    }
+    std::shared_ptr<const Column> column;
+    if (spec.source == "synthetic") {
+      PX_ASSIGN_OR_RETURN(column, MakeSyntheticColumn(graph, *target, seed));
+    } else {
+      PX_ASSIGN_OR_RETURN(column, LoadColumnFromFile(spec.source));
+    }
+    out.list.push_back({std::move(target).value(), std::move(column)});
+  }
+  return out;
+}
+
+StatusOr<Dataset> DatasetOf(const std::vector<Feeder::Binding>& bindings) {
+  Dataset dataset;
+  for (const Feeder::Binding& b : bindings) PX_RETURN_IF_ERROR(dataset.AddColumn(b.target.tensor, b.column));
+  return dataset;
+}
+
+}  // namespace
+
+StatusOr<FeedSpec> ParseFeedSpec(std::string_view text, std::string_view flag) {
+  const size_t eq = text.find('=');
+  if (eq == std::string_view::npos || eq == 0 || eq + 1 == text.size()) {
+    return InvalidArgumentError("{} '{}': expected NAME=SRC (SRC: a .npy or IDX file, or synthetic)",
+                                flag, text);
+  }
+  return FeedSpec{std::string(text.substr(0, eq)), std::string(text.substr(eq + 1))};
+}
+
+Trainer::Trainer(const Graph& graph, TrainerOptions options)
+    : graph_(graph), options_(std::move(options)) {}
+Trainer::~Trainer() = default;
+
+StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const Graph& graph, TrainerOptions options) {
+  std::unique_ptr<Trainer> trainer(new Trainer(graph, std::move(options)));
+  PX_RETURN_IF_ERROR(trainer->Plan());
+  return trainer;
+}
+
+Status Trainer::Plan() {
+  const TrainerOptions& o = options_;
+  if (o.steps >= 0 && o.epochs >= 0) return InvalidArgumentError("--steps and --epochs exclude each other");
+  if (o.log_every < 1) return InvalidArgumentError("--log-every must be at least 1, not {}", o.log_every);
+  if (o.checkpoint_every < 0) return InvalidArgumentError("--checkpoint-every must not be negative");
+  if (o.resume && o.checkpoint_dir.empty()) return InvalidArgumentError("--resume needs --checkpoint-dir");
+  PX_ASSIGN_OR_RETURN(TrainingAnalysis analysis, AnalyzeTraining(graph_));
+
+  // What to run.
+  if (!o.train_op.empty()) {
+    if (graph_.FindNode(o.train_op) == kNoNode) {
+      return NotFoundError("--train-op '{}' names no node in {}", o.train_op, graph_.source());
+    }
+    train_op_ = o.train_op;
+  } else if (analysis.train_ops.empty()) {
+    return InvalidArgumentError("{}: no train op found (no node runs a gradient update); name one "
+                                "with --train-op",
+                                graph_.source());
+  } else {
+    train_op_ = std::string(graph_.node(analysis.train_ops[0].node).name());
+  }
+  if (!o.init_op.empty()) {
+    if (graph_.FindNode(o.init_op) == kNoNode) {
+      return NotFoundError("--init-op '{}' names no node in {}", o.init_op, graph_.source());
+    }
+    init_op_ = o.init_op;
+  } else if (analysis.init_op.node == kNoNode) {
+    return InvalidArgumentError("{}: no init op found; name one with --init-op", graph_.source());
+  } else {
+    init_op_ = std::string(graph_.node(analysis.init_op.node).name());
+  }
+  OutputRef loss_ref;
+  if (!o.loss.empty()) {
+    StatusOr<OutputRef> ref = ResolveTensorName(graph_, o.loss);
+    if (!ref.ok()) return ref.status().WithPrefix("--loss");
+    loss_ = o.loss;
+    loss_ref = *ref;
+  } else if (!analysis.losses.empty()) {
+    loss_ref = {analysis.losses[0].node, 0};
+    loss_ = graph_.TensorName(loss_ref);
+  } else {
+    spdlog::warn("{}: no loss found; steps are run without one (name it with --loss)", graph_.source());
+  }
+
+  // Variables, by graph name, in their VariableStore slots.
+  for (const Variable& v : analysis.variables) {
+    if (v.kind == VariableKind::kFrozen) continue;
+    CheckpointVariable cv;
+    cv.name = v.name;
+    cv.store_key = v.name;
+    if (auto shared = graph_.node(v.node).FindAttr("shared_name"); shared && !shared->s().empty()) {
+      cv.store_key = shared->s();
+    }
+    cv.dtype = v.dtype;
+    cv.known_shape = v.shape.known_rank;
+    cv.dims = v.shape.dims;
+    variables_.push_back(std::move(cv));
+  }
+  fingerprint_ = Fingerprint(SerializeGraphDef(graph_));
+
+  // Feeds given, then the inputs the step needs that nothing feeds yet.
+  PX_ASSIGN_OR_RETURN(Bindings bindings, BindFeeds(graph_, o.feeds, o.seed, "--feed"));
+  std::set<NodeId> fed_nodes;
+  for (const auto& [node, port] : bindings.fed) fed_nodes.insert(node);
+  std::vector<bool> seen(static_cast<size_t>(graph_.id_limit()), false);
+  std::vector<NodeId> stack = {graph_.FindNode(train_op_)};
+  if (!loss_.empty()) stack.push_back(loss_ref.node);
+  std::vector<std::pair<NodeId, int>> needs;  // unfed (node, port) the step reads
+  while (!stack.empty()) {
+    const NodeId id = stack.back();
+    stack.pop_back();
+    if (seen[static_cast<size_t>(id)]) continue;
+    seen[static_cast<size_t>(id)] = true;
+    const Node& node = graph_.node(id);
+    if (IsPipelineOutput(node.op()) || (fed_nodes.contains(id) && !IsPlaceholder(node.op()))) {
+      // Every output port that someone reads must be fed.
+      std::set<int> ports;
+      for (const InputRef& use : node.fanout()) {
+        const OutputRef in = graph_.node(use.node).input(use.index);
+        if (!in.is_control()) ports.insert(in.port);
+      }
+      for (int port : ports) {
+        if (!bindings.fed.contains({id, port})) needs.emplace_back(id, port);
+      }
+      continue;
+    }
+    if (fed_nodes.contains(id)) continue;
+    if (IsPlaceholder(node.op())) {
+      needs.emplace_back(id, 0);
+      continue;
+    }
+    for (const OutputRef& in : node.inputs()) stack.push_back(in.node);
+  }
+  std::sort(needs.begin(), needs.end());
+  std::vector<std::string> missing;
+  for (const auto& [node, port] : needs) {
+    const std::string name = port == 0 && IsPlaceholder(graph_.node(node).op())
+                                 ? std::string(graph_.node(node).name())
+                                 : graph_.TensorName({node, port});
+    PX_ASSIGN_OR_RETURN(FeedTarget target, DescribeFeedTarget(graph_, name));
+    if (!o.synthetic) {
+      missing.push_back(target.DebugString());
+      continue;
+    }
+    PX_ASSIGN_OR_RETURN(std::shared_ptr<const Column> column,
+                        MakeSyntheticColumn(graph_, target, o.seed));
+    bindings.list.push_back({std::move(target), std::move(column)});
+  }
+  if (!missing.empty()) {
+    return InvalidArgumentError("{} input{} of the train step {} no data: {}; pass --feed NAME=FILE "
+                                "(.npy or IDX) for each, or --synthetic",
+                                missing.size(), missing.size() == 1 ? "" : "s",
+                                missing.size() == 1 ? "has" : "have", fmt::join(missing, ", "));
+  }
+
+  PX_ASSIGN_OR_RETURN(Dataset dataset, DatasetOf(bindings.list));
+  PX_ASSIGN_OR_RETURN(Feeder feeder, Feeder::Create(std::move(bindings.list), o.batch));
+  feeder_.emplace(std::move(feeder));
+  PX_ASSIGN_OR_RETURN(Sampler sampler, Sampler::Create(dataset.num_examples(), o.seed, o.shuffle, o.shard));
+  sampler_.emplace(std::move(sampler));
+  num_examples_ = dataset.num_examples();
+
+  const int64_t batch = feeder_->batch_size();
+  const int64_t per_epoch = sampler_->examples_per_epoch();
+  if (o.steps >= 0) {
+    total_steps_ = o.steps;
+  } else if (o.epochs >= 0) {
+    if (!dataset.bounded()) {
+      return InvalidArgumentError("--epochs needs data from files; synthetic data has no epochs "
+                                  "(use --steps)");
+    }
+    total_steps_ = static_cast<int64_t>(std::ceil(o.epochs * static_cast<double>(per_epoch) /
+                                                  static_cast<double>(batch)));
+  } else {
+    total_steps_ = dataset.bounded() ? (per_epoch + batch - 1) / batch : kDefaultSyntheticSteps;
+  }
+
+  device_ = std::make_unique<CpuDevice>(o.threads);
+  executor_ = std::make_unique<Executor>(graph_, *device_);
+  return Status::Ok();
+}
+
+Status Trainer::Initialize() {
+  if (options_.resume) {
+    PX_ASSIGN_OR_RETURN(std::optional<std::string> latest, LatestCheckpoint(options_.checkpoint_dir));
+    if (latest) {
+      PX_ASSIGN_OR_RETURN(CheckpointState state,
+                          RestoreCheckpoint(*latest, variables_, executor_->variables()));
+      if (state.graph_fingerprint != fingerprint_) {
+        spdlog::warn("{}: written for a graph with fingerprint {}, this graph's is {}; variables "
+                     "match by name, dtype and shape",
+                     *latest, state.graph_fingerprint, fingerprint_);
+      }
+      if (state.shuffle_seed != sampler_->seed() || state.shuffle != sampler_->shuffle()) {
+        spdlog::info("{}: continuing with the checkpoint's shuffling (seed {}, {})", *latest,
+                     state.shuffle_seed, state.shuffle ? "shuffled" : "file order");
+        PX_ASSIGN_OR_RETURN(Sampler sampler,
+                            Sampler::Create(num_examples_, state.shuffle_seed, state.shuffle,
+                                            options_.shard));
+        sampler_.emplace(std::move(sampler));
+      }
+      Status seek = sampler_->Seek(state.position);
+      if (!seek.ok()) return seek.WithPrefix(*latest);
+      step_ = state.step;
+      resumed_from_ = *latest;
+      spdlog::info("restored {} variables from {} (step {}, epoch {}, index {})", variables_.size(),
+                   *latest, state.step, state.position.epoch, state.position.index);
+      return Status::Ok();
+    }
+    spdlog::warn("{}: no checkpoint to resume from; starting from the init op",
+                 options_.checkpoint_dir);
+  }
+  StatusOr<std::vector<Tensor>> init = executor_->Run({.targets = {init_op_}});
+  if (!init.ok()) return init.status().WithPrefix(fmt::format("init op '{}'", init_op_));
+  return Status::Ok();
+}
+
+StatusOr<std::optional<double>> Trainer::Step() {
+  const std::vector<int64_t> ids = sampler_->Next(feeder_->batch_size());
+  PX_ASSIGN_OR_RETURN(auto feeds, feeder_->Feeds(ids));
+  RunRequest request;
+  request.feeds = std::move(feeds);
+  if (!loss_.empty()) request.fetches.push_back(loss_);
+  request.targets.push_back(train_op_);
+  StatusOr<std::vector<Tensor>> out = executor_->Run(request);
+  if (!out.ok()) return out.status().WithPrefix(fmt::format("step {}", step_ + 1));
+  ++step_;
+  if (loss_.empty()) return std::optional<double>();
+  return MeanValue(out->at(0));
+}
+
+StatusOr<std::string> Trainer::Checkpoint() {
+  CheckpointState state{.step = step_,
+                        .position = sampler_->position(),
+                        .shuffle_seed = sampler_->seed(),
+                        .shuffle = sampler_->shuffle(),
+                        .graph_fingerprint = fingerprint_};
+  return SaveCheckpoint(options_.checkpoint_dir, variables_, executor_->variables(), state,
+                        options_.keep_checkpoints);
+}
+
+StatusOr<TrainSummary> Trainer::Run(const std::function<void(const StepReport&)>& on_report) {
+  PX_RETURN_IF_ERROR(Initialize());
+  TrainSummary summary;
+  summary.start_step = step_;
+  summary.resumed_from = resumed_from_;
+
+  std::FILE* metrics = nullptr;
+  if (!options_.metrics_path.empty()) {
+    metrics = std::fopen(options_.metrics_path.c_str(), resumed_from_.empty() ? "w" : "a");
+    if (metrics == nullptr) {
+      return InvalidArgumentError("{}: cannot write metrics: {}", options_.metrics_path,
+                                  std::strerror(errno));
+    }
+  }
+  struct Closer {
+    std::FILE* f;
+    ~Closer() {
+      if (f != nullptr) std::fclose(f);
+    }
+  } closer{metrics};
+
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  Clock::time_point window_start = start;
+  int64_t window_steps = 0;
+  int64_t saved_step = -1;
+  const auto batch = static_cast<double>(feeder_->batch_size());
+  while (step_ < total_steps_) {
+    PX_ASSIGN_OR_RETURN(std::optional<double> loss, Step());
+    if (step_ == summary.start_step + 1) summary.first_loss = loss;
+    summary.last_loss = loss;
+    ++window_steps;
+    if (step_ % options_.log_every == 0 || step_ == total_steps_) {
+      const Clock::time_point now = Clock::now();
+      const double seconds = std::chrono::duration<double>(now - window_start).count();
+      StepReport report{.step = step_,
+                        .total_steps = total_steps_,
+                        .loss = loss,
+                        .examples_per_sec = seconds > 0 ? window_steps * batch / seconds : 0,
+                        .wall_time = WallTime(),
+                        .position = sampler_->position()};
+      if (metrics != nullptr) {
+        JsonWriter json(0);
+        json.BeginObject().Field("step", report.step).Key("loss");
+        if (loss) json.Double(*loss);
+        else json.Null();
+        json.Key("examples_per_sec").Double(report.examples_per_sec);
+        json.Key("wall_time").Double(report.wall_time);
+        json.EndObject();
+        std::fprintf(metrics, "%s\n", json.str().c_str());
+        std::fflush(metrics);
+      }
+      if (on_report) on_report(report);
+      window_start = now;
+      window_steps = 0;
+    }
+    if (!options_.checkpoint_dir.empty() && options_.checkpoint_every > 0 &&
+        step_ % options_.checkpoint_every == 0) {
+      PX_ASSIGN_OR_RETURN(summary.last_checkpoint, Checkpoint());
+      saved_step = step_;
+    }
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  summary.end_step = step_;
+  summary.examples_per_sec =
+      seconds > 0 ? static_cast<double>(step_ - summary.start_step) * batch / seconds : 0;
+  if (!options_.checkpoint_dir.empty() && saved_step != step_ && step_ > summary.start_step) {
+    PX_ASSIGN_OR_RETURN(summary.last_checkpoint, Checkpoint());
+  }
+  if (!options_.eval_feeds.empty()) {
+    PX_ASSIGN_OR_RETURN(summary.eval, Evaluate());
+  }
+  return summary;
+}
+
+StatusOr<EvalResult> Trainer::Evaluate() {
+  // The prediction: the softmax cross-entropy behind the loss, if any.
+  std::string logits, labels;
+  bool sparse = false;
+  if (!loss_.empty()) {
+    PX_ASSIGN_OR_RETURN(OutputRef loss_ref, ResolveTensorName(graph_, loss_));
+    std::vector<NodeId> stack = {loss_ref.node};
+    std::set<NodeId> seen;
+    while (!stack.empty() && logits.empty() && seen.size() < 256) {
+      const NodeId id = stack.back();
+      stack.pop_back();
+      if (!seen.insert(id).second) continue;
+      const Node& node = graph_.node(id);
+      if (IsSoftmaxXent(node.op()) && node.num_data_inputs() >= 2) {
+        logits = graph_.TensorName(node.input(0));
+        labels = graph_.TensorName(node.input(1));
+        sparse = node.op() == "SparseSoftmaxCrossEntropyWithLogits";
+        break;
+      }
+      for (const OutputRef& in : node.data_inputs()) stack.push_back(in.node);
+    }
+  }
+  if (loss_.empty() && logits.empty()) {
+    return InvalidArgumentError("cannot evaluate: the graph has no loss and no softmax "
+                                "cross-entropy to compare predictions with labels");
+  }
+  PX_ASSIGN_OR_RETURN(Bindings bindings, BindFeeds(graph_, options_.eval_feeds, options_.seed, "--eval-feed"));
+  PX_ASSIGN_OR_RETURN(Dataset dataset, DatasetOf(bindings.list));
+  PX_ASSIGN_OR_RETURN(Feeder feeder, Feeder::Create(std::move(bindings.list), options_.batch));
+  const int64_t n = dataset.num_examples();
+  const int64_t batch = feeder.batch_size();
+
+  EvalResult result;
+  if (!logits.empty()) result.prediction = fmt::format("argmax of '{}' vs '{}'", logits, labels);
+  RunRequest request;
+  if (!loss_.empty()) request.fetches.push_back(loss_);
+  if (!logits.empty()) {
+    request.fetches.push_back(logits);
+    request.fetches.push_back(labels);
+  }
+  int64_t correct = 0, batches = 0;
+  double loss_sum = 0;
+  for (int64_t begin = 0; begin < n; begin += batch) {
+    const int64_t end = std::min(n, begin + batch);
+    if (end - begin < batch && feeder.batch_fixed()) break;  // a fixed batch cannot be partial
+    std::vector<int64_t> ids;
+    for (int64_t i = begin; i < end; ++i) ids.push_back(i);
+    PX_ASSIGN_OR_RETURN(request.feeds, feeder.Feeds(ids));
+    StatusOr<std::vector<Tensor>> out = executor_->Run(request);
+    if (!out.ok()) return out.status().WithPrefix("evaluation");
+    size_t next = 0;
+    if (!loss_.empty()) {
+      if (auto l = MeanValue(out->at(next))) loss_sum += *l;
+      ++next;
+    }
+    if (!logits.empty()) {
+      const std::vector<int64_t> predicted = ArgMaxRows(out->at(next));
+      const Tensor& truth = out->at(next + 1);
+      std::vector<int64_t> actual;
+      if (sparse) {
+        for (int64_t i = 0; i < truth.num_elements(); ++i) {
+          actual.push_back(truth.dtype() == tensorflow::DT_INT64 ? truth.data<int64_t>()[i]
+                                                                 : truth.data<int32_t>()[i]);
+        }
+      } else {
+        actual = ArgMaxRows(truth);
+      }
+      for (size_t i = 0; i < predicted.size() && i < actual.size(); ++i) {
+        correct += predicted[i] == actual[i] ? 1 : 0;
+      }
+    }
+    result.examples += end - begin;
+    ++batches;
+  }
+  if (batches > 0 && !loss_.empty()) result.loss = loss_sum / static_cast<double>(batches);
+  if (!logits.empty() && result.examples > 0) {
+    result.accuracy = static_cast<double>(correct) / static_cast<double>(result.examples);
+  }
+  return result;
+}
+
+}  // namespace parallax
