@@ -137,6 +137,59 @@ done < expected_errors.txt
 ls -d "$tmp"/nojob* 2>/dev/null | grep -q . && fail "left behind: $(ls -d "$tmp"/nojob*)" || pass
 cd "$root"
 
+# parallax run: a tiny softmax regression (lib/runtime/testdata) on synthetic and file data.
+graph="$root/lib/runtime/testdata/softmax_regression.pbtxt"
+expect 0 "$parallax" run --help
+expect 2 "$parallax" run "$graph" --feed x
+expect_stderr_line "parallax: error: --feed 'x': expected NAME=SRC (SRC: a .npy or IDX file, or synthetic)"
+expect 2 "$parallax" run "$graph" --feed "x=$tmp/absent.npy" --synthetic
+expect_stderr_line "parallax: error: $tmp/absent.npy: no such file"
+expect 2 "$parallax" run "$graph"
+expect_stderr_line "parallax: error: 2 inputs of the train step have no data: placeholder 'x' (float [8,4]), placeholder 'y' (int64 [8]); pass --feed NAME=FILE (.npy or IDX) for each, or --synthetic"
+expect 2 "$parallax" run "$graph" --synthetic --steps 3 --epochs 1
+expect 2 "$parallax" run "$graph" --synthetic --batch 16
+expect_stderr_line "parallax: error: --batch 16 conflicts with placeholder 'x' (float [8,4]), whose batch dimension is fixed at 8"
+mkdir -p "$tmp/corrupt"
+printf '\x10\x00\x00\x00\x00\x00\x00\x00abcd' > "$tmp/corrupt/checkpoint-3.safetensors"
+expect 2 "$parallax" run "$graph" --synthetic --checkpoint-dir "$tmp/corrupt" --resume
+expect_stderr_line "parallax: error: $tmp/corrupt/checkpoint-3.safetensors: bad header length 16: the file has 4 bytes after it"
+expect 2 "$parallax" run "$graph" --synthetic --resume
+expect_stderr_line "parallax: error: --resume needs --checkpoint-dir"
+
+rm -rf "$tmp/ck"
+expect 0 "$parallax" run "$graph" --synthetic --steps 20 --log-every 5 --metrics "$tmp/m.jsonl" \
+  --checkpoint-dir "$tmp/ck" --checkpoint-every 10 --threads 1
+grep -q '^trained steps 0 -> 20 (batch 8): loss ' "$tmp/out" && pass || fail "run printed no summary: $(cat "$tmp/out")"
+[[ $(grep -c '^step ' "$tmp/out") -eq 4 ]] && pass || fail "expected 4 step lines: $(cat "$tmp/out")"
+[[ $(wc -l < "$tmp/m.jsonl") -eq 4 ]] && pass || fail "expected 4 metrics lines"
+python3 -c 'import json,sys; [json.loads(l)["examples_per_sec"] for l in open(sys.argv[1])]' "$tmp/m.jsonl" \
+  && pass || fail "metrics are not JSON lines with examples_per_sec"
+[[ -f "$tmp/ck/checkpoint-10.safetensors" && -f "$tmp/ck/checkpoint-20.safetensors" ]] \
+  && pass || fail "checkpoints 10 and 20 missing: $(ls "$tmp/ck")"
+expect 0 "$parallax" run "$graph" --synthetic --steps 30 --checkpoint-dir "$tmp/ck" --resume --threads 1
+grep -q "^resumed from $tmp/ck/checkpoint-20.safetensors (step 20)" "$tmp/out" \
+  && grep -q '^trained steps 20 -> 30' "$tmp/out" && pass || fail "resume output: $(cat "$tmp/out")"
+
+# File data: .npy features and labels (written without numpy), evaluation accuracy.
+python3 - "$tmp" <<'PY'
+import random, struct, sys
+def save(path, descr, fmt, shape, values):
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, repr(tuple(shape)))
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+        f.write(struct.pack("<%d%s" % (len(values), fmt), *values))
+rng = random.Random(3)
+xs = [[rng.uniform(-1, 1) for _ in range(4)] for _ in range(64)]
+ys = [max(range(3), key=lambda k: [x[0] - x[2], x[1] - x[0], x[2] - x[1]][k]) for x in xs]
+save(sys.argv[1] + "/x.npy", "<f4", "f", (64, 4), [v for x in xs for v in x])
+save(sys.argv[1] + "/y.npy", "<i8", "q", (64,), ys)
+PY
+expect 0 "$parallax" run "$graph" --feed "x=$tmp/x.npy" --feed "y=$tmp/y.npy" --epochs 5 \
+  --eval-feed "x=$tmp/x.npy" --eval-feed "y=$tmp/y.npy" --threads 1
+grep -q "^eval: 64 examples, accuracy .* (argmax of 'logits:0' vs 'y:0'), loss " "$tmp/out" \
+  && pass || fail "no eval line: $(cat "$tmp/out")"
+
 # Real graphs: every format works and JSON parses.
 shared="${PARALLAX_SHARED_DIR:-}/testdata/tf"
 if [[ -n "${PARALLAX_SHARED_DIR:-}" && -d "$shared" ]]; then

@@ -33,6 +33,7 @@ void PrintError(const Status& status);
 // Subcommands.
 Command AddInspectCommand(CLI::App& app);
 Command AddTransformCommand(CLI::App& app);
+Command AddRunCommand(CLI::App& app);
 
 }  // namespace parallax::cli
 

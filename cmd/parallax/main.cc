@@ -49,6 +49,7 @@ int Main(int argc, char** argv) {
   std::vector<Command> commands = {
       AddInspectCommand(app),
       AddTransformCommand(app),
+      AddRunCommand(app),
   };
 
   try {

@@ -1,0 +1,130 @@
+// `parallax run GRAPH [--feed NAME=SRC]... [--synthetic] [--steps N|--epochs E] ...`:
+// trains a graph in this process (lib/runtime/trainer.h does the work; docs/run.md has
+// every flag). Output: a line per --log-every steps on stdout (or a live progress line
+// on stderr when stderr is a terminal), then a summary on stdout.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include <spdlog/spdlog.h>
+
+#include "cmd/parallax/command.h"
+#include "lib/graph/graph_io.h"
+#include "lib/runtime/trainer.h"
+
+namespace parallax::cli {
+namespace {
+
+std::string LossText(const std::optional<double>& loss) {
+  return loss ? fmt::format("{:.4f}", *loss) : std::string("-");
+}
+
+}  // namespace
+
+Command AddRunCommand(CLI::App& app) {
+  struct Flags {
+    std::string graph;
+    std::vector<std::string> feeds, eval_feeds;
+    TrainerOptions options;
+    bool no_shuffle = false;
+  };
+  auto flags = std::make_shared<Flags>();
+  TrainerOptions& o = flags->options;
+  CLI::App* sub = app.add_subcommand(
+      "run", "Train a graph in this process: feed data, run the train op, log the loss, "
+             "checkpoint and resume.");
+  sub->add_option("graph", flags->graph, "GraphDef or MetaGraphDef (binary or text)")->required();
+  sub->add_option("--feed", flags->feeds,
+                  "NAME=SRC: feed placeholder or tensor NAME from SRC (a .npy or IDX file, gzip "
+                  "or not, or 'synthetic'); repeatable");
+  sub->add_flag("--synthetic", o.synthetic, "random data for every input without a --feed");
+  sub->add_option("--batch", o.batch, "examples per step where the graph leaves the batch open "
+                                      "(default: the graph's, else 32)");
+  auto* steps = sub->add_option("--steps", o.steps, "total train steps (a resumed run continues "
+                                                    "to this step)");
+  sub->add_option("--epochs", o.epochs, "total epochs over the data instead of --steps")
+      ->excludes(steps);
+  sub->add_option("--seed", o.seed, "seed of the shuffling and of synthetic data (default 0)");
+  sub->add_flag("--no-shuffle", flags->no_shuffle, "read examples in file order");
+  sub->add_option("--metrics", o.metrics_path, "write JSON lines (step, loss, examples_per_sec, "
+                                               "wall_time) to this file");
+  sub->add_option("--log-every", o.log_every, "log and record metrics every N steps (default 10)");
+  sub->add_option("--checkpoint-dir", o.checkpoint_dir, "write checkpoints here (at the end and "
+                                                        "every --checkpoint-every steps)");
+  sub->add_option("--checkpoint-every", o.checkpoint_every, "checkpoint every K steps");
+  sub->add_option("--keep-checkpoints", o.keep_checkpoints, "keep the newest K checkpoints "
+                                                            "(default 3; 0 keeps all)");
+  sub->add_flag("--resume", o.resume, "continue from the newest checkpoint in --checkpoint-dir");
+  sub->add_option("--threads", o.threads, "kernel threads (default: one per core)");
+  sub->add_option("--eval-feed", flags->eval_feeds,
+                  "NAME=SRC: data for an evaluation pass after training (accuracy and loss)");
+  sub->add_option("--train-op", o.train_op, "the node to run each step (default: found)");
+  sub->add_option("--loss", o.loss, "the loss tensor to fetch (default: found)");
+  sub->add_option("--init-op", o.init_op, "the node that initialises variables (default: found)");
+
+  return Command{sub, [flags]() -> Status {
+    TrainerOptions options = flags->options;
+    options.shuffle = !flags->no_shuffle;
+    for (const std::string& text : flags->feeds) {
+      PX_ASSIGN_OR_RETURN(FeedSpec spec, ParseFeedSpec(text, "--feed"));
+      options.feeds.push_back(std::move(spec));
+    }
+    for (const std::string& text : flags->eval_feeds) {
+      PX_ASSIGN_OR_RETURN(FeedSpec spec, ParseFeedSpec(text, "--eval-feed"));
+      options.eval_feeds.push_back(std::move(spec));
+    }
+    if (options.batch < 0) return InvalidArgumentError("--batch must be positive, not {}", options.batch);
+    if (std::filesystem::is_directory(flags->graph)) {
+      return UnimplementedError("{}: running a job directory comes with distributed execution; "
+                                "run one of its graph files",
+                                flags->graph);
+    }
+    PX_ASSIGN_OR_RETURN(Graph graph, LoadGraph(flags->graph));
+    PX_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(graph, options));
+    spdlog::info("train op '{}', init op '{}', loss '{}', batch {}, {} steps", trainer->train_op(),
+                 trainer->init_op(), trainer->loss(), trainer->batch_size(), trainer->total_steps());
+    for (const std::string& line : trainer->DescribeFeeds()) spdlog::info("feed {}", line);
+
+    const bool progress = ::isatty(STDERR_FILENO) == 1;
+    StatusOr<TrainSummary> summary = trainer->Run([&](const StepReport& r) {
+      const std::string line =
+          fmt::format("step {}/{}  loss {}  {:.1f} examples/s  epoch {} example {}", r.step,
+                      r.total_steps, LossText(r.loss), r.examples_per_sec, r.position.epoch,
+                      r.position.index);
+      if (progress) {
+        std::fprintf(stderr, "\r\033[K%s", line.c_str());
+        std::fflush(stderr);
+      } else {
+        std::printf("%s\n", line.c_str());
+        std::fflush(stdout);
+      }
+    });
+    if (progress) std::fprintf(stderr, "\r\033[K");
+    if (!summary.ok()) return summary.status();
+
+    if (!summary->resumed_from.empty()) {
+      std::printf("resumed from %s (step %lld)\n", summary->resumed_from.c_str(),
+                  static_cast<long long>(summary->start_step));
+    }
+    std::printf("trained steps %lld -> %lld (batch %lld): loss %s -> %s, %.1f examples/s\n",
+                static_cast<long long>(summary->start_step),
+                static_cast<long long>(summary->end_step),
+                static_cast<long long>(trainer->batch_size()), LossText(summary->first_loss).c_str(),
+                LossText(summary->last_loss).c_str(), summary->examples_per_sec);
+    if (!summary->last_checkpoint.empty()) {
+      std::printf("checkpoint %s\n", summary->last_checkpoint.c_str());
+    }
+    if (summary->eval) {
+      const EvalResult& e = *summary->eval;
+      std::printf("eval: %lld examples", static_cast<long long>(e.examples));
+      if (e.accuracy) std::printf(", accuracy %.4f (%s)", *e.accuracy, e.prediction.c_str());
+      if (e.loss) std::printf(", loss %.4f", *e.loss);
+      std::printf("\n");
+    }
+    return Status::Ok();
+  }};
+}
+
+}  // namespace parallax::cli
