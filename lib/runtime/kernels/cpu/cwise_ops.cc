@@ -1,16 +1,19 @@
 // CPU kernels for element-wise math, with TensorFlow's semantics:
 //  - binary ops with NumPy/TF broadcasting: Add, AddV2, Sub, Mul, RealDiv, Div, FloorDiv,
-//    FloorMod, Maximum, Minimum, Pow, SquaredDifference; comparisons Equal, NotEqual,
-//    Greater, GreaterEqual, Less, LessEqual; LogicalAnd, LogicalOr;
-//  - unary ops: Neg, Abs, Sign, Square, Sqrt, Rsqrt, Reciprocal/Inv, Exp, Log, Log1p,
-//    Floor, LogicalNot; gradient helpers RsqrtGrad, SqrtGrad, ReciprocalGrad/InvGrad;
+//    FloorMod, TruncateDiv, TruncateMod, Mod, DivNoNan, MulNoNan, Maximum, Minimum, Pow,
+//    SquaredDifference; comparisons Equal, NotEqual, Greater, GreaterEqual, Less,
+//    LessEqual; LogicalAnd, LogicalOr;
+//  - unary ops: Neg, Abs, Sign, Square, Sqrt, Rsqrt, Reciprocal/Inv, Exp, Expm1, Log,
+//    Log1p, Floor, Ceil, Round, IsNan, IsInf, IsFinite, LogicalNot; gradient helpers
+//    RsqrtGrad, SqrtGrad, ReciprocalGrad/InvGrad;
 //  - Cast, Select (TF1: condition of the same shape, a scalar, or a vector over dim 0),
 //    SelectV2 (broadcasting), AddN, ZerosLike, OnesLike.
 //
 // Semantics worth knowing (TF's, checked against its op documentation):
-//  - integer Div truncates toward zero (C division; FloorDiv rounds down); integer Div,
-//    FloorDiv and FloorMod by zero are an error; Pow of integers to a negative power is
-//    an error; integer overflow wraps around (two's complement), INT_MIN / -1 included.
+//  - integer Div truncates toward zero (C division; FloorDiv rounds down); integer
+//    division of any kind by zero is an error, and so is Pow of integers to a negative
+//    power; integer overflow wraps around (two's complement), INT_MIN / -1 included.
+//  - DivNoNan and MulNoNan give 0 where y is 0; Round rounds half to even.
 //  - float Maximum/Minimum propagate NaN (TF >= 2.4); Sign(NaN) is 0.
 //  - Cast from floating point to an integer truncates toward zero; NaN and values out
 //    of the target's range give the type's minimum (what TF's x86 build yields), narrow
@@ -23,9 +26,9 @@
 // of three inner loops (vector-vector, vector-scalar, scalar-vector). The loops walk
 // blocks of kLanes elements with a constant trip count, which GCC vectorises at -O2 (its
 // "very cheap" cost model rejects loops that would need a scalar epilogue, so a plain
-// `for (i < n)` stays scalar). Outputs of at least kCheapBlock elements (kCostlyBlock for
-// transcendental and integer-division ops) are split across the device's threads;
-// element-wise results do not depend on the split, and AddN adds inputs in order.
+// `for (i < n)` stays scalar). Outputs are split across the device's threads in blocks
+// of at least kCheapBlock elements (kCostlyBlock for transcendental and integer-division
+// ops); element-wise results do not depend on the split, and AddN adds inputs in order.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -230,6 +233,29 @@ struct FloorModFn : IntegerDivisorCheck {
   }
 };
 
+// C division for integers (TruncateDiv): like Div.
+struct TruncateDivFn : DivFn {};
+
+// The remainder of truncating division, with the dividend's sign (Mod, TruncateMod).
+struct TruncateModFn : IntegerDivisorCheck {
+  static constexpr bool kCostly = true;
+  template <typename T> T operator()(T x, T y) const {
+    if constexpr (kIsInteger<T>) {
+      return y == -1 ? T(0) : x % y;
+    } else {
+      return std::fmod(x, y);
+    }
+  }
+};
+
+// 0 where y == 0, whatever x is (TF's "no NaN" variants).
+struct DivNoNanFn {
+  template <typename T> T operator()(T x, T y) const { return y == T(0) ? T(0) : x / y; }
+};
+struct MulNoNanFn {
+  template <typename T> T operator()(T x, T y) const { return y == T(0) ? T(0) : x * y; }
+};
+
 // NaN propagates: `x != x` holds only for NaN.
 struct MaximumFn {
   template <typename T> T operator()(T x, T y) const { return (x > y || x != x) ? x : y; }
@@ -344,6 +370,33 @@ struct Log1pFn {
 };
 struct FloorFn {
   template <typename T> T operator()(T x) const { return std::floor(x); }
+};
+struct CeilFn {
+  template <typename T> T operator()(T x) const { return std::ceil(x); }
+};
+// Half to even (banker's rounding), as TF's Round; integers are unchanged. nearbyint
+// rounds in the current mode, which the runtime leaves at the default, to nearest-even.
+struct RoundFn {
+  template <typename T> T operator()(T x) const {
+    if constexpr (kIsInteger<T>) {
+      return x;
+    } else {
+      return std::nearbyint(x);
+    }
+  }
+};
+struct Expm1Fn {
+  static constexpr bool kCostly = true;
+  template <typename T> T operator()(T x) const { return std::expm1(x); }
+};
+struct IsNanFn {
+  template <typename T> bool operator()(T x) const { return x != x; }
+};
+struct IsInfFn {
+  template <typename T> bool operator()(T x) const { return std::fabs(x) == std::numeric_limits<T>::infinity(); }
+};
+struct IsFiniteFn {
+  template <typename T> bool operator()(T x) const { return std::fabs(x) < std::numeric_limits<T>::infinity(); }
 };
 struct LogicalNotFn {
   bool operator()(bool x) const { return !x; }
@@ -785,6 +838,11 @@ PX_REGISTER_CWISE(BinaryOp, RealDivFn, "RealDiv", PX_REAL_TYPES);
 PX_REGISTER_CWISE(BinaryOp, DivFn, "Div", PX_NUMBER_TYPES);
 PX_REGISTER_CWISE(BinaryOp, FloorDivFn, "FloorDiv", PX_NUMBER_TYPES);
 PX_REGISTER_CWISE(BinaryOp, FloorModFn, "FloorMod", PX_NUMBER_TYPES);
+PX_REGISTER_CWISE(BinaryOp, TruncateDivFn, "TruncateDiv", int32_t, int64_t);
+PX_REGISTER_CWISE(BinaryOp, TruncateModFn, "TruncateMod", PX_NUMBER_TYPES);
+PX_REGISTER_CWISE(BinaryOp, TruncateModFn, "Mod", PX_NUMBER_TYPES);
+PX_REGISTER_CWISE(BinaryOp, DivNoNanFn, "DivNoNan", PX_REAL_TYPES);
+PX_REGISTER_CWISE(BinaryOp, MulNoNanFn, "MulNoNan", PX_REAL_TYPES);
 PX_REGISTER_CWISE(BinaryOp, MaximumFn, "Maximum", PX_NUMBER_TYPES);
 PX_REGISTER_CWISE(BinaryOp, MinimumFn, "Minimum", PX_NUMBER_TYPES);
 PX_REGISTER_CWISE(BinaryOp, PowFn, "Pow", PX_NUMBER_TYPES);
@@ -815,6 +873,12 @@ PX_REGISTER_CWISE(UnaryOp, ExpFn, "Exp", PX_REAL_TYPES);
 PX_REGISTER_CWISE(UnaryOp, LogFn, "Log", PX_REAL_TYPES);
 PX_REGISTER_CWISE(UnaryOp, Log1pFn, "Log1p", PX_REAL_TYPES);
 PX_REGISTER_CWISE(UnaryOp, FloorFn, "Floor", PX_REAL_TYPES);
+PX_REGISTER_CWISE(UnaryOp, CeilFn, "Ceil", PX_REAL_TYPES);
+PX_REGISTER_CWISE(UnaryOp, RoundFn, "Round", PX_NUMBER_TYPES);
+PX_REGISTER_CWISE(UnaryOp, Expm1Fn, "Expm1", PX_REAL_TYPES);
+PX_REGISTER_CWISE(UnaryOp, IsNanFn, "IsNan", PX_REAL_TYPES);
+PX_REGISTER_CWISE(UnaryOp, IsInfFn, "IsInf", PX_REAL_TYPES);
+PX_REGISTER_CWISE(UnaryOp, IsFiniteFn, "IsFinite", PX_REAL_TYPES);
 
 PX_REGISTER_CWISE(UnaryGradOp, RsqrtGradFn, "RsqrtGrad", PX_REAL_TYPES);
 PX_REGISTER_CWISE(UnaryGradOp, SqrtGradFn, "SqrtGrad", PX_REAL_TYPES);

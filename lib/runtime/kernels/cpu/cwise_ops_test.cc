@@ -158,7 +158,35 @@ void Quantize(std::vector<Tensor>& ins) {
 #define NUMBER float, double, int32_t, int64_t
 #define REAL float, double
 
+// Some divisors (every third) become 0.
+void SomeZeroDivisors(std::vector<Tensor>& ins) {
+  ForTyped(ins[1], [](auto* d, int64_t n) {
+    for (int64_t i = 0; i < n; i += 3) d[i] = 0;
+  });
+}
+
+// Every fifth element becomes NaN, +inf or -inf in turn.
+void SpecialValues(std::vector<Tensor>& ins) {
+  ForTyped(ins[0], [](auto* d, int64_t n) {
+    using T = std::remove_pointer_t<decltype(d)>;
+    if constexpr (std::is_floating_point_v<T>) {
+      const T special[3] = {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity(),
+                            -std::numeric_limits<T>::infinity()};
+      for (int64_t i = 0; i < n; i += 5) d[i] = special[(i / 5) % 3];
+    }
+  });
+}
+
 std::vector<OpSpec> BinarySpecs() {
+  // C's % and fmod: the remainder takes the dividend's sign.
+  auto truncate_mod = Elementwise<NUMBER>([](auto x, auto y) {
+    using T = decltype(x);
+    if constexpr (kInt<T>) {
+      return static_cast<T>(x - static_cast<T>(std::trunc(static_cast<double>(x) / y)) * y);
+    } else {
+      return std::fmod(x, y);
+    }
+  });
   auto add = Elementwise<NUMBER>([](auto x, auto y) { return static_cast<decltype(x)>(x + y); });
   return {
       {"Add", 2, kNumber, add},
@@ -191,6 +219,27 @@ std::vector<OpSpec> BinarySpecs() {
          }
        }),
        -1, 1, -10, 10, NonZeroDivisor},
+      {"TruncateDiv", 2, {DT_INT32, DT_INT64},
+       Elementwise<int32_t, int64_t>([](auto x, auto y) {
+         // The exact quotient, rounded toward zero.
+         return static_cast<decltype(x)>(std::trunc(static_cast<double>(x) / static_cast<double>(y)));
+       }),
+       -1, 1, -10, 10, NonZeroDivisor},
+      {"TruncateMod", 2, kNumber, truncate_mod, -1, 1, -10, 10, NonZeroDivisor},
+      {"Mod", 2, kNumber, truncate_mod, -1, 1, -10, 10, NonZeroDivisor},
+      {"DivNoNan", 2, kReal,
+       Elementwise<REAL>([](auto x, auto y) { return y == 0 ? decltype(x)(0) : x / y; }), -1, 1,
+       -10, 10, SomeZeroDivisors},
+      {"MulNoNan", 2, kReal,
+       Elementwise<REAL>([](auto x, auto y) { return y == 0 ? decltype(x)(0) : x * y; }), -1, 1,
+       -10, 10,
+       [](std::vector<Tensor>& ins) {
+         SomeZeroDivisors(ins);
+         ForTyped(ins[0], [](auto* d, int64_t n) {  // an infinite x times 0 is still 0
+           using T = std::remove_pointer_t<decltype(d)>;
+           if (n > 0) d[0] = std::numeric_limits<T>::infinity();
+         });
+       }},
       {"Maximum", 2, kNumber, Elementwise<NUMBER>([](auto x, auto y) { return x < y ? y : x; })},
       {"Minimum", 2, kNumber, Elementwise<NUMBER>([](auto x, auto y) { return y < x ? y : x; })},
       {"Pow", 2, kNumber,
@@ -268,6 +317,32 @@ std::vector<OpSpec> UnarySpecs() {
       {"Log", 1, kReal, real([](double x) { return std::log(x); }), 0.01, 10},
       {"Log1p", 1, kReal, real([](double x) { return std::log1p(x); }), -0.9, 10},
       {"Floor", 1, kReal, real([](double x) { return std::floor(x); }), -5, 5},
+      {"Ceil", 1, kReal, real([](double x) { return std::ceil(x); }), -5, 5},
+      {"Round", 1, kNumber,
+       Elementwise<NUMBER>([](auto x, auto) {
+         using T = decltype(x);
+         if constexpr (kInt<T>) {
+           return x;
+         } else {
+           // Half to even, spelled out.
+           const T below = std::floor(x), rest = x - below;
+           if (rest != T(0.5)) return rest < T(0.5) ? below : below + 1;
+           return std::fmod(below, T(2)) == 0 ? below : below + 1;
+         }
+       }),
+       -5, 5, -10, 10,
+       [](std::vector<Tensor>& ins) {
+         ForTyped(ins[0], [](auto* d, int64_t n) {  // ties: every other element x.5
+           for (int64_t i = 0; i < n; i += 2) d[i] = std::floor(d[i]) + 0.5;
+         });
+       }},
+      {"Expm1", 1, kReal, real([](double x) { return std::expm1(x); }), -5, 5},
+      {"IsNan", 1, kReal, Elementwise<REAL>([](auto x, auto) { return std::isnan(x); }), -1, 1, 0, 0,
+       SpecialValues},
+      {"IsInf", 1, kReal, Elementwise<REAL>([](auto x, auto) { return std::isinf(x); }), -1, 1, 0, 0,
+       SpecialValues},
+      {"IsFinite", 1, kReal, Elementwise<REAL>([](auto x, auto) { return std::isfinite(x); }), -1, 1,
+       0, 0, SpecialValues},
       {"LogicalNot", 1, {DT_BOOL}, Elementwise<bool>([](auto x, auto) { return !x; })},
   };
 }
