@@ -190,6 +190,45 @@ expect 0 "$parallax" run "$graph" --feed "x=$tmp/x.npy" --feed "y=$tmp/y.npy" --
 grep -q "^eval: 64 examples, accuracy .* (argmax of 'logits:0' vs 'y:0'), loss " "$tmp/out" \
   && pass || fail "no eval line: $(cat "$tmp/out")"
 
+# The shared TensorBoard MNIST graph reads its input from a queue: feed the dequeue's outputs
+# with Fashion-MNIST. It has no initialisers, so it starts from a checkpoint written here.
+tb="${PARALLAX_SHARED_DIR:-}/testdata/tf/tensorboard_mnist_mlp_train.pbtxt"
+fm=/usr/share/datasets/fashion-mnist
+if [[ -n "${PARALLAX_SHARED_DIR:-}" && -f "$tb" && -f "$fm/train-images-idx3-ubyte.gz" ]]; then
+  q=mnist_dataset_train_2/random_shuffle_queue_DequeueMany
+  expect 2 "$parallax" run "$tb" --feed "$q:0=$fm/train-images-idx3-ubyte.gz" --feed "$q:1=$fm/train-labels-idx1-ubyte.gz"
+  expect_stderr_line "parallax: error: $tb: no init op found (no node initialises the variables); name one with --init-op, or --resume from a checkpoint"
+  mkdir -p "$tmp/tb"
+  python3 - "$tmp/tb/checkpoint-0.safetensors" <<'PY'
+import json, random, struct, sys
+rng = random.Random(0)
+shapes = {"hidden_weights": [784, 100], "hidden_biases": [100], "logits_weights": [100, 10], "logits_biases": [10]}
+header, data = {}, b""
+for name in sorted(shapes):
+    n = shapes[name][0] * (shapes[name][1] if len(shapes[name]) > 1 else 1)
+    scale = 0.0 if name.endswith("biases") else (6.0 / sum(shapes[name])) ** 0.5
+    blob = struct.pack("<%df" % n, *[rng.uniform(-scale, scale) for _ in range(n)])
+    header[name] = {"dtype": "F32", "shape": shapes[name], "data_offsets": [len(data), len(data) + len(blob)]}
+    data += blob
+header["__metadata__"] = {"format": "parallax-checkpoint-1", "step": "0", "data_epoch": "0",
+                          "data_index": "0", "shuffle_seed": "0"}
+h = json.dumps(header).encode()
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + data)
+PY
+  expect 0 "$parallax" run "$tb" --feed "$q:0=$fm/train-images-idx3-ubyte.gz" --feed "$q:1=$fm/train-labels-idx1-ubyte.gz" \
+    --steps 200 --checkpoint-dir "$tmp/tb" --resume --threads 2 \
+    --eval-feed "$q:0=$fm/t10k-images-idx3-ubyte.gz" --eval-feed "$q:1=$fm/t10k-labels-idx1-ubyte.gz"
+  python3 - "$tmp/out" <<'PY' && pass || fail "the TensorBoard MNIST graph did not learn Fashion-MNIST: $(cat "$tmp/out")"
+import re, sys
+text = open(sys.argv[1]).read()
+first, last = map(float, re.search(r"loss ([0-9.]+) -> ([0-9.]+)", text).groups())
+accuracy = float(re.search(r"accuracy ([0-9.]+)", text).group(1))
+assert last < 0.5 * first and accuracy > 0.7, (first, last, accuracy)
+PY
+else
+  echo "skipped the TensorBoard MNIST run: PARALLAX_SHARED_DIR/testdata/tf or $fm is absent"
+fi
+
 # Real graphs: every format works and JSON parses.
 shared="${PARALLAX_SHARED_DIR:-}/testdata/tf"
 if [[ -n "${PARALLAX_SHARED_DIR:-}" && -d "$shared" ]]; then

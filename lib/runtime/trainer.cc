@@ -149,7 +149,7 @@ Status Trainer::Plan() {
     }
     init_op_ = o.init_op;
   } else if (analysis.init_op.node == kNoNode) {
-    return InvalidArgumentError("{}: no init op found; name one with --init-op", graph_.source());
+    // Not an error yet: a resumed run restores every variable instead (Initialize).
   } else {
     init_op_ = std::string(graph_.node(analysis.init_op.node).name());
   }
@@ -270,7 +270,7 @@ Status Trainer::Initialize() {
     if (latest) {
       PX_ASSIGN_OR_RETURN(CheckpointState state,
                           RestoreCheckpoint(*latest, variables_, executor_->variables()));
-      if (state.graph_fingerprint != fingerprint_) {
+      if (!state.graph_fingerprint.empty() && state.graph_fingerprint != fingerprint_) {
         spdlog::warn("{}: written for a graph with fingerprint {}, this graph's is {}; variables "
                      "match by name, dtype and shape",
                      *latest, state.graph_fingerprint, fingerprint_);
@@ -293,6 +293,11 @@ Status Trainer::Initialize() {
     }
     spdlog::warn("{}: no checkpoint to resume from; starting from the init op",
                  options_.checkpoint_dir);
+  }
+  if (init_op_.empty()) {
+    return InvalidArgumentError("{}: no init op found (no node initialises the variables); name "
+                                "one with --init-op, or --resume from a checkpoint",
+                                graph_.source());
   }
   StatusOr<std::vector<Tensor>> init = executor_->Run({.targets = {init_op_}});
   if (!init.ok()) return init.status().WithPrefix(fmt::format("init op '{}'", init_op_));

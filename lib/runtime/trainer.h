@@ -110,7 +110,8 @@ class Trainer {
   ~Trainer();
 
   // Runs the init op, or with `resume` restores the newest checkpoint (a missing one
-  // falls back to the init op, with a warning).
+  // falls back to the init op, with a warning). A graph without an init op can only be
+  // resumed.
   Status Initialize();
   // One train step; returns the loss when one is fetched.
   StatusOr<std::optional<double>> Step();
@@ -129,7 +130,7 @@ class Trainer {
   DataPosition position() const { return sampler_->position(); }
   const std::string& train_op() const { return train_op_; }
   const std::string& loss() const { return loss_; }  // "" when none
-  const std::string& init_op() const { return init_op_; }
+  const std::string& init_op() const { return init_op_; }  // "" when none was found
   // One line per fed input, for logs: "x <- train.idx: scale uint8 [28,28] to float [784]".
   std::vector<std::string> DescribeFeeds() const { return feeder_->Describe(); }
   const std::vector<CheckpointVariable>& variables() const { return variables_; }
