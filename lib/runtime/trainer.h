@@ -16,8 +16,8 @@
 //  - *resume* restores every variable and the data position from the newest checkpoint
 //    instead of running the init op. With deterministic kernels the resumed run is
 //    bit-identical to an uninterrupted one. Not restored: the state of random ops
-//    inside the train step (e.g. dropout's generator) — each kernel draws its sequence
-//    afresh after a resume, so graphs with in-step random ops continue correctly but not
+//    inside the train step (e.g. dropout's generator) — a seeded kernel's Philox counter
+//    starts at 0 again in a new process, so it repeats its first draws after a resume, so graphs with in-step random ops continue correctly but not
 //    bit-identically. Initialisers' random ops do not matter (their results are
 //    overwritten by the checkpoint).
 //  - sharding: ShardSpec picks this rank's part of each epoch (data/sampler.h); the CLI
