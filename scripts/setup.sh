@@ -27,6 +27,9 @@ PACKAGES=(
   libdnnl-dev
   # Data files: gzip-compressed IDX (MNIST) inputs of `parallax run`.
   zlib1g-dev
+  # Collectives between ranks: OpenMPI 4.1 (mpirun, headers, libmpi).
+  openmpi-bin
+  libopenmpi-dev
   # Real data for tests and examples (Fashion-MNIST as IDX files).
   dataset-fashion-mnist
   # Tests (Catch2 v2, header-only).
