@@ -53,6 +53,50 @@ bool IsRead(const Node& n, int index, VariableKind kind) {
   return kind == VariableKind::kResource ? n.op() == "ReadVariableOp" : n.op() == "Identity";
 }
 
+// Checkpoint writes: they must see the whole variable under its name, which no rank
+// holds once it is partitioned (and a restore could not write it back).
+bool IsSave(const Node& n) {
+  return n.op() == "SaveV2" || n.op() == "Save" || n.op() == "SaveSlices";
+}
+
+// Dense updates whose rule is element-wise: every element of the variable and of its
+// slots is updated from the same element of the gradient and from scalar
+// hyperparameters (TensorFlow requires lr, beta1_power, rho, l1, ... to be scalars). So
+// the update of any subset of rows, given those rows of the gradient, is exactly the
+// single-device update of those rows — the property the owner-side update relies on.
+// Keyed by the ref form; the Resource form ("Resource" + name) is the same rule.
+const std::set<std::string_view, std::less<>> kRowWiseDenseUpdates = {
+    "ApplyGradientDescent",
+    "ApplyProximalGradientDescent",
+    "ApplyMomentum",
+    "ApplyKerasMomentum",  // Resource form only
+    "ApplyAdam",           // beta powers are scalar inputs: state, updated on every rank
+    "ApplyAdamWithAmsgrad",  // Resource form only
+    "ApplyAdaMax",
+    "ApplyRMSProp",
+    "ApplyCenteredRMSProp",
+    "ApplyAdagrad",
+    "ApplyAdagradV2",
+    "ApplyProximalAdagrad",
+    "ApplyAdagradDA",  // global_step is a scalar input
+    "ApplyAdadelta",
+    "ApplyFtrl",
+    "ApplyFtrlV2",
+    "ApplyAddSign",
+    "ApplyPowerSign",
+};
+
+bool IsRowWiseDenseUpdate(std::string_view op) {
+  if (op.starts_with("Resource")) op.remove_prefix(std::string_view("Resource").size());
+  return kRowWiseDenseUpdates.count(op) > 0;
+}
+
+bool HasDenseUpdate(const TrainingAnalysis& analysis, const Variable& var) {
+  return std::any_of(var.updates.begin(), var.updates.end(), [&](int u) {
+    return !analysis.updates[static_cast<size_t>(u)].sparse;
+  });
+}
+
 std::string Describe(const Node& n) { return fmt::format("'{}' ({})", n.name(), n.op()); }
 
 // The nodes allowed to write `var` or its slots: its updates, their pattern ops, and the
@@ -96,8 +140,11 @@ Status CheckFeedsOnlyUpdates(const Graph& graph, NodeId start, const std::set<No
 }
 
 // Checks the readers of one storage variable (`var` itself, or one of its slots).
+// `value_reads` (V with a dense update): readers of V's value through its reads get the
+// whole pulled tensor, so any data reader but a checkpoint write is fine.
 Status CheckReaders(const Graph& graph, const Variable& storage, bool is_slot,
-                    const std::set<NodeId>& sinks, const std::string& owner_name) {
+                    bool value_reads, const std::set<NodeId>& sinks,
+                    const std::string& owner_name) {
   const std::string what =
       is_slot ? fmt::format("variable '{}': its slot '{}'", owner_name, storage.name)
               : fmt::format("variable '{}'", storage.name);
@@ -126,6 +173,13 @@ Status CheckReaders(const Graph& graph, const Variable& storage, bool is_slot,
           PX_RETURN_IF_ERROR(CheckFeedsOnlyUpdates(graph, r.id(), sinks, what));
           continue;
         }
+        if (value_reads && IsSave(r)) {
+          return InvalidArgumentError("{} is read through {} by {}, which partition-sparse "
+                                      "cannot rewrite (a checkpoint needs the whole variable, "
+                                      "which no rank holds)",
+                                      what, Describe(c), Describe(r));
+        }
+        if (value_reads) continue;
         return InvalidArgumentError("{} is read through {} by {}, which partition-sparse "
                                     "cannot rewrite (only row lookups, Shape and Size can be)",
                                     what, Describe(c), Describe(r));
@@ -146,7 +200,11 @@ Status CheckPartitionable(const Graph& graph, const TrainingAnalysis& analysis,
     return InvalidArgumentError("variable '{}' is a Const (frozen graph) and cannot be "
                                 "partitioned", variable.name);
   }
-  if (!variable.shape.known_rank || variable.shape.dims.empty() || variable.shape.dims[0] < 0) {
+  if (variable.shape.known_rank && variable.shape.dims.empty()) {
+    return InvalidArgumentError("variable '{}' is a scalar: it has no rows to partition",
+                                variable.name);
+  }
+  if (!variable.shape.known_rank || variable.shape.dims[0] < 0) {
     return InvalidArgumentError("variable '{}' has an unknown number of rows and cannot be "
                                 "partitioned", variable.name);
   }
@@ -158,9 +216,14 @@ Status CheckPartitionable(const Graph& graph, const TrainingAnalysis& analysis,
     const GradientUpdate& update = analysis.updates[static_cast<size_t>(u)];
     const std::string op_name(graph.node(update.op).name());
     if (!update.sparse) {
-      return UnimplementedError("variable '{}': update '{}' takes a dense gradient; "
-                                "partitioning densely updated variables is not supported yet",
-                                variable.name, op_name);
+      const Node& op = graph.node(update.op);
+      if (update.pattern != UpdatePattern::kApplyOp || !IsRowWiseDenseUpdate(op.op()) ||
+          sparse::GradInputIndex(graph, update) < 0) {
+        return UnimplementedError("variable '{}': dense update {} is not a row-wise optimizer "
+                                  "update that partition-sparse can split by rows",
+                                  variable.name, Describe(op));
+      }
+      continue;
     }
     if (update.pattern == UpdatePattern::kSparseAdam && update.unique == kNoNode) {
       return UnimplementedError("variable '{}': sparse Adam update '{}' without a Unique dedup",
@@ -168,14 +231,16 @@ Status CheckPartitionable(const Graph& graph, const TrainingAnalysis& analysis,
     }
   }
   const std::set<NodeId> sinks = UpdateSinks(analysis, variable);
-  PX_RETURN_IF_ERROR(CheckReaders(graph, variable, /*is_slot=*/false, sinks, variable.name));
+  PX_RETURN_IF_ERROR(CheckReaders(graph, variable, /*is_slot=*/false,
+                                  HasDenseUpdate(analysis, variable), sinks, variable.name));
   for (int s : variable.slots) {
     const Variable& slot = analysis.variables[static_cast<size_t>(s)];
     if (slot.kind == VariableKind::kFrozen) {
       return InvalidArgumentError("variable '{}': its slot '{}' is a Const (frozen graph)",
                                   variable.name, slot.name);
     }
-    PX_RETURN_IF_ERROR(CheckReaders(graph, slot, /*is_slot=*/true, sinks, variable.name));
+    PX_RETURN_IF_ERROR(CheckReaders(graph, slot, /*is_slot=*/true, /*value_reads=*/false, sinks,
+                                    variable.name));
   }
   return Status::Ok();
 }
@@ -186,7 +251,7 @@ class PartitionSparsePass : public Pass {
  public:
   std::string_view name() const override { return "partition-sparse"; }
   std::string_view description() const override {
-    return "sparse variables (ps) -> row partitions, pulls for lookups, pushes for updates";
+    return "ps variables -> row partitions, pulls for lookups and reads, pushes for updates";
   }
 
  protected:
@@ -271,12 +336,24 @@ class VariableRewriter {
   StatusOr<OutputRef> OwnedRows(OutputRef full, const Variable& var);
   Status RewriteLookups();
   Status RewriteShapeReadersAndInitChecks(const Storage& storage);
+  Status RewriteValueReads();
   Status RewriteUpdates();
+  Status RewriteDenseUpdate(const GradientUpdate& update, float scale);
   Status RemoveUpdateChains();
   Status MoveToLocalStorage(const Storage& storage);
 
   // Readers of `var` directly or through one of its reads, as (reader, input index).
   std::vector<InputRef> ReadersThroughReads(const Variable& var) const;
+  // What this rank passes as `params` to a pull: its local storage's value, or an empty
+  // Const of shape [0, ...] without storage. Made once.
+  StatusOr<OutputRef> PullParams();
+  // A Const of every row id, 0 .. rows-1 (`V/parallax/row_ids`): the ids of a pull of
+  // the whole variable and the indices of a dense push. Made once.
+  StatusOr<OutputRef> RowIds();
+  // int32 when the row ids fit, else int64.
+  DataType RowIdType() const {
+    return var_.shape.dims[0] > INT32_MAX ? tensorflow::DT_INT64 : tensorflow::DT_INT32;
+  }
 
   Graph& graph_;
   PassContext& context_;
@@ -289,6 +366,9 @@ class VariableRewriter {
   int64_t local_rows_ = 0;
   std::vector<Storage> storage_;  // V first, then its slots in plan order
   std::vector<NodeId> pushes_;
+  std::vector<NodeId> pulls_;
+  OutputRef pull_params_;
+  OutputRef row_ids_;
 };
 
 Status VariableRewriter::CheckPartitions() const {
@@ -417,9 +497,28 @@ std::vector<InputRef> VariableRewriter::ReadersThroughReads(const Variable& var)
   return readers;
 }
 
+StatusOr<OutputRef> VariableRewriter::PullParams() {
+  if (pull_params_.node != kNoNode) return pull_params_;
+  if (storage_.front().local != kNoNode) {
+    pull_params_ = storage_.front().local_read;
+  } else {
+    std::vector<int64_t> dims = WithRows(var_.shape.dims, 0);
+    PX_ASSIGN_OR_RETURN(pull_params_,
+                        EmptyConst(graph_, scope_ + "/empty", var_.dtype, dims, device_));
+  }
+  return pull_params_;
+}
+
+StatusOr<OutputRef> VariableRewriter::RowIds() {
+  if (row_ids_.node != kNoNode) return row_ids_;
+  std::vector<int64_t> ids(static_cast<size_t>(var_.shape.dims[0]));
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i);
+  PX_ASSIGN_OR_RETURN(row_ids_, sparse::IndexConst(graph_, scope_ + "/row_ids", RowIdType(), ids,
+                                                   /*scalar=*/false, device_));
+  return row_ids_;
+}
+
 Status VariableRewriter::RewriteLookups() {
-  const Storage& storage = storage_.front();
-  OutputRef params = storage.local_read;
   for (const InputRef& use : ReadersThroughReads(var_)) {
     if (!graph_.IsLive(use.node)) continue;
     // Copied out: adding nodes may move the node storage.
@@ -427,15 +526,45 @@ Status VariableRewriter::RewriteLookups() {
     if (!IsLookup(graph_, lookup, use.index)) continue;
     const OutputRef ids = lookup.input(1);
     const DataType index_type = sparse::TypeAttrOr(lookup, "Tindices", tensorflow::DT_INT32);
-    if (storage.local == kNoNode && params.node == kNoNode) {
-      std::vector<int64_t> dims = WithRows(var_.shape.dims, 0);
-      PX_ASSIGN_OR_RETURN(params, EmptyConst(graph_, scope_ + "/empty", var_.dtype, dims, device_));
-    }
+    PX_ASSIGN_OR_RETURN(OutputRef params, PullParams());
     PX_ASSIGN_OR_RETURN(OutputRef pull,
                         context_.collectives->SparsePull(graph_, scope_ + "/pull", plan_, params,
                                                          ids, var_.dtype, index_type));
+    pulls_.push_back(pull.node);
     PX_RETURN_IF_ERROR(Replace(graph_, use.node, pull));
   }
+  return Status::Ok();
+}
+
+// What is still read through V's reads after lookups and Shape/Size (only variables with
+// a dense update have such readers: CheckPartitionable) reads the whole variable: one pull
+// of every row, in row order, shared by all of them.
+Status VariableRewriter::RewriteValueReads() {
+  std::vector<NodeId> reads;
+  for (const InputRef& use : graph_.node(var_.node).fanout()) {
+    const Node& c = graph_.node(use.node);
+    if (IsRead(c, use.index, var_.kind) && !c.fanout().empty()) reads.push_back(use.node);
+  }
+  std::sort(reads.begin(), reads.end());
+  reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
+  if (reads.empty()) return Status::Ok();
+  PX_ASSIGN_OR_RETURN(OutputRef params, PullParams());
+  PX_ASSIGN_OR_RETURN(OutputRef ids, RowIds());
+  PX_ASSIGN_OR_RETURN(OutputRef value,
+                      context_.collectives->SparsePull(graph_, scope_ + "/pull", plan_, params,
+                                                       ids, var_.dtype, RowIdType()));
+  pulls_.push_back(value.node);
+  if (var_.shape.dims.size() == 1) {
+    // A 1-D variable's rows are scalars: pin the pulled value to V's shape [rows].
+    const std::string base = std::string(graph_.node(value.node).name()) + "/Reshape";
+    PX_ASSIGN_OR_RETURN(OutputRef shape, sparse::IndexConst(graph_, base + "/shape", RowIdType(),
+                                                            var_.shape.dims, false, device_));
+    AttrMap attrs;
+    attrs["T"] = TypeAttr(var_.dtype);
+    attrs["Tshape"] = TypeAttr(RowIdType());
+    PX_ASSIGN_OR_RETURN(value, AddOp(graph_, base, "Reshape", {value, shape}, attrs, device_));
+  }
+  for (NodeId read : reads) PX_RETURN_IF_ERROR(Replace(graph_, read, value));
   return Status::Ok();
 }
 
@@ -481,6 +610,10 @@ Status VariableRewriter::RewriteUpdates() {
                                              : 1.0f;
   for (int u : var_.updates) {
     const GradientUpdate& update = analysis_.updates[static_cast<size_t>(u)];
+    if (!update.sparse) {
+      PX_RETURN_IF_ERROR(RewriteDenseUpdate(update, scale));
+      continue;
+    }
     const sparse::RawSlices raw = sparse::RawSlicesOf(graph_, var_, update);
     PX_ASSIGN_OR_RETURN(PushResult push,
                         context_.collectives->SparsePush(graph_, scope_ + "/push", plan_, raw.values,
@@ -527,6 +660,37 @@ Status VariableRewriter::RewriteUpdates() {
       PX_RETURN_IF_ERROR(graph_.ReplaceInput(update.op, indices_index, push.local_indices));
     }
   }
+  return Status::Ok();
+}
+
+// ApplyX(V, slots..., hyper..., grad) -> push(grad, every row id) -> at the owner, the
+// pushed rows summed per local row (N contributions each) -> the same ApplyX on the
+// local storage and slots. The update waits on this rank's pulls of V, so that no rank
+// can pull a row its owner has already updated in this step.
+Status VariableRewriter::RewriteDenseUpdate(const GradientUpdate& update, float scale) {
+  const int grad_index = sparse::GradInputIndex(graph_, update);
+  if (grad_index < 0) {
+    return InternalError("update '{}' has no grad input", graph_.node(update.op).name());
+  }
+  const OutputRef grad = graph_.node(update.op).input(grad_index);
+  const std::string device(graph_.node(update.op).device());
+  PX_ASSIGN_OR_RETURN(OutputRef ids, RowIds());
+  PX_ASSIGN_OR_RETURN(PushResult push,
+                      context_.collectives->SparsePush(graph_, scope_ + "/push", plan_, grad, ids,
+                                                       var_.dtype, RowIdType(), scale));
+  pushes_.push_back(push.local_values.node);
+  if (storage_.front().local == kNoNode) return Status::Ok();
+  PX_ASSIGN_OR_RETURN(OutputRef rows, sparse::IndexConst(graph_, scope_ + "/local_rows",
+                                                         RowIdType(), {local_rows_}, true, device));
+  AttrMap attrs;
+  attrs["T"] = TypeAttr(var_.dtype);
+  attrs["Tindices"] = TypeAttr(RowIdType());
+  attrs["Tnumsegments"] = TypeAttr(RowIdType());
+  PX_ASSIGN_OR_RETURN(OutputRef sum,
+                      AddOp(graph_, scope_ + "/segment_sum", "UnsortedSegmentSum",
+                            {push.local_values, push.local_indices, rows}, attrs, device));
+  PX_RETURN_IF_ERROR(graph_.ReplaceInput(update.op, grad_index, sum));
+  for (NodeId pull : pulls_) PX_RETURN_IF_ERROR(graph_.AddControlInput(update.op, pull));
   return Status::Ok();
 }
 
@@ -614,10 +778,12 @@ Status VariableRewriter::MoveToLocalStorage(const Storage& storage) {
 Status VariableRewriter::Run(std::map<std::string, std::string>& colocation) {
   PX_RETURN_IF_ERROR(CheckPartitions());
   PX_RETURN_IF_ERROR(MakeStorage());
-  // Collectives in a fixed order on every rank: broadcasts (V, then slots), pulls, pushes.
+  // Collectives in a fixed order on every rank: broadcasts (V, then slots), lookup pulls,
+  // the whole-variable pull, pushes.
   for (const Storage& s : storage_) PX_RETURN_IF_ERROR(RewriteInitializer(s));
   PX_RETURN_IF_ERROR(RewriteLookups());
   for (const Storage& s : storage_) PX_RETURN_IF_ERROR(RewriteShapeReadersAndInitChecks(s));
+  PX_RETURN_IF_ERROR(RewriteValueReads());
   PX_RETURN_IF_ERROR(RewriteUpdates());
   if (storage_.front().local == kNoNode) {
     PX_RETURN_IF_ERROR(RemoveUpdateChains());

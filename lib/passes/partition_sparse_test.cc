@@ -1,9 +1,12 @@
 #include "lib/passes/partition_sparse.h"
 
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 #include "lib/graph/graph_io.h"
 #include "lib/graph/verifier.h"
+#include "lib/passes/collective_builder.h"
 #include "lib/passes/pipeline.h"
 #include "lib/passes/sparse_test_util.h"
 #include "lib/passes/testing/plan_for_tests.h"
@@ -243,9 +246,7 @@ Status Partitionable(const Graph& graph, const std::string& variable) {
 TEST_CASE("partition-sparse: readers it cannot rewrite are refused, naming them") {
   Graph input = LoadAnalysisGraph("sparse_momentum");
   CHECK(Partitionable(input, "emb").ok());
-  CHECK(Partitionable(input, "w").message() ==
-        "variable 'w': update 'Momentum/update_w/ApplyMomentum' takes a dense gradient; "
-        "partitioning densely updated variables is not supported yet");
+  CHECK(Partitionable(input, "w").ok());  // dense: its reads become a pull of every row
 
   NodeSpec l2;
   l2.name = "l2";
@@ -272,6 +273,271 @@ TEST_CASE("partition-sparse: readers it cannot rewrite are refused, naming them"
   CHECK(Partitionable(saved, "emb").message() ==
         "variable 'emb': its slot 'emb/Momentum' is read by 'save/SaveV2' (StopGradient), which "
         "partition-sparse cannot rewrite");
+}
+
+// ---- Densely updated variables on parameter servers. ----
+
+// The test plan with every dense trainable variable on parameter servers too: P =
+// `partitions` even partitions (capped at its rows), partition i owned by rank i % N.
+Plan DensePsPlan(const Graph& graph, int ranks, int partitions) {
+  Plan plan = PlanForTests(graph, ranks, SyncMethod::kParameterServer, partitions);
+  for (VariablePlan& vp : plan.variables) {
+    if (vp.method != SyncMethod::kAllReduce) continue;
+    REQUIRE_FALSE(vp.shape.empty());
+    const int64_t rows = vp.shape[0];
+    const int64_t count = std::min<int64_t>(partitions, rows);
+    vp.method = SyncMethod::kParameterServer;
+    vp.partitions.clear();
+    int64_t begin = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t size = rows / count + (i < rows % count ? 1 : 0);
+      vp.partitions.push_back(Partition{begin, begin + size, static_cast<int>(i % ranks)});
+      begin += size;
+    }
+  }
+  return plan;
+}
+
+std::vector<int64_t> IntValues(const Graph& g, std::string_view node) {
+  NodeId id = g.FindNode(node);
+  REQUIRE(id != kNoNode);
+  const auto tensor = g.node(id).FindAttr("value")->tensor();
+  std::vector<int64_t> out(tensor.int_val().begin(), tensor.int_val().end());
+  out.insert(out.end(), tensor.int64_val().begin(), tensor.int64_val().end());
+  return out;
+}
+
+std::vector<int64_t> Iota(int64_t n) {
+  std::vector<int64_t> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = i;
+  return out;
+}
+
+TEST_CASE("partition-sparse: dense golden rank graphs for 1, 2 and 3 partitions on 2 ranks") {
+  for (const char* name : {"sgd_mlp", "momentum", "adam"}) {
+    Graph input = LoadAnalysisGraph(name);
+    for (int partitions : {1, 2, 3}) {
+      Plan plan = DensePsPlan(input, 2, partitions);
+      std::vector<std::vector<std::string>> sequences;
+      for (int rank = 0; rank < 2; ++rank) {
+        const std::string label = std::string("dense_") + name + ".p" + std::to_string(partitions) +
+                                  ".rank" + std::to_string(rank);
+        INFO(label);
+        bool changed = false;
+        StatusOr<Graph> out = RunOnRank(CreatePartitionSparsePass, input, plan, rank, &changed);
+        if (!out.ok()) FAIL(out.status().ToString());
+        CHECK(changed);
+        CHECK(VerifyGraph(*out).ok());
+        CHECK(testing::DiffAgainstGolden(
+                  *out, testing::RepoPath("lib/passes/testdata/partition_sparse/" + label +
+                                          ".expected.pbtxt")) == "");
+        sequences.push_back(CollectiveSequence(*out));
+      }
+      INFO(name << " P=" << partitions);
+      CHECK(!sequences[0].empty());
+      CHECK(sequences[0] == sequences[1]);
+    }
+  }
+}
+
+TEST_CASE("partition-sparse: dense variables verify and agree for every rank and partition count") {
+  for (const char* name : {"sgd_mlp", "momentum", "adam", "resource", "sparse_momentum",
+                           "sparse_adam", "addn_gradient"}) {
+    Graph input = LoadAnalysisGraph(name);
+    for (int ranks : {2, 3}) {
+      for (int partitions : {1, 2, 3, 5}) {
+        INFO(name << " ranks=" << ranks << " P=" << partitions);
+        Plan plan = DensePsPlan(input, ranks, partitions);
+        std::vector<std::string> first;
+        for (int rank = 0; rank < ranks; ++rank) {
+          bool changed = false;
+          StatusOr<Graph> out = RunOnRank(CreatePartitionSparsePass, input, plan, rank, &changed);
+          if (!out.ok()) FAIL(out.status().ToString());
+          CHECK(changed);
+          CHECK(VerifyGraph(*out).ok());
+          if (rank == 0) first = CollectiveSequence(*out);
+          CHECK(CollectiveSequence(*out) == first);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("partition-sparse: a dense owner pulls every row, sums the pushed gradient, applies") {
+  Graph input = LoadAnalysisGraph("sgd_mlp");
+  Plan plan = DensePsPlan(input, 2, 2);
+  StatusOr<Graph> g = RunOnRank(CreatePartitionSparsePass, input, plan, 1, nullptr);
+  REQUIRE(g.ok());
+  // Storage: rows [392, 784) of w, [5, 10) of b.
+  CHECK(g->FindNode("w") == kNoNode);
+  CHECK(g->FindNode("w/read") == kNoNode);
+  CHECK(ShapeOf(*g, "w/parallax/local") == std::vector<int64_t>{392, 10});
+  CHECK(ShapeOf(*g, "b/parallax/local") == std::vector<int64_t>{5});
+  // Every read of w, forward and backward, is one pull of all its rows in order.
+  CHECK(NodeInput(*g, "MatMul", 1) == "w/parallax/pull");
+  CHECK(NodeInput(*g, "gradients/MatMul_grad/MatMul", 1) == "w/parallax/pull");
+  CHECK(Inputs(*g, "w/parallax/pull") ==
+        std::vector<std::string>{"w/parallax/local/read", "w/parallax/row_ids"});
+  CHECK(IntValues(*g, "w/parallax/row_ids") == Iota(784));
+  // A 1-D variable's pull is reshaped to its shape.
+  CHECK(NodeInput(*g, "add", 1) == "b/parallax/pull/Reshape");
+  CHECK(Inputs(*g, "b/parallax/pull/Reshape") ==
+        std::vector<std::string>{"b/parallax/pull", "b/parallax/pull/Reshape/shape"});
+  CHECK(IntValues(*g, "b/parallax/pull/Reshape/shape") == std::vector<int64_t>{10});
+  // Update: push of the whole gradient (mean), summed per local row, the same op locally.
+  const Node& push = g->node(g->FindNode("w/parallax/push"));
+  CHECK(push.FindAttr("scale")->f() == 0.5f);
+  CHECK(Inputs(*g, "w/parallax/push") ==
+        std::vector<std::string>{"gradients/MatMul_grad/tuple/control_dependency_1",
+                                 "w/parallax/row_ids"});
+  CHECK(Inputs(*g, "w/parallax/segment_sum") ==
+        std::vector<std::string>{"w/parallax/push", "w/parallax/push:1", "w/parallax/local_rows"});
+  CHECK(IntValues(*g, "w/parallax/local_rows") == std::vector<int64_t>{392});
+  CHECK(g->node(g->FindNode("GradientDescent/update_w/ApplyGradientDescent")).op() ==
+        "ApplyGradientDescent");
+  // ... after this rank's pull of w: no rank reads a row its owner already updated.
+  CHECK(Inputs(*g, "GradientDescent/update_w/ApplyGradientDescent") ==
+        std::vector<std::string>{"w/parallax/local", "GradientDescent/learning_rate",
+                                 "w/parallax/segment_sum", "^w/parallax/pull"});
+  // Init: rank 0's values, this rank's rows.
+  CHECK(Inputs(*g, "w/parallax/local/Assign") ==
+        std::vector<std::string>{"w/parallax/local", "w/parallax/init_rows"});
+  CHECK(NodeInput(*g, "w/parallax/init_rows", 0) == "w/parallax/broadcast_init");
+  // Collectives: broadcasts, pulls, pushes, per variable in plan order.
+  CHECK(CollectiveSequence(*g).size() == 6);
+}
+
+TEST_CASE("partition-sparse: a rank owning no dense rows pulls with empty storage and pushes") {
+  Graph input = LoadAnalysisGraph("sgd_mlp");
+  Plan plan = DensePsPlan(input, 2, 1);
+  StatusOr<Graph> g = RunOnRank(CreatePartitionSparsePass, input, plan, 1, nullptr);
+  REQUIRE(g.ok());
+  CHECK(g->FindNode("w/parallax/local") == kNoNode);
+  CHECK(g->FindNode("GradientDescent/update_w/ApplyGradientDescent") == kNoNode);
+  CHECK(g->FindNode("w/parallax/segment_sum") == kNoNode);
+  CHECK(Inputs(*g, "w/parallax/pull") ==
+        std::vector<std::string>{"w/parallax/empty", "w/parallax/row_ids"});
+  const auto empty = g->node(g->FindNode("w/parallax/empty")).FindAttr("value")->tensor();
+  CHECK(empty.tensor_shape().dim(0).size() == 0);
+  CHECK(empty.tensor_shape().dim(1).size() == 10);
+  CHECK(Inputs(*g, "GradientDescent") ==
+        std::vector<std::string>{"^w/parallax/push", "^b/parallax/push"});
+  CHECK(Contains(Inputs(*g, "init"), "^w/parallax/broadcast_init"));
+}
+
+TEST_CASE("partition-sparse: dense Adam and Momentum partition their slots; beta powers stay") {
+  Graph adam = LoadAnalysisGraph("adam");
+  Plan plan = DensePsPlan(adam, 2, 2);
+  StatusOr<Graph> owner = RunOnRank(CreatePartitionSparsePass, adam, plan, 0, nullptr);
+  REQUIRE(owner.ok());
+  CHECK(ShapeOf(*owner, "w/Adam/parallax/local") == std::vector<int64_t>{392, 10});
+  CHECK(ShapeOf(*owner, "w/Adam_1/parallax/local") == std::vector<int64_t>{392, 10});
+  CHECK(Inputs(*owner, "Adam/update_w/ApplyAdam") ==
+        std::vector<std::string>{"w/parallax/local", "w/Adam/parallax/local",
+                                 "w/Adam_1/parallax/local", "beta1_power/read", "beta2_power/read",
+                                 "Adam/learning_rate", "Adam/beta1", "Adam/beta2", "Adam/epsilon",
+                                 "w/parallax/segment_sum", "^w/parallax/pull"});
+  CHECK(NodeInput(*owner, "w/Adam/parallax/init_rows", 0) == "w/Adam/parallax/broadcast_init");
+  CHECK(Inputs(*owner, "Adam/Assign") ==
+        std::vector<std::string>{"beta1_power", "Adam/mul", "^Adam/update_w/ApplyAdam",
+                                 "^Adam/update_b/ApplyAdam"});
+
+  Plan one = DensePsPlan(adam, 2, 1);
+  StatusOr<Graph> other = RunOnRank(CreatePartitionSparsePass, adam, one, 1, nullptr);
+  REQUIRE(other.ok());
+  CHECK(other->FindNode("Adam/update_w/ApplyAdam") == kNoNode);
+  CHECK(other->FindNode("w/Adam") == kNoNode);
+  // The beta powers advance on every rank, after its pushes.
+  CHECK(Inputs(*other, "Adam/mul") ==
+        std::vector<std::string>{"beta1_power/read", "Adam/beta1", "^w/parallax/push",
+                                 "^b/parallax/push"});
+
+  Graph momentum = LoadAnalysisGraph("momentum");
+  StatusOr<Graph> m = RunOnRank(CreatePartitionSparsePass, momentum, DensePsPlan(momentum, 2, 3),
+                                0, nullptr);
+  REQUIRE(m.ok());
+  // Rank 0 owns partitions 0 and 2 of w: 262 + 261 rows.
+  CHECK(ShapeOf(*m, "w/Momentum/parallax/local") == std::vector<int64_t>{523, 10});
+  CHECK(IntValues(*m, "w/parallax/local_rows") == std::vector<int64_t>{523});
+  CHECK(Inputs(*m, "Momentum/update_w/ApplyMomentum") ==
+        std::vector<std::string>{"w/parallax/local", "w/Momentum/parallax/local",
+                                 "Momentum/learning_rate", "w/parallax/segment_sum",
+                                 "Momentum/momentum", "^w/parallax/pull"});
+}
+
+TEST_CASE("partition-sparse: dense resource variables pull for their ReadVariableOps") {
+  Graph input = LoadAnalysisGraph("resource");
+  StatusOr<Graph> g =
+      RunOnRank(CreatePartitionSparsePass, input, DensePsPlan(input, 2, 2), 0, nullptr);
+  REQUIRE(g.ok());
+  CHECK(g->node(g->FindNode("w/parallax/local")).op() == "VarHandleOp");
+  CHECK(NodeInput(*g, "MatMul", 1) == "w/parallax/pull");
+  CHECK(Inputs(*g, "w/parallax/pull") ==
+        std::vector<std::string>{"w/parallax/local/read", "w/parallax/row_ids"});
+  CHECK(Inputs(*g, "GradientDescent/update_w/ResourceApplyGradientDescent") ==
+        std::vector<std::string>{"w/parallax/local", "GradientDescent/learning_rate",
+                                 "w/parallax/segment_sum", "^w/parallax/pull"});
+}
+
+TEST_CASE("partition-sparse: dense variables with one rank change nothing") {
+  Graph input = LoadAnalysisGraph("adam");
+  bool changed = true;
+  StatusOr<Graph> g = RunOnRank(CreatePartitionSparsePass, input, DensePsPlan(input, 1, 1), 0,
+                                &changed);
+  REQUIRE(g.ok());
+  CHECK(!changed);
+  CHECK(GraphFingerprint(*g) == GraphFingerprint(input));
+}
+
+TEST_CASE("partition-sparse: dense readers it cannot rewrite, and scalars, are refused") {
+  Graph input = LoadAnalysisGraph("sgd_mlp");
+  CHECK(Partitionable(input, "w").ok());
+  CHECK(Partitionable(input, "b").ok());
+
+  // Any other reader of the value gets the pulled tensor.
+  Graph l2 = LoadAnalysisGraph("sgd_mlp");
+  NodeSpec loss;
+  loss.name = "l2";
+  loss.op = "L2Loss";
+  loss.inputs = {OutputRef{l2.FindNode("w/read"), 0}};
+  loss.attrs["T"].set_type(tensorflow::DT_FLOAT);
+  REQUIRE(l2.AddNode(loss).ok());
+  CHECK(Partitionable(l2, "w").ok());
+  StatusOr<Graph> pulled = RunOnRank(CreatePartitionSparsePass, l2, DensePsPlan(l2, 2, 2), 1, nullptr);
+  REQUIRE(pulled.ok());
+  CHECK(NodeInput(*pulled, "l2", 0) == "w/parallax/pull");
+
+  // A checkpoint write is not.
+  Graph saved = LoadAnalysisGraph("sgd_mlp");
+  NodeSpec names;
+  names.name = "save/Const";
+  names.op = "Const";
+  names.attrs["dtype"].set_type(tensorflow::DT_STRING);
+  names.attrs["value"].mutable_tensor()->set_dtype(tensorflow::DT_STRING);
+  StatusOr<NodeId> c = saved.AddNode(names);
+  REQUIRE(c.ok());
+  NodeSpec save;
+  save.name = "save/SaveV2";
+  save.op = "SaveV2";
+  save.inputs = {OutputRef{*c, 0}, OutputRef{*c, 0}, OutputRef{*c, 0},
+                 OutputRef{saved.FindNode("w/read"), 0}};
+  save.attrs["dtypes"].mutable_list()->add_type(tensorflow::DT_FLOAT);
+  REQUIRE(saved.AddNode(save).ok());
+  const std::string expected =
+      "variable 'w' is read through 'w/read' (Identity) by 'save/SaveV2' (SaveV2), which "
+      "partition-sparse cannot rewrite (a checkpoint needs the whole variable, which no rank "
+      "holds)";
+  CHECK(Partitionable(saved, "w").message() == expected);
+  StatusOr<Graph> g = RunOnRank(CreatePartitionSparsePass, saved, DensePsPlan(saved, 2, 2), 0,
+                                nullptr);
+  CHECK(g.status().code() == StatusCode::kInvalidArgument);
+  CHECK(g.status().message() == "test: partition-sparse: " + expected);
+
+  // A scalar has no rows.
+  Graph scalar = LoadAnalysisGraph("sgd_mlp");
+  scalar.SetAttr(scalar.FindNode("b"), "shape", ShapeAttr({}));
+  CHECK(Partitionable(scalar, "b").message() ==
+        "variable 'b' is a scalar: it has no rows to partition");
 }
 
 TEST_CASE("Graph::RemoveControlInput keeps fanout in step") {
