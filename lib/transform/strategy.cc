@@ -220,9 +220,63 @@ class PlanBuilder {
       }
       return;
     }
+    if (chosen.dense == DenseMethod::kPs) {
+      Status partitionable = Partitionable(v);
+      if (partitionable.ok()) {
+        // Every step pushes and pulls every row: the PS traffic of a table fully touched.
+        const int64_t rows = RowsOf(v);
+        vp.method = SyncMethod::kParameterServer;
+        vp.reason = fmt::format("dense gradient; {}", source);
+        if (v.bytes < 0) {
+          vp.bytes_sent_per_rank_per_step = 0;
+          vp.reason += " (size unknown: bytes not estimated)";
+        } else {
+          SparseTraffic traffic;
+          traffic.rows = rows;
+          traffic.row_bytes = v.bytes / rows;
+          traffic.touched_rows = rows;
+          traffic.index_bytes = rows > INT32_MAX ? 8 : 4;  // partition-sparse's row ids
+          vp.bytes_sent_per_rank_per_step = cost_.ParameterServer(traffic).bytes;
+        }
+        AssignPartitions(v, chosen, vp);
+        return;
+      }
+      vp.reason = fmt::format("dense gradient; {} asks for ps, but {}: all-reduced instead",
+                              source, partitionable.message());
+      if (chosen.override_used != nullptr) {
+        warnings_.push_back(fmt::format("variable '{}': {} asks for dense: ps, but {}; it is "
+                                        "all-reduced instead",
+                                        v.name, source, partitionable.message()));
+      }
+      if (v.bytes < 0) vp.reason += " (size unknown: bytes not estimated)";
+      return;
+    }
     vp.reason = chosen.dense ? fmt::format("dense gradient; {}", source)
                              : std::string("dense gradient: all-reduce");
     if (v.bytes < 0) vp.reason += " (size unknown: bytes not estimated)";
+  }
+
+  // BasicPartitionable, then the PS pass's own check (or the options' stand-in).
+  Status Partitionable(const Variable& v) const {
+    PX_RETURN_IF_ERROR(BasicPartitionable(graph_, analysis_, v));
+    return options_.partitionable ? options_.partitionable(graph_, analysis_, v)
+                                  : CheckPartitionable(graph_, analysis_, v);
+  }
+
+  // The partitions of a variable the plan puts on parameter servers.
+  void AssignPartitions(const Variable& v, const VariableStrategy& chosen, VariablePlan& vp) {
+    const int64_t rows = RowsOf(v);
+    int count = chosen.partitions;
+    if (count == kAutoPartitions) {
+      count = AutoPartitionCount(v.bytes, rows, layout_);
+      vp.reason += fmt::format("; {} partitions (auto)", count);
+    } else if (count > rows) {
+      vp.reason += fmt::format("; {} partitions asked, capped at the {} rows", count, rows);
+      count = static_cast<int>(rows);
+    } else {
+      vp.reason += fmt::format("; {} partitions", count);
+    }
+    vp.partitions = PartitionRows(rows, count, layout_);
   }
 
   Status DecideSparse(const Variable& v, VariablePlan& vp, const VariableStrategy& chosen,
@@ -239,11 +293,7 @@ class PlanBuilder {
       traffic.index_bytes = IndexBytesOf(v);
     }
     const int n = layout_.world_size();
-    Status partitionable = BasicPartitionable(graph_, analysis_, v);
-    if (partitionable.ok()) {
-      partitionable = options_.partitionable ? options_.partitionable(graph_, analysis_, v)
-                                             : CheckPartitionable(graph_, analysis_, v);
-    }
+    const Status partitionable = Partitionable(v);
 
     auto set = [&](SyncMethod method, std::string reason) {
       vp.method = method;
@@ -318,19 +368,7 @@ class PlanBuilder {
         }
       }
     }
-    if (vp.method == SyncMethod::kParameterServer) {
-      int count = chosen.partitions;
-      if (count == kAutoPartitions) {
-        count = AutoPartitionCount(v.bytes, rows, layout_);
-        vp.reason += fmt::format("; {} partitions (auto)", count);
-      } else if (count > rows) {
-        vp.reason += fmt::format("; {} partitions asked, capped at the {} rows", count, rows);
-        count = static_cast<int>(rows);
-      } else {
-        vp.reason += fmt::format("; {} partitions", count);
-      }
-      vp.partitions = PartitionRows(rows, count, layout_);
-    }
+    if (vp.method == SyncMethod::kParameterServer) AssignPartitions(v, chosen, vp);
     return Status::Ok();
   }
 
@@ -407,15 +445,12 @@ Status BasicPartitionable(const Graph& graph, const TrainingAnalysis& analysis,
   if (variable.kind == VariableKind::kFrozen) {
     return FailedPreconditionError("'{}' is a frozen Const, not a variable", variable.name);
   }
+  if (variable.shape.known_rank && variable.shape.dims.empty()) {
+    return FailedPreconditionError("'{}' is a scalar: it has no rows to partition",
+                                   variable.name);
+  }
   if (RowsOf(variable) <= 0) {
     return FailedPreconditionError("the number of rows of '{}' is unknown", variable.name);
-  }
-  for (int u : variable.updates) {
-    const GradientUpdate& update = analysis.updates[static_cast<size_t>(u)];
-    if (!update.sparse) {
-      return FailedPreconditionError("'{}' (an update of '{}') takes a dense gradient",
-                                     graph.node(update.op).name(), variable.name);
-    }
   }
   return Status::Ok();
 }

@@ -8,8 +8,10 @@
 //    (dense all-reduce + sparse allgather, Horovod's choices), ps (parameter servers for
 //    everything partitionable), hybrid (dense all-reduce + sparse PS, Parallax's);
 //    strategy.dense/sparse and per-variable overrides (StrategySpec::Resolve) win over it;
-//  - trainable, dense gradient: all-reduce (ps only where the PS pass supports dense
-//    variables; otherwise all-reduce, with the reason recorded);
+//  - trainable, dense gradient: all-reduce, unless asked for ps (the ps preset, or
+//    `dense: ps`): then parameter servers when the variable is partitionable (every row
+//    pushed and pulled each step), else all-reduce with the reason recorded (and a
+//    warning when a per-variable override asked);
 //  - trainable, sparse gradient, left to auto: PS when the table is mostly untouched in
 //    a step — touched_rows × N < kPsTouchedFraction × rows — and the variable is
 //    partitionable; otherwise the cheaper of allgather and densify per the cost model;
@@ -50,10 +52,12 @@ inline constexpr int64_t kAssumedUnknownDim = 32;
 inline constexpr int64_t kTargetPartitionBytes = int64_t{64} << 20;
 // ... but at most this many partitions per rank.
 inline constexpr int kMaxPartitionsPerRank = 4;
-// Whether the PS pass (partition-sparse) partitions variables with dense gradients. Its
-// header says dense gradients under PS are Unimplemented, so a dense variable asked to use `ps` is
-// all-reduced instead, with the reason in the plan.
-inline constexpr bool kPsSupportsDenseVariables = false;
+// Whether the PS pass (partition-sparse) partitions variables with dense gradients. It
+// does (row-wise Apply updates: pushes of the whole gradient, pulls of the whole
+// variable), so a dense variable asked to use `ps` goes to parameter servers when
+// CheckPartitionable accepts it. When false, such a variable is all-reduced instead,
+// with the reason in the plan.
+inline constexpr bool kPsSupportsDenseVariables = true;
 
 // Whether a variable can be served by parameter servers; OK or the reason it cannot.
 using PartitionableCheck =
@@ -74,8 +78,8 @@ StatusOr<Plan> BuildPlan(const Graph& graph, const TrainingAnalysis& analysis,
                          const ClusterSpec& cluster, const RankLayout& layout,
                          const TransformOptions& options);
 
-// The checks BuildPlan makes itself: a ref or resource variable (not frozen) with a
-// known number of rows (dimension 0) and only sparse updates.
+// The checks BuildPlan makes itself: a ref or resource variable (not frozen), not a
+// scalar, with a known number of rows (dimension 0).
 Status BasicPartitionable(const Graph& graph, const TrainingAnalysis& analysis,
                           const Variable& variable);
 

@@ -137,13 +137,42 @@ TEST_CASE("presets") {
     CHECK(Var(plan, "emb").method == SyncMethod::kParameterServer);
     CHECK(Var(plan, "w").method == SyncMethod::kAllReduce);
   }
-  SECTION("ps: dense variables fall back to all-reduce, with the reason") {
+  SECTION("ps: dense variables on parameter servers too") {
     options.strategy = StrategyKind::kPs;
     Plan plan = MakePlan(in, Cluster(2, 4), options);
     CHECK(Var(plan, "emb").method == SyncMethod::kParameterServer);
+    const VariablePlan& w = Var(plan, "w");
+    CHECK(w.method == SyncMethod::kParameterServer);
+    CHECK_FALSE(w.sparse);
+    // auto partitions: one per rank, capped at the 16 rows.
+    CHECK(w.reason == "dense gradient; --strategy ps; 8 partitions (auto)");
+    REQUIRE(w.partitions.size() == 8);
+    CHECK(w.partitions[1] == Partition{2, 4, 4});  // hosts interleaved, as for sparse
+    // Every row pushed and pulled: 2 x 7/8 x 16 rows x (40 + 4) bytes.
+    CHECK(w.bytes_sent_per_rank_per_step == 1232);
+    CHECK(Var(plan, "w/Momentum").method == SyncMethod::kLocal);
+    CHECK(Var(plan, "w/Momentum").reason == "slot of 'w': partitioned with it");
+    CHECK(plan.warnings.empty());
+  }
+  SECTION("ps: a dense variable PS cannot partition is all-reduced, with the reason") {
+    options.strategy = StrategyKind::kPs;
+    options.partitionable = [](const Graph&, const TrainingAnalysis&, const Variable& v) {
+      return InvalidArgumentError("'{}' is read by 'save/SaveV2'", v.name);
+    };
+    Plan plan = MakePlan(in, Cluster(2, 4), options);
     CHECK(Var(plan, "w").method == SyncMethod::kAllReduce);
-    CHECK(Var(plan, "w").reason.find("sparse gradients only") != std::string::npos);
+    CHECK(Var(plan, "w").reason == "dense gradient; --strategy ps asks for ps, but 'w' is read by "
+                                   "'save/SaveV2': all-reduced instead");
+    CHECK(Var(plan, "w").bytes_sent_per_rank_per_step == 1120);
     CHECK(plan.warnings.empty());  // the preset, not the user's per-variable choice
+  }
+  SECTION("hybrid and auto keep dense variables on all-reduce") {
+    for (StrategyKind kind : {StrategyKind::kHybrid, StrategyKind::kAuto}) {
+      options.strategy = kind;
+      Plan plan = MakePlan(in, Cluster(2, 4), options);
+      CHECK(Var(plan, "w").method == SyncMethod::kAllReduce);
+      CHECK(Var(plan, "w/Momentum").reason == "slot of 'w': updated identically on every rank");
+    }
   }
   SECTION("the YAML's default, when --strategy is not given") {
     Plan plan = MakePlan(in, Cluster(2, 4, "strategy:\n  default: allreduce\n  average: false\n"));
@@ -180,13 +209,30 @@ TEST_CASE("per-variable overrides win over presets") {
     CHECK(Var(plan, "emb").method == SyncMethod::kDensify);
     CHECK(Var(plan, "emb").bytes_sent_per_rank_per_step == 119000);  // 2 x 7/8 x 1000 x 68
   }
-  SECTION("dense: ps on a dense variable is all-reduced, with a warning") {
+  SECTION("dense: ps puts a dense variable on parameter servers") {
+    Plan plan = MakePlan(in, Cluster(2, 4, "strategy:\n  variables:\n    w: {dense: ps, partitions: 3}\n"),
+                         options);
+    const VariablePlan& w = Var(plan, "w");
+    CHECK(w.method == SyncMethod::kParameterServer);
+    CHECK(w.reason == "dense gradient; strategy.variables[\"w\"]; 3 partitions");
+    REQUIRE(w.partitions.size() == 3);
+    CHECK(w.partitions[0] == Partition{0, 6, 0});
+    CHECK(w.partitions[2] == Partition{11, 16, 1});
+    CHECK(Var(plan, "w/Momentum").reason == "slot of 'w': partitioned with it");
+    CHECK(plan.warnings.empty());
+  }
+  SECTION("dense: ps on a variable PS cannot partition is all-reduced, with a warning") {
+    options.partitionable = [](const Graph&, const TrainingAnalysis&, const Variable& v) {
+      return InvalidArgumentError("'{}' is read by 'save/SaveV2'", v.name);
+    };
     Plan plan = MakePlan(in, Cluster(2, 4, "strategy:\n  variables:\n    w: {dense: ps}\n"), options);
     CHECK(Var(plan, "w").method == SyncMethod::kAllReduce);
+    CHECK(Var(plan, "w").reason == "dense gradient; strategy.variables[\"w\"] asks for ps, but 'w' is "
+                                   "read by 'save/SaveV2': all-reduced instead");
     REQUIRE(plan.warnings.size() == 1);
     CHECK(plan.warnings[0] ==
-          "variable 'w': strategy.variables[\"w\"] asks for dense: ps, which is not supported; it "
-          "is all-reduced instead");
+          "variable 'w': strategy.variables[\"w\"] asks for dense: ps, but 'w' is read by "
+          "'save/SaveV2'; it is all-reduced instead");
   }
   SECTION("more partitions than rows are capped") {
     Plan plan = MakePlan(in, Cluster(2, 4, "strategy:\n  sparse: ps\n  partitions: 5000\n"), options);
@@ -237,6 +283,41 @@ TEST_CASE("every analysis test graph plans without error, every variable decided
       CHECK_FALSE(v.reason.empty());
       if (v.method == SyncMethod::kParameterServer) CHECK_FALSE(v.partitions.empty());
     }
+  }
+}
+
+TEST_CASE("--strategy ps on dense models: every trainable variable on parameter servers") {
+  TransformOptions options;
+  options.strategy = StrategyKind::kPs;
+  for (const char* name : {"sgd_mlp.pbtxt", "momentum.pbtxt", "adam.pbtxt"}) {
+    INFO(name);
+    Loaded in = Load(name);
+    Plan plan = MakePlan(in, Cluster(1, 2), options);
+    const VariablePlan& w = Var(plan, "w");
+    CHECK(w.method == SyncMethod::kParameterServer);
+    REQUIRE(w.partitions.size() == 2);
+    CHECK(w.partitions[1] == Partition{392, 784, 1});
+    // 2 x 1/2 x 784 rows x (40 + 4) bytes.
+    CHECK(w.bytes_sent_per_rank_per_step == 34496);
+    CHECK(Var(plan, "b").method == SyncMethod::kParameterServer);
+    CHECK(Var(plan, "b").partitions.size() == 2);
+    for (const VariablePlan& v : plan.variables) {
+      INFO(v.name);
+      if (v.reason.starts_with("slot of")) CHECK(v.reason.ends_with("partitioned with it"));
+    }
+    if (std::string(name) == "adam.pbtxt") {
+      CHECK(Var(plan, "beta1_power").method == SyncMethod::kLocal);  // state, not partitioned
+    }
+    CHECK(plan.warnings.empty());
+  }
+}
+
+TEST_CASE("a scalar or row-less variable is not partitionable") {
+  Loaded in = Load("adam.pbtxt");
+  for (const Variable& v : in.analysis.variables) {
+    if (v.name != "beta1_power") continue;
+    CHECK(BasicPartitionable(in.graph, in.analysis, v).message() ==
+          "'beta1_power' is a scalar: it has no rows to partition");
   }
 }
 

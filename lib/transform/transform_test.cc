@@ -128,6 +128,33 @@ std::map<std::string, int> OpCounts(const Graph& graph) {
   return counts;
 }
 
+// Every rank graph loads back and verifies, sits on its rank's device and issues the same
+// collectives (one key each) as rank 0; one rank is the input graph.
+void CheckJob(const Job& job, int ranks) {
+  REQUIRE(job.ranks.size() == static_cast<size_t>(ranks));
+  const auto keys0 = Collectives(job.ranks[0]);
+  std::set<int64_t> distinct;
+  for (const auto& [key, op, name] : keys0) CHECK(distinct.insert(key).second);
+  for (int r = 0; r < ranks; ++r) {
+    INFO("rank " << r);
+    const Graph& graph = job.ranks[static_cast<size_t>(r)];
+    CHECK(graph.source() == "rank-" + std::to_string(r));
+    StatusOr<Graph> back = ParseGraph(SerializeGraphDef(graph), "rank.pb");
+    REQUIRE(back.ok());
+    CHECK(VerifyGraph(*back).ok());
+    CHECK(back->num_nodes() == graph.num_nodes());
+    for (NodeId id : graph.NodeIds()) {
+      const std::string_view device = graph.node(id).device();
+      CHECK(device.starts_with("/job:worker/replica:0/task:" + std::to_string(r) + "/device:"));
+    }
+    if (r > 0) CHECK(Collectives(graph) == keys0);
+  }
+  if (ranks == 1) {
+    CHECK(Structure(job.ranks[0]) == Structure(job.input));
+    CHECK(keys0.empty());
+  }
+}
+
 TEST_CASE("every test graph transforms for 1, 2, 8 and 64 ranks") {
   int dense_collectives = 0, sparse_collectives = 0;
   for (const std::string& path : AllGraphs()) {
@@ -166,6 +193,57 @@ TEST_CASE("every test graph transforms for 1, 2, 8 and 64 ranks") {
   }
   CHECK(dense_collectives > 0);
   CHECK(sparse_collectives > 0);
+}
+
+TEST_CASE("--strategy ps: every test graph transforms for 1, 2, 8 and 64 ranks") {
+  TransformOptions ps;
+  ps.strategy = StrategyKind::kPs;
+  int dense_on_ps = 0;
+  for (const std::string& path : AllGraphs()) {
+    for (int ranks : {1, 2, 8, 64}) {
+      INFO(path << " for " << ranks << " ranks, --strategy ps");
+      Job job = TransformFile(path, ranks, "", ps);
+      CheckJob(job, ranks);
+      for (const VariablePlan& v : job.plan.variables) {
+        if (v.method == SyncMethod::kParameterServer && !v.sparse && ranks > 1) {
+          ++dense_on_ps;
+          CHECK(job.ranks[0].FindNode(v.name) == kNoNode);
+        }
+      }
+    }
+  }
+  CHECK(dense_on_ps > 0);
+}
+
+TEST_CASE("--strategy ps on dense models: pulls and pushes, no all-reduce") {
+  TransformOptions ps;
+  ps.strategy = StrategyKind::kPs;
+  for (const char* name : {"sgd_mlp.pbtxt", "momentum.pbtxt", "adam.pbtxt"}) {
+    for (int ranks : {2, 8, 64}) {
+      INFO(name << " for " << ranks << " ranks");
+      Job job = TransformFile(testing::RepoPath(std::string("lib/analysis/testdata/") + name),
+                              ranks, "", ps);
+      CHECK(job.plan.FindVariable("w")->method == SyncMethod::kParameterServer);
+      CHECK(job.plan.FindVariable("b")->method == SyncMethod::kParameterServer);
+      // b has 10 rows, so at most 10 partitions: at 64 ranks most own none of it.
+      std::set<int> b_owners;
+      for (const Partition& p : job.plan.FindVariable("b")->partitions) b_owners.insert(p.owner);
+      CHECK(b_owners.size() == static_cast<size_t>(std::min(ranks, 10)));
+      for (int r = 0; r < ranks; ++r) {
+        INFO("rank " << r);
+        const Graph& graph = job.ranks[static_cast<size_t>(r)];
+        std::map<std::string, int> ops = OpCounts(graph);
+        CHECK(ops["ParallaxSparsePull"] == 2);  // w and b, each pulled whole once
+        CHECK(ops["ParallaxSparsePush"] == 2);
+        CHECK(ops["CollectiveReduceV2"] == 0);
+        CHECK(graph.FindNode("w") == kNoNode);
+        CHECK(graph.FindNode("w/parallax/local") != kNoNode);  // >= 1 partition of w per rank
+        const bool owns_b = b_owners.count(r) > 0;
+        CHECK((graph.FindNode("b/parallax/local") != kNoNode) == owns_b);
+        CHECK(ops["UnsortedSegmentSum"] == (owns_b ? 2 : 1));
+      }
+    }
+  }
 }
 
 TEST_CASE("dense and sparse paths on an embedding model") {
