@@ -114,10 +114,7 @@ StatusOr<TransformTimes> RunTransform(const std::string& path, const ClusterSpec
                                      return writer->WriteRankGraph(rank, rank_graph);
                                    }));
   times.rewrite_and_write = SecondsSince(mark);
-  PX_RETURN_IF_ERROR(writer->WriteFile(kPlanFile, PlanToYaml(plan)));
-  PX_RETURN_IF_ERROR(writer->WriteFile(kReportFile, RenderReport(plan, dir)));
-  PX_RETURN_IF_ERROR(writer->WriteFile(kHostfileFile, JobHostfile(plan)));
-  PX_RETURN_IF_ERROR(writer->WriteFile(kLaunchFile, LaunchScript(plan), true));
+  PX_RETURN_IF_ERROR(writer->WriteJobFiles(plan, MpirunOptions{}));
   PX_RETURN_IF_ERROR(writer->Commit());
   times.total = SecondsSince(start);
   times.rank0_nodes = rank0_nodes;

@@ -80,8 +80,10 @@ cmp -s "$tmp/out" "$job/report.txt" && pass || fail "the printed report differs 
 grep -q '^  emb .* sparse .* ps ' "$tmp/out" && pass || fail "the report does not show emb on ps: $(cat "$tmp/out")"
 grep -qx 'node1 slots=2' "$job/hostfile" && grep -qx 'node2 slots=2' "$job/hostfile" \
   && pass || fail "hostfile: $(cat "$job/hostfile")"
-grep -q 'exec mpirun -np 4 --hostfile "$job/hostfile" --map-by slot --bind-to none -x PATH -x LD_LIBRARY_PATH parallax run "$job" "$@"' \
+# launch.sh is the argv `parallax launch` builds on this machine (lib/launch/mpirun.h).
+grep -q '^exec mpirun -np 4 --hostfile "$job/hostfile" --map-by slot --bind-to none --tag-output -x PATH -x LD_LIBRARY_PATH .* run "$job" "$@"$' \
   "$job/launch.sh" && pass || fail "launch.sh: $(cat "$job/launch.sh")"
+grep -q -- "$(realpath "$parallax") run" "$job/launch.sh" && pass || fail "launch.sh does not run this parallax"
 sh -n "$job/launch.sh" && pass || fail "launch.sh is not valid sh"
 ls -d "$tmp"/job.* 2>/dev/null | grep -q . && fail "temporary directories left: $(ls -d "$tmp"/job.*)" || pass
 

@@ -94,11 +94,8 @@ Status RunTransform(const TransformFlags& flags) {
   PX_RETURN_IF_ERROR(TransformEach(graph, plan, pipeline, run, [&](int rank, Graph&& rank_graph) {
     return writer->WriteRankGraph(rank, rank_graph);
   }));
+  PX_RETURN_IF_ERROR(writer->WriteJobFiles(plan, MpirunOptionsForThisMachine()));
   const std::string report = RenderReport(plan, writer->dir());
-  PX_RETURN_IF_ERROR(writer->WriteFile(kPlanFile, PlanToYaml(plan)));
-  PX_RETURN_IF_ERROR(writer->WriteFile(kReportFile, report));
-  PX_RETURN_IF_ERROR(writer->WriteFile(kHostfileFile, JobHostfile(plan)));
-  PX_RETURN_IF_ERROR(writer->WriteFile(kLaunchFile, LaunchScript(plan), /*executable=*/true));
   PX_RETURN_IF_ERROR(writer->Commit());
   spdlog::info("wrote {} ({} rank graphs)", writer->dir(), plan.world_size());
   if (flags.stop_after >= 0 || !flags.disabled_passes.empty()) {

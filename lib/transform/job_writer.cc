@@ -152,44 +152,9 @@ Status JobWriter::Commit() {
   return Status::Ok();
 }
 
-std::string JobHostfile(const Plan& plan) {
-  Hostfile hostfile;
-  hostfile.source = "plan";
-  for (const RankPlacement& r : plan.ranks) {
-    if (hostfile.hosts.empty() || hostfile.hosts.back().name != r.host) {
-      HostfileEntry entry;
-      entry.name = r.host;
-      entry.slots = 0;
-      hostfile.hosts.push_back(entry);
-    }
-    ++hostfile.hosts.back().slots;
-  }
-  return FormatHostfile(hostfile);
-}
-
-std::vector<std::string> LaunchArgv(const Plan& plan, std::string_view job_dir) {
-  const std::string dir(job_dir);
-  return {"mpirun", "-np", std::to_string(plan.world_size()), "--hostfile",
-          dir + "/" + std::string(kHostfileFile), "--map-by", "slot", "--bind-to", "none",
-          "-x", "PATH", "-x", "LD_LIBRARY_PATH", "parallax", "run", dir};
-}
-
-std::string ShellQuote(std::string_view word) {
-  const bool plain = !word.empty() && word.find_first_not_of(
-                                          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                          "0123456789_-./=:,+@%") == std::string_view::npos;
-  if (plain) return std::string(word);
-  std::string out = "'";
-  for (char c : word) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
-  }
-  return out + "'";
-}
-
-std::string LaunchScript(const Plan& plan) {
+std::string LaunchScript(const Plan& plan, const MpirunOptions& options) {
   std::string line;
-  for (const std::string& word : LaunchArgv(plan, kJobPlaceholder)) {
+  for (const std::string& word : MpirunArgv(plan, kJobPlaceholder, options)) {
     if (!line.empty()) line += " ";
     const size_t at = word.find(kJobPlaceholder);
     if (at == std::string::npos) {
@@ -212,16 +177,20 @@ std::string LaunchScript(const Plan& plan) {
       plan.world_size(), plan.source_graph, line);
 }
 
+Status JobWriter::WriteJobFiles(const Plan& plan, const MpirunOptions& launch) {
+  PX_RETURN_IF_ERROR(WriteFile(kPlanFile, PlanToYaml(plan)));
+  PX_RETURN_IF_ERROR(WriteFile(kReportFile, RenderReport(plan, dir_)));
+  PX_RETURN_IF_ERROR(WriteFile(kHostfileFile, FormatHostfile(PlanHostfile(plan))));
+  return WriteFile(kLaunchFile, LaunchScript(plan, launch), /*executable=*/true);
+}
+
 Status WriteJob(const std::string& dir, bool force, const Plan& plan,
-                const std::vector<Graph>& graphs) {
+                const std::vector<Graph>& graphs, const MpirunOptions& launch) {
   PX_ASSIGN_OR_RETURN(std::unique_ptr<JobWriter> writer, JobWriter::Begin(dir, force));
   for (size_t r = 0; r < graphs.size(); ++r) {
     PX_RETURN_IF_ERROR(writer->WriteRankGraph(static_cast<int>(r), graphs[r]));
   }
-  PX_RETURN_IF_ERROR(writer->WriteFile(kPlanFile, PlanToYaml(plan)));
-  PX_RETURN_IF_ERROR(writer->WriteFile(kReportFile, RenderReport(plan, writer->dir())));
-  PX_RETURN_IF_ERROR(writer->WriteFile(kHostfileFile, JobHostfile(plan)));
-  PX_RETURN_IF_ERROR(writer->WriteFile(kLaunchFile, LaunchScript(plan), /*executable=*/true));
+  PX_RETURN_IF_ERROR(writer->WriteJobFiles(plan, launch));
   return writer->Commit();
 }
 

@@ -14,11 +14,10 @@
 // Files inside the temporary directory are written plainly (no fsync each): the rename
 // of the directory is what makes the job visible.
 //
-// launch.sh runs, from any working directory:
-//   mpirun -np N --hostfile <job>/hostfile --map-by slot --bind-to none
-//          -x PATH -x LD_LIBRARY_PATH parallax run <job> "$@"
-// with <job> the directory the script lives in (resolved when it runs, so the job can be
-// copied to the cluster). `parallax launch` builds the same argv (LaunchArgv).
+// launch.sh runs, from any working directory, the argv that `parallax launch` would run
+// on this machine (lib/launch/mpirun.h: mpirun -np N --hostfile <job>/hostfile ...
+// parallax run <job> "$@"), with <job> the directory the script lives in (resolved when
+// it runs, so the job can be copied to the cluster).
 #ifndef PARALLAX_LIB_TRANSFORM_JOB_WRITER_H_
 #define PARALLAX_LIB_TRANSFORM_JOB_WRITER_H_
 
@@ -31,6 +30,7 @@
 
 #include "lib/base/status.h"
 #include "lib/graph/graph.h"
+#include "lib/launch/mpirun.h"
 #include "lib/plan/plan.h"
 
 namespace parallax {
@@ -61,6 +61,8 @@ class JobWriter {
   Status WriteFile(std::string_view name, std::string_view contents, bool executable = false);
   // rank-R.pb, the rank's binary GraphDef. Thread-safe.
   Status WriteRankGraph(int rank, const Graph& graph);
+  // plan.yaml, report.txt, hostfile and launch.sh.
+  Status WriteJobFiles(const Plan& plan, const MpirunOptions& launch);
 
   // Moves the directory into place (see the file comment).
   Status Commit();
@@ -78,22 +80,13 @@ class JobWriter {
   std::string fail_name_;
 };
 
-// hostfile text for the plan's ranks: one line per host, slots = its ranks.
-std::string JobHostfile(const Plan& plan);
-
-// The mpirun argv for a job in `job_dir` (launch.sh's line and `parallax launch`'s).
-std::vector<std::string> LaunchArgv(const Plan& plan, std::string_view job_dir);
-
 // launch.sh's text.
-std::string LaunchScript(const Plan& plan);
-
-// `word` quoted for a POSIX shell when it needs quoting ('it'\''s').
-std::string ShellQuote(std::string_view word);
+std::string LaunchScript(const Plan& plan, const MpirunOptions& launch);
 
 // Writes the whole job: plan.yaml, report.txt, hostfile, launch.sh and the rank graphs
 // (`graphs[r]` for rank r), then commits.
 Status WriteJob(const std::string& dir, bool force, const Plan& plan,
-                const std::vector<Graph>& graphs);
+                const std::vector<Graph>& graphs, const MpirunOptions& launch);
 
 }  // namespace parallax
 

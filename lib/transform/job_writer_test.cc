@@ -54,7 +54,7 @@ TEST_CASE("a complete job directory") {
   const std::string root = testing::TempDir();
   const std::string job = root + "/job";
   const Plan plan = TwoHostPlan();
-  REQUIRE(WriteJob(job + "/", /*force=*/false, plan, Graphs(3)).ok());
+  REQUIRE(WriteJob(job + "/", /*force=*/false, plan, Graphs(3), MpirunOptions{}).ok());
   CHECK(Entries(root) == std::vector<std::string>{"job"});
   CHECK(Entries(job) == std::vector<std::string>{"hostfile", "launch.sh", "plan.yaml", "rank-0.pb",
                                                  "rank-1.pb", "rank-2.pb", "report.txt"});
@@ -65,7 +65,8 @@ TEST_CASE("a complete job directory") {
   const std::string script = *ReadFileToString(job + "/launch.sh");
   CHECK(script.starts_with("#!/bin/sh\n"));
   CHECK(script.find("\nexec mpirun -np 3 --hostfile \"$job/hostfile\" --map-by slot --bind-to none "
-                    "-x PATH -x LD_LIBRARY_PATH parallax run \"$job\" \"$@\"\n") != std::string::npos);
+                    "--tag-output -x PATH -x LD_LIBRARY_PATH parallax run \"$job\" \"$@\"\n") !=
+        std::string::npos);
   StatusOr<Plan> back = LoadPlan(job);
   REQUIRE(back.ok());
   CHECK(back->ranks == plan.ranks);
@@ -74,38 +75,26 @@ TEST_CASE("a complete job directory") {
   CHECK(rank1->num_nodes() == Graphs(1)[0].num_nodes());
 }
 
-TEST_CASE("launch argv and shell quoting") {
-  CHECK(LaunchArgv(TwoHostPlan(), "/jobs/a b") ==
-        std::vector<std::string>{"mpirun", "-np", "3", "--hostfile", "/jobs/a b/hostfile", "--map-by",
-                                 "slot", "--bind-to", "none", "-x", "PATH", "-x", "LD_LIBRARY_PATH",
-                                 "parallax", "run", "/jobs/a b"});
-  CHECK(ShellQuote("node1") == "node1");
-  CHECK(ShellQuote("a b") == "'a b'");
-  CHECK(ShellQuote("it's") == "'it'\\''s'");
-  CHECK(ShellQuote("$HOME") == "'$HOME'");
-  CHECK(ShellQuote("") == "''");
-}
-
 TEST_CASE("an existing directory is not replaced without force, and untouched") {
   const std::string root = testing::TempDir();
   const std::string job = root + "/job";
   fs::create_directories(job);
   REQUIRE(WriteFileAtomically(job + "/mine.txt", "keep").ok());
-  Status status = WriteJob(job, /*force=*/false, TwoHostPlan(), Graphs(3));
+  Status status = WriteJob(job, /*force=*/false, TwoHostPlan(), Graphs(3), MpirunOptions{});
   CHECK(status.code() == StatusCode::kAlreadyExists);
   CHECK(status.message() == job + ": already exists; pass --force to replace it");
   CHECK(Entries(job) == std::vector<std::string>{"mine.txt"});
   CHECK(Entries(root) == std::vector<std::string>{"job"});
 
   SECTION("with force it is replaced as a whole") {
-    REQUIRE(WriteJob(job, /*force=*/true, TwoHostPlan(), Graphs(3)).ok());
+    REQUIRE(WriteJob(job, /*force=*/true, TwoHostPlan(), Graphs(3), MpirunOptions{}).ok());
     CHECK_FALSE(fs::exists(job + "/mine.txt"));
     CHECK(fs::exists(job + "/plan.yaml"));
     CHECK(Entries(root) == std::vector<std::string>{"job"});
   }
   SECTION("a file in the way is refused even with force") {
     REQUIRE(WriteFileAtomically(root + "/file", "x").ok());
-    Status refused = WriteJob(root + "/file", /*force=*/true, TwoHostPlan(), Graphs(3));
+    Status refused = WriteJob(root + "/file", /*force=*/true, TwoHostPlan(), Graphs(3), MpirunOptions{});
     CHECK(refused.message() == root + "/file: exists and is not a directory; Parallax replaces only "
                                       "directories (with --force)");
   }

@@ -1,0 +1,160 @@
+#include "lib/launch/mpirun.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <map>
+#include <thread>
+
+extern char** environ;
+
+namespace parallax {
+
+MpirunOptions MpirunOptionsForThisMachine() {
+  MpirunOptions options;
+  options.as_root = ::geteuid() == 0;
+  options.local_cores = std::max(1u, std::thread::hardware_concurrency());
+  char host[HOST_NAME_MAX + 1] = {};
+  if (::gethostname(host, sizeof(host) - 1) == 0 && host[0] != '\0') {
+    options.local_hosts.push_back(host);
+  }
+  char self[PATH_MAX] = {};
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n > 0) options.parallax = std::string(self, static_cast<size_t>(n));
+  std::vector<std::string> extra;
+  for (char** env = environ; env != nullptr && *env != nullptr; ++env) {
+    const std::string_view entry(*env);
+    const std::string name(entry.substr(0, entry.find('=')));
+    if (name.starts_with("NCCL_") || name.starts_with("PARALLAX_")) extra.push_back(name);
+  }
+  std::sort(extra.begin(), extra.end());
+  options.forward_env.insert(options.forward_env.end(), extra.begin(), extra.end());
+  return options;
+}
+
+Hostfile PlanHostfile(const Plan& plan) {
+  Hostfile hostfile;
+  hostfile.source = "plan";
+  for (const RankPlacement& r : plan.ranks) {
+    if (hostfile.hosts.empty() || hostfile.hosts.back().name != r.host) {
+      HostfileEntry entry;
+      entry.name = r.host;
+      entry.slots = 0;
+      hostfile.hosts.push_back(entry);
+    }
+    ++hostfile.hosts.back().slots;
+  }
+  return hostfile;
+}
+
+std::vector<std::string> MpirunArgv(const Plan& plan, std::string_view job_dir,
+                                    const MpirunOptions& options) {
+  const std::string dir(job_dir);
+  std::vector<std::string> argv = {options.mpirun,  "-np",       std::to_string(plan.world_size()),
+                                   "--hostfile",    dir + "/hostfile",
+                                   "--map-by",      "slot",      "--bind-to", "none",
+                                   "--tag-output"};
+  for (const std::string& name : options.forward_env) {
+    argv.push_back("-x");
+    argv.push_back(name);
+  }
+  if (options.as_root) argv.push_back("--allow-run-as-root");
+  int local_ranks = 0;
+  for (const HostfileEntry& host : PlanHostfile(plan).hosts) {
+    if (std::find(options.local_hosts.begin(), options.local_hosts.end(), host.name) !=
+        options.local_hosts.end()) {
+      local_ranks += host.slots;
+    }
+  }
+  if (local_ranks > options.local_cores) argv.push_back("--oversubscribe");
+  argv.insert(argv.end(), options.extra_mpirun_args.begin(), options.extra_mpirun_args.end());
+  argv.push_back(options.parallax);
+  argv.push_back("run");
+  argv.push_back(dir);
+  argv.insert(argv.end(), options.run_args.begin(), options.run_args.end());
+  return argv;
+}
+
+Status CheckHostfileCoversPlan(const Plan& plan, const Hostfile& hostfile) {
+  for (const HostfileEntry& needed : PlanHostfile(plan).hosts) {
+    const HostfileEntry* given = hostfile.FindHost(needed.name);
+    if (given == nullptr) {
+      return InvalidArgumentError("{}: no host '{}', where the plan puts {} rank{}",
+                                  hostfile.source, needed.name, needed.slots,
+                                  needed.slots == 1 ? "" : "s");
+    }
+    const int capacity = std::max(given->slots, given->max_slots.value_or(0));
+    if (capacity < needed.slots) {
+      return InvalidArgumentError("{}: host '{}' has {} slot{} but the plan puts {} ranks on it",
+                                  hostfile.source, needed.name, capacity, capacity == 1 ? "" : "s",
+                                  needed.slots);
+    }
+  }
+  return Status::Ok();
+}
+
+std::string ShellQuote(std::string_view word) {
+  const bool plain = !word.empty() && word.find_first_not_of(
+                                          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                          "0123456789_-./=:,+@%") == std::string_view::npos;
+  if (plain) return std::string(word);
+  std::string out = "'";
+  for (char c : word) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+std::string ShellLine(const std::vector<std::string>& argv) {
+  std::string line;
+  for (const std::string& word : argv) {
+    if (!line.empty()) line += ' ';
+    line += ShellQuote(word);
+  }
+  return line;
+}
+
+StatusOr<int> RunAndWait(const std::vector<std::string>& argv) {
+  if (argv.empty()) return InternalError("RunAndWait: empty argv");
+  std::vector<char*> args;
+  for (const std::string& word : argv) args.push_back(const_cast<char*>(word.c_str()));
+  args.push_back(nullptr);
+  int error_pipe[2];
+  if (::pipe2(error_pipe, O_CLOEXEC) != 0) {
+    return InternalError("cannot start {}: {}", argv[0], std::strerror(errno));
+  }
+  const pid_t pid = ::fork();
+  if (pid < 0) return InternalError("cannot start {}: {}", argv[0], std::strerror(errno));
+  if (pid == 0) {
+    ::close(error_pipe[0]);
+    ::execvp(args[0], args.data());
+    const int err = errno;  // exec failed: tell the parent why
+    (void)!::write(error_pipe[1], &err, sizeof(err));
+    ::_exit(127);
+  }
+  ::close(error_pipe[1]);
+  int exec_errno = 0;
+  const bool exec_failed = ::read(error_pipe[0], &exec_errno, sizeof(exec_errno)) == sizeof(exec_errno);
+  ::close(error_pipe[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return InternalError("waiting for {}: {}", argv[0], std::strerror(errno));
+  }
+  if (exec_failed) {
+    return NotFoundError("cannot run '{}': {}", argv[0], std::strerror(exec_errno));
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+}  // namespace parallax

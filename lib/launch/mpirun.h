@@ -1,0 +1,68 @@
+// Building and running the mpirun command line that starts a job's ranks.
+//
+// `parallax launch DIR --hostfile H` and the job's launch.sh run the same argv, built
+// here as a vector (never a shell string) the way Horovod's horovodrun does:
+//
+//   mpirun -np N --hostfile DIR/hostfile --map-by slot --bind-to none --tag-output
+//          -x PATH -x LD_LIBRARY_PATH [-x NCCL_*] [-x PARALLAX_*]
+//          [--allow-run-as-root] [--oversubscribe] [extra mpirun args]
+//          PARALLAX run DIR [run args]
+//
+// Terms: the plan fixes where each rank runs (host by host, DESIGN §3); the job's own
+// hostfile (DIR/hostfile) lists exactly those hosts and slots, so mpirun's by-slot
+// mapping starts rank r where the plan put it. A user's hostfile is checked to cover
+// the plan (every host present with enough slots). `--allow-run-as-root` is added only
+// when running as root, `--oversubscribe` only when this machine hosts more ranks than
+// it has cores.
+#ifndef PARALLAX_LIB_LAUNCH_MPIRUN_H_
+#define PARALLAX_LIB_LAUNCH_MPIRUN_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lib/base/status.h"
+#include "lib/cluster/hostfile.h"
+#include "lib/plan/plan.h"
+
+namespace parallax {
+
+struct MpirunOptions {
+  std::string mpirun = "mpirun";        // the launcher program (looked up in PATH)
+  std::string parallax = "parallax";    // the parallax binary each rank runs
+  bool as_root = false;                 // adds --allow-run-as-root
+  int local_cores = 1;                  // cores of this machine (for --oversubscribe)
+  std::vector<std::string> local_hosts = {"localhost", "127.0.0.1"};  // names of this machine
+  std::vector<std::string> forward_env = {"PATH", "LD_LIBRARY_PATH"};  // passed with -x
+  std::vector<std::string> extra_mpirun_args;  // inserted before the program
+  std::vector<std::string> run_args;           // appended to `parallax run DIR`
+};
+
+// Options for this machine and process: root or not, its cores and host name, the
+// running parallax binary (its absolute path), and -x for PATH, LD_LIBRARY_PATH and every
+// NCCL_* and PARALLAX_* variable set in the environment.
+MpirunOptions MpirunOptionsForThisMachine();
+
+// The argv; `job_dir` is used as given (launch.sh passes a placeholder for "$job").
+std::vector<std::string> MpirunArgv(const Plan& plan, std::string_view job_dir,
+                                    const MpirunOptions& options);
+
+// The job's hostfile: the plan's hosts in rank order, slots = their ranks.
+Hostfile PlanHostfile(const Plan& plan);
+
+// OK when `hostfile` lists every host of the plan with at least as many slots (or
+// max_slots) as the plan puts ranks on it; the error names the hostfile and the host.
+Status CheckHostfileCoversPlan(const Plan& plan, const Hostfile& hostfile);
+
+// `word` quoted for a POSIX shell when it needs quoting ('it'\''s').
+std::string ShellQuote(std::string_view word);
+// The argv as one shell-quoted line, for --dry-run and logs.
+std::string ShellLine(const std::vector<std::string>& argv);
+
+// Runs argv (execvp, inheriting stdin/stdout/stderr) and waits. Returns the exit status,
+// or 128 + the signal that ended it; an error when it cannot be started.
+StatusOr<int> RunAndWait(const std::vector<std::string>& argv);
+
+}  // namespace parallax
+
+#endif  // PARALLAX_LIB_LAUNCH_MPIRUN_H_

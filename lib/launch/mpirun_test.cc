@@ -1,0 +1,91 @@
+#include "lib/launch/mpirun.h"
+
+#include <catch2/catch.hpp>
+
+namespace parallax {
+namespace {
+
+Plan PlanOn(const std::vector<std::pair<std::string, int>>& hosts) {
+  Plan plan;
+  int rank = 0;
+  for (const auto& [host, count] : hosts) {
+    for (int local = 0; local < count; ++local) {
+      RankPlacement r;
+      r.rank = rank++;
+      r.host = host;
+      r.local_rank = local;
+      r.local_size = count;
+      plan.ranks.push_back(r);
+    }
+  }
+  return plan;
+}
+
+MpirunOptions Plain() {
+  MpirunOptions options;
+  options.parallax = "/opt/parallax/bin/parallax";
+  options.local_cores = 2;
+  return options;
+}
+
+TEST_CASE("one host: the argv Horovod would use, no root or oversubscribe flags") {
+  const std::vector<std::string> argv = MpirunArgv(PlanOn({{"localhost", 2}}), "/jobs/mlp", Plain());
+  CHECK(ShellLine(argv) ==
+        "mpirun -np 2 --hostfile /jobs/mlp/hostfile --map-by slot --bind-to none --tag-output "
+        "-x PATH -x LD_LIBRARY_PATH /opt/parallax/bin/parallax run /jobs/mlp");
+}
+
+TEST_CASE("root, oversubscribed local host, forwarded variables, extra and run args") {
+  MpirunOptions options = Plain();
+  options.as_root = true;
+  options.forward_env.push_back("NCCL_DEBUG");
+  options.extra_mpirun_args = {"--mca", "btl", "self,tcp"};
+  options.run_args = {"--steps", "20"};
+  const std::vector<std::string> argv = MpirunArgv(PlanOn({{"localhost", 4}}), "/jobs/a b", options);
+  CHECK(ShellLine(argv) ==
+        "mpirun -np 4 --hostfile '/jobs/a b/hostfile' --map-by slot --bind-to none --tag-output "
+        "-x PATH -x LD_LIBRARY_PATH -x NCCL_DEBUG --allow-run-as-root --oversubscribe --mca btl "
+        "self,tcp /opt/parallax/bin/parallax run '/jobs/a b' --steps 20");
+}
+
+TEST_CASE("several hosts: remote hosts never trigger --oversubscribe") {
+  const Plan plan = PlanOn({{"node1", 4}, {"node2", 4}, {"node3", 4}});
+  const std::vector<std::string> argv = MpirunArgv(plan, "/shared/job", Plain());
+  CHECK(argv[2] == "12");
+  CHECK(std::find(argv.begin(), argv.end(), "--oversubscribe") == argv.end());
+  const Hostfile hostfile = PlanHostfile(plan);
+  CHECK(FormatHostfile(hostfile) == "node1 slots=4\nnode2 slots=4\nnode3 slots=4\n");
+}
+
+TEST_CASE("a user's hostfile must cover the plan") {
+  const Plan plan = PlanOn({{"node1", 4}, {"node2", 4}});
+  StatusOr<Hostfile> enough = ParseHostfile("node1 slots=4\nnode2 slots=2 max_slots=4\nnode3\n", "hosts");
+  REQUIRE(enough.ok());
+  CHECK(CheckHostfileCoversPlan(plan, *enough).ok());
+  StatusOr<Hostfile> small = ParseHostfile("node1 slots=4\nnode2 slots=2\n", "hosts");
+  REQUIRE(small.ok());
+  CHECK(CheckHostfileCoversPlan(plan, *small).message() ==
+        "hosts: host 'node2' has 2 slots but the plan puts 4 ranks on it");
+  StatusOr<Hostfile> other = ParseHostList("node1:4,node9:4");
+  REQUIRE(other.ok());
+  CHECK(CheckHostfileCoversPlan(plan, *other).message() ==
+        "-H: no host 'node2', where the plan puts 4 ranks");
+}
+
+TEST_CASE("RunAndWait returns the exit status and reports programs that cannot start") {
+  CHECK(*RunAndWait({"true"}) == 0);
+  CHECK(*RunAndWait({"sh", "-c", "exit 3"}) == 3);
+  CHECK(*RunAndWait({"sh", "-c", "kill -TERM $$"}) == 128 + 15);
+  StatusOr<int> missing = RunAndWait({"/nonexistent/mpirun"});
+  CHECK(missing.status().message() == "cannot run '/nonexistent/mpirun': No such file or directory");
+}
+
+TEST_CASE("ShellQuote") {
+  CHECK(ShellQuote("node1") == "node1");
+  CHECK(ShellQuote("a b") == "'a b'");
+  CHECK(ShellQuote("it's") == "'it'\\''s'");
+  CHECK(ShellQuote("") == "''");
+}
+
+}  // namespace
+}  // namespace parallax
