@@ -3,6 +3,7 @@
 #include "lib/models/gradients.h"
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <utility>
 
@@ -178,15 +179,47 @@ StatusOr<std::vector<Gradient>> Gradients(const GraphBuilder& builder,
   std::map<TensorKey, bool> is_x;
   for (const Output& x : xs) is_x[Key(x.ref)] = true;
 
-  for (NodeId id = limit - 1; id >= 0; --id) {
+  // TF's traversal: an op is processed once every consumer between the xs and the ys
+  // has passed its gradients back (pending count zero), first in first out; this fixes
+  // the order of AddN inputs and of the nodes created.
+  std::vector<int> pending(static_cast<size_t>(limit), 0);
+  for (NodeId id = 0; id < limit; ++id) {
     if (!graph.IsLive(id) || !between(id)) continue;
+    for (const OutputRef& in : graph.node(id).data_inputs()) {
+      if (between(in.node)) ++pending[static_cast<size_t>(in.node)];
+    }
+  }
+  std::deque<NodeId> ready;
+  std::vector<bool> queued(static_cast<size_t>(limit), false);
+  for (const Output& y : ys) {
+    if (between(y.node()) && pending[static_cast<size_t>(y.node())] == 0 &&
+        !queued[static_cast<size_t>(y.node())]) {
+      queued[static_cast<size_t>(y.node())] = true;
+      ready.push_back(y.node());
+    }
+  }
+  auto release_inputs = [&](const Node& node) {
+    for (const OutputRef& in : node.data_inputs()) {
+      if (!between(in.node)) continue;
+      if (--pending[static_cast<size_t>(in.node)] == 0 && !queued[static_cast<size_t>(in.node)]) {
+        queued[static_cast<size_t>(in.node)] = true;
+        ready.push_back(in.node);
+      }
+    }
+  };
+  while (!ready.empty()) {
+    const NodeId id = ready.front();
+    ready.pop_front();
     const Node& node = graph.node(id);
     // This op's output gradients, aggregated.
     int num_outputs = 0;
     for (auto it = contributions.lower_bound({id, 0}); it != contributions.end() && it->first.first == id; ++it) {
       num_outputs = std::max(num_outputs, it->first.second + 1);
     }
-    if (num_outputs == 0) continue;
+    if (num_outputs == 0) {
+      release_inputs(node);
+      continue;
+    }
     std::vector<Gradient> out_grads;
     std::vector<Output> outputs;
     for (int port = 0;; ++port) {
@@ -253,6 +286,7 @@ StatusOr<std::vector<Gradient>> Gradients(const GraphBuilder& builder,
       if (!in_grads[i].valid() || !between(inputs[i].node())) continue;
       contributions[Key(inputs[i].ref)].push_back(in_grads[i]);
     }
+    release_inputs(node);
   }
 
   std::vector<Gradient> out;

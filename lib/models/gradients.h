@@ -22,8 +22,8 @@
 //    are registered by op name with PX_REGISTER_GRADIENT beside their op family
 //    (math_grad.cc, nn_grad.cc, array_grad.cc), as TensorFlow's REGISTER_GRADIENT.
 //
-// Cost: one pass over the ops between the xs and the loss, in reverse creation order
-// (the builder creates nodes in topological order). Limits: graphs built by a
+// Cost: one pass over the ops between the xs and the loss, in TF's order (an op once all
+// its consumers have passed their gradients back, first in first out). Limits: graphs built by a
 // GraphBuilder (static shapes come from it); no control flow; an IndexedSlices reaching
 // an op other than Identity, or mixed with dense contributions, is Unimplemented.
 #ifndef PARALLAX_LIB_MODELS_GRADIENTS_H_
