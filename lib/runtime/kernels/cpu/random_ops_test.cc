@@ -111,16 +111,23 @@ TEST_CASE("Random ops are deterministic per seed and independent of the thread c
 
 TEST_CASE("A random kernel draws new values on every run") {
   Graph graph;
-  NodeSpec shape{.name = "shape", .op = "Placeholder"};
+  NodeSpec shape;
+  shape.name = "shape";
+  shape.op = "Placeholder";
   shape.attrs["dtype"] = TypeAttrValue(tensorflow::DT_INT32);
   StatusOr<NodeId> shape_id = graph.AddNode(shape);
   REQUIRE(shape_id.ok());
-  NodeSpec random{.name = "random", .op = "RandomUniform", .inputs = {OutputRef{*shape_id, 0}},
-                  .attrs = Attrs("RandomUniform", kF32, 7, 3)};
+  NodeSpec random;
+  random.name = "random";
+  random.op = "RandomUniform";
+  random.inputs = {OutputRef{*shape_id, 0}};
+  random.attrs = Attrs("RandomUniform", kF32, 7, 3);
   REQUIRE(graph.AddNode(random).ok());
   CpuDevice device(2);
   Executor executor(graph, device);
-  const RunRequest request{.feeds = {{"shape", Shape({1000})}}, .fetches = {"random:0"}};
+  RunRequest request;
+  request.feeds = {{"shape", Shape({1000})}};
+  request.fetches = {"random:0"};
   StatusOr<std::vector<Tensor>> first = executor.Run(request);
   StatusOr<std::vector<Tensor>> second = executor.Run(request);
   REQUIRE(first.ok());
