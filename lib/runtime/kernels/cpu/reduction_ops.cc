@@ -147,7 +147,7 @@ struct Pairwise {
                          T* scratch) {
     if (rows <= kLeafRows) {
       if (rows == 0) {
-        std::fill(out, out + cols, R::Identity());
+        for (int64_t c = 0; c < cols; ++c) out[c] = R::Identity();
         return;
       }
       std::copy_n(x, cols, out);
@@ -230,11 +230,14 @@ void Reduce(const Tensor& input, const ReductionPlan& plan, T* out, ThreadPool& 
   } else if (k == 2 && !r[0]) {
     reduce_inner(x, g[0], g[1]);
   } else if ((k == 2 && r[0]) || (k == 3 && !r[0])) {
-    // [K1, R, K2]: column trees; tasks are (k1, chunk of kChunk columns).
+    // [K1, R, K2]: column trees; tasks are (k1, chunk of kChunk columns). Wide chunks
+    // read long runs of each row; the chunking (which may follow the thread count)
+    // never changes a column's arithmetic.
     const int64_t k1 = k == 2 ? 1 : g[0];
     const int64_t rows = k == 2 ? g[0] : g[1];
     const int64_t cols = k == 2 ? g[1] : g[2];
-    constexpr int64_t kChunk = 256;
+    const int64_t per_thread = (cols + pool.num_threads() - 1) / pool.num_threads();
+    const int64_t kChunk = (std::clamp<int64_t>(per_thread, 256, 4096) + 15) / 16 * 16;
     const int64_t chunks = (cols + kChunk - 1) / kChunk;
     const int64_t per_task = rows * std::min(cols, kChunk);
     pool.ParallelFor(k1 * chunks, std::max<int64_t>(1, cpu_array::kMinParallelElements / per_task),
@@ -288,7 +291,7 @@ class ReductionOp : public OpKernel {
     T* out = output->data<T>();
     const int64_t n_out = output->num_elements();
     if (input.num_elements() == 0) {
-      std::fill(out, out + n_out, R::Identity());
+      for (int64_t i = 0; i < n_out; ++i) out[i] = R::Identity();
     } else {
       Reduce<T, R>(input, plan, out, context.threads());
     }

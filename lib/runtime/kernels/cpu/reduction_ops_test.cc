@@ -4,6 +4,7 @@
 // threads on every layout path; pairwise-sum accuracy; TF's exact error messages.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <random>
 
@@ -308,6 +309,25 @@ TEST_CASE("Reduction axis errors") {
         "node 'op' (Mean): Invalid reduction dimension (-3 for input with 2 dimension(s)");
   CHECK(ErrorOf("Sum", {x, I32({0, 1}, {1, 2})}, ReduceAttrs(DT_FLOAT, DT_INT32, false)) ==
         "node 'op' (Sum): reduction_indices must be a scalar or vector, got shape [1,2]");
+}
+
+// Timings of the hot paths, run by hand: reduction_ops_test "[.bench]".
+TEST_CASE("Reduction timings", "[.bench]") {
+  struct Case {
+    std::vector<int64_t> dims;
+    std::vector<int32_t> axes;
+  };
+  for (const Case& c : std::vector<Case>{{{256, 1000}, {0}}, {{4096, 4096}, {0}}, {{4096, 4096}, {1}},
+                                          {{1 << 24}, {0}}, {{64, 512, 256}, {0, 2}}}) {
+    const Tensor x = RandomTensor(DT_FLOAT, TensorShape(c.dims), 48);
+    for (int threads : {1, 2}) {
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < 10; ++i) Run("Sum", {x, I32Vec(c.axes)}, ReduceAttrs(DT_FLOAT, DT_INT32, false), threads);
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / 10;
+      WARN("Sum " << x.shape().DebugString() << " axes " << I32Vec(c.axes).DebugString() << " threads "
+                  << threads << ": " << ms << " ms (" << x.bytes() / ms / 1e6 << " GB/s)");
+    }
+  }
 }
 
 }  // namespace
