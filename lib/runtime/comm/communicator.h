@@ -1,0 +1,171 @@
+// Communicator: the collectives that the ranks of one job use to talk to each other.
+//
+// One Communicator per process joins all ranks of the job (MPI_COMM_WORLD). Every call is
+// *collective*: each rank makes the same calls in the same order (the rank graphs issue
+// collectives by instance key, DESIGN §5), and a call returns on a rank once that rank's
+// part is done. Implementations: MpiCommunicator (host memory, mpi_communicator.h),
+// LocalCommunicator (one process, size 1, below); NCCL (device memory) will be another.
+//
+// Terms:
+//  - *rank* / *size*: this process's index in the job and the number of processes.
+//  - *host*: the ranks that share a machine (MPI_COMM_TYPE_SHARED); *local rank* / *local
+//    size* index those ranks, *host id* numbers the hosts 0.. in order of their lowest rank.
+//  - *rows*: tensors travel as rows of dimension 0 (AllGatherV, AllToAllV); a row is
+//    everything after dimension 0. All ranks must agree on the dtype and the row shape.
+//  - *label*: what a collective is for ("node 'w/parallax/allreduce' instance_key 7"), set
+//    by the caller with ScopedLabel; it appears in timeout messages.
+//
+// Numerics: AllReduce sums in an order that the implementation fixes, identically on every
+// rank, so every rank gets bit-identical results; kMean is the sum divided by size().
+// Integer means divide with truncation toward zero (TensorFlow's Div on integers).
+//
+// Errors: bad arguments (a dtype that cannot be reduced, counts that do not match size())
+// are returned before anything is sent, so they are the same on every rank when the
+// inputs are. A collective that does not complete in time ends the job (see
+// mpi_communicator.h); a rank that fails for any other reason calls Abort so that the
+// others do not wait for it.
+#ifndef PARALLAX_LIB_RUNTIME_COMM_COMMUNICATOR_H_
+#define PARALLAX_LIB_RUNTIME_COMM_COMMUNICATOR_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lib/base/status.h"
+#include "lib/runtime/tensor.h"
+
+namespace parallax {
+
+enum class ReduceOp {
+  kSum,
+  kMean,  // the sum divided by size()
+  kMin,
+  kMax,
+  kProd,
+};
+std::string_view ReduceOpName(ReduceOp op);  // "sum", "mean", ...
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  // MpiCommunicator when this process was started by mpirun (OMPI_COMM_WORLD_SIZE is
+  // set), else a LocalCommunicator. Initialises MPI once per process. Defined in
+  // mpi_communicator.cc: link //lib/runtime/comm:mpi_communicator to use it.
+  static StatusOr<std::unique_ptr<Communicator>> FromMpi();
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual int local_rank() const = 0;
+  virtual int local_size() const = 0;
+  virtual int host_id() const = 0;
+  virtual int num_hosts() const = 0;
+  // "mpi" or "local", for logs.
+  virtual std::string_view kind() const = 0;
+
+  // output = the element-wise reduction of every rank's `input` (same dtype and number of
+  // elements on every rank). `output` is allocated when it is not already a tensor of
+  // input's dtype and shape; it may be `input` itself (in place). Types: float, double,
+  // int32, int64 (and uint8, int8, int16, uint16 for everything but kMean).
+  virtual Status AllReduce(const Tensor& input, Tensor* output, ReduceOp op) = 0;
+  Status AllReduce(Tensor& tensor, ReduceOp op) { return AllReduce(tensor, &tensor, op); }
+
+  // output = every rank's `input` concatenated along dimension 0 in rank order; dimension
+  // 0 may differ between ranks (the counts are exchanged first), the rows may not.
+  // `input` must have rank >= 1.
+  virtual Status AllGatherV(const Tensor& input, Tensor* output) = 0;
+
+  // Every rank's `tensor` becomes rank `root`'s (dtype and shape included: non-root ranks
+  // need not know the shape; their tensor is replaced when it differs). The buffer of a
+  // non-root `tensor` is written in place when the shape matches: pass a tensor you own.
+  virtual Status Broadcast(Tensor& tensor, int root) = 0;
+
+  // Personalised exchange. `send` holds rows grouped by destination rank: the first
+  // send_counts[0] rows go to rank 0, the next send_counts[1] to rank 1, ...
+  // (send_counts.size() == size(), summing to send.dim(0)). On return `received` holds
+  // the rows sent to this rank grouped by source rank in rank order, keeping each
+  // sender's order, and received_counts[r] says how many came from rank r.
+  virtual Status AllToAllV(const Tensor& send, std::span<const int64_t> send_counts,
+                           Tensor* received, std::vector<int64_t>* received_counts) = 0;
+
+  // Returns once every rank has called it.
+  virtual Status Barrier() = 0;
+
+  // Ends the whole job because this rank failed with `error`: prints it as one line
+  // ("parallax: error: rank R: ...") to stderr and stops every rank (MPI_Abort), with
+  // exit status `exit_code` (3: a job or rank failed, DESIGN §2). Never returns. Call it
+  // instead of returning from main when other ranks may be waiting in a collective.
+  [[noreturn]] virtual void Abort(const Status& error, int exit_code = 3) = 0;
+
+  // The label of the collectives issued while a ScopedLabel lives (see the file comment).
+  const std::string& label() const { return label_; }
+
+  class ScopedLabel {
+   public:
+    ScopedLabel(Communicator* communicator, std::string label)
+        : communicator_(communicator) {
+      if (communicator_ != nullptr) {
+        previous_ = communicator_->label_;  // only the calling thread writes it
+        communicator_->SetLabel(std::move(label));
+      }
+    }
+    ~ScopedLabel() {
+      if (communicator_ != nullptr) communicator_->SetLabel(std::move(previous_));
+    }
+    ScopedLabel(const ScopedLabel&) = delete;
+    ScopedLabel& operator=(const ScopedLabel&) = delete;
+
+   private:
+    Communicator* communicator_;
+    std::string previous_;
+  };
+
+ protected:
+  // Implementations that read the label from another thread override this to lock.
+  virtual void SetLabel(std::string label) { label_ = std::move(label); }
+  std::string label_;
+};
+
+// A job of one process: every collective is local (AllReduce copies, AllGatherV and
+// AllToAllV hand the input back, Broadcast from rank 0 leaves the tensor as it is).
+class LocalCommunicator : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  int local_rank() const override { return 0; }
+  int local_size() const override { return 1; }
+  int host_id() const override { return 0; }
+  int num_hosts() const override { return 1; }
+  std::string_view kind() const override { return "local"; }
+
+  Status AllReduce(const Tensor& input, Tensor* output, ReduceOp op) override;
+  using Communicator::AllReduce;
+  Status AllGatherV(const Tensor& input, Tensor* output) override;
+  Status Broadcast(Tensor& tensor, int root) override;
+  Status AllToAllV(const Tensor& send, std::span<const int64_t> send_counts, Tensor* received,
+                   std::vector<int64_t>* received_counts) override;
+  Status Barrier() override { return Status::Ok(); }
+  [[noreturn]] void Abort(const Status& error, int exit_code = 3) override;
+};
+
+namespace comm_internal {
+
+// Checks shared by the implementations; errors say which argument is wrong.
+Status CheckReducible(const Tensor& input, ReduceOp op);
+Status CheckRows(const Tensor& tensor, std::string_view what);  // rank >= 1, fixed-size type
+Status CheckSendCounts(const Tensor& send, std::span<const int64_t> send_counts, int size);
+// The shape of a tensor of `rows` rows shaped like `like`'s rows.
+TensorShape WithRows(const TensorShape& like, int64_t rows);
+// Bytes of one row of `tensor` (rank >= 1).
+int64_t RowBytes(const Tensor& tensor);
+// tensor /= divisor element-wise (floats: IEEE division; integers: truncating).
+void DivideInPlace(Tensor& tensor, int divisor);
+
+}  // namespace comm_internal
+
+}  // namespace parallax
+
+#endif  // PARALLAX_LIB_RUNTIME_COMM_COMMUNICATOR_H_

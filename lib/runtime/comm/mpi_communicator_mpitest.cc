@@ -1,0 +1,381 @@
+// Multi-process test of MpiCommunicator: run under mpirun with any number of ranks
+// (testing/mpirun_test.sh runs it with 2, 3 and 4). Every rank builds its inputs from a
+// seed and its rank, so each rank can compute the expected result of a collective from
+// every rank's inputs and compare.
+//
+// `--fail=MODE` makes the last rank fail before a collective instead (the failure test):
+//   abort: it calls Communicator::Abort; exit: it exits with status 1 without MPI_Finalize;
+//   hang: it sleeps 60 s outside any collective (run with PARALLAX_COLLECTIVE_TIMEOUT_S=2).
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lib/ops/dtypes.h"
+#include "lib/runtime/comm/communicator.h"
+#include "lib/runtime/comm/mpi_communicator.h"
+#include "lib/runtime/comm/testing/mpi_test_report.h"
+
+namespace parallax {
+namespace {
+
+using testing::TestReport;
+
+// Rank `rank`'s input for test `seed`: n elements of dtype with `rows` rows.
+Tensor Input(DataType dtype, TensorShape shape, int rank, uint64_t seed) {
+  Tensor t(dtype, std::move(shape));
+  std::mt19937_64 rng(seed * 1000003 + static_cast<uint64_t>(rank));
+  const int64_t n = t.num_elements();
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t bits = rng();
+    switch (dtype) {
+      case tensorflow::DT_FLOAT:
+        t.data<float>()[i] = static_cast<float>(bits % 20001) / 1000.0f - 10.0f;
+        break;
+      case tensorflow::DT_DOUBLE:
+        t.data<double>()[i] = static_cast<double>(bits % 2000001) / 100000.0 - 10.0;
+        break;
+      case tensorflow::DT_INT32: t.data<int32_t>()[i] = static_cast<int32_t>(bits % 201) - 100; break;
+      case tensorflow::DT_INT64:
+        t.data<int64_t>()[i] = static_cast<int64_t>(bits % 2000001) - 1000000;
+        break;
+      case tensorflow::DT_UINT8: t.data<uint8_t>()[i] = static_cast<uint8_t>(bits); break;
+      default: break;
+    }
+  }
+  return t;
+}
+
+double Element(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case tensorflow::DT_FLOAT: return t.data<float>()[i];
+    case tensorflow::DT_DOUBLE: return t.data<double>()[i];
+    case tensorflow::DT_INT32: return t.data<int32_t>()[i];
+    case tensorflow::DT_INT64: return static_cast<double>(t.data<int64_t>()[i]);
+    case tensorflow::DT_UINT8: return t.data<uint8_t>()[i];
+    default: return 0;
+  }
+}
+
+bool IsFloat(DataType dtype) {
+  return dtype == tensorflow::DT_FLOAT || dtype == tensorflow::DT_DOUBLE;
+}
+
+// "" when equal (floats: within 1e-5 relative), else the first difference.
+std::string Compare(const Tensor& actual, const std::vector<double>& expected, DataType dtype) {
+  if (actual.dtype() != dtype) return "dtype " + DataTypeShortName(actual.dtype());
+  if (actual.num_elements() != static_cast<int64_t>(expected.size())) {
+    return fmt::format("{} elements, expected {}", actual.num_elements(), expected.size());
+  }
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const double a = Element(actual, static_cast<int64_t>(i)), e = expected[i];
+    const bool ok = IsFloat(dtype) ? std::abs(a - e) <= 1e-5 * std::max(1.0, std::abs(e)) : a == e;
+    if (!ok) return fmt::format("element {}: {} != expected {}", i, a, e);
+  }
+  return "";
+}
+
+// True when every rank holds the same bytes in `t` (compares to rank 0's via a broadcast).
+bool SameOnEveryRank(Communicator& comm, const Tensor& t) {
+  Tensor root = comm.rank() == 0 ? t : Tensor(t.dtype(), t.shape());
+  if (!comm.Broadcast(root, 0).ok()) return false;
+  Tensor mine_ok = Tensor::Scalar<int32_t>(
+      root.shape() == t.shape() && std::memcmp(root.raw_data(), t.raw_data(), t.bytes()) == 0);
+  if (!comm.AllReduce(mine_ok, ReduceOp::kMin).ok()) return false;
+  return mine_ok.data<int32_t>()[0] == 1;
+}
+
+void TestTopology(Communicator& comm, TestReport& report) {
+  report.Expect(comm.kind() == "mpi", "kind");
+  report.Expect(comm.rank() >= 0 && comm.rank() < comm.size(), "rank in range");
+  // One machine: every rank shares the host.
+  report.Expect(comm.local_size() == comm.size(), "local_size",
+                fmt::format("{} for {} ranks", comm.local_size(), comm.size()));
+  report.Expect(comm.local_rank() == comm.rank(), "local_rank");
+  report.Expect(comm.host_id() == 0 && comm.num_hosts() == 1, "host_id/num_hosts");
+}
+
+void TestAllReduce(Communicator& comm, TestReport& report) {
+  const int size = comm.size();
+  uint64_t seed = 1;
+  for (DataType dtype : {tensorflow::DT_FLOAT, tensorflow::DT_DOUBLE, tensorflow::DT_INT32,
+                         tensorflow::DT_INT64}) {
+    for (int64_t n : {0, 1, 7, 1000, 100003}) {
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin, ReduceOp::kMax,
+                          ReduceOp::kProd}) {
+        // Products of int64 inputs overflow; large products lose the reference's precision.
+        if (op == ReduceOp::kProd && (n > 1000 || dtype == tensorflow::DT_INT64)) continue;
+        ++seed;
+        const TensorShape shape = n == 1000 ? TensorShape{10, 100} : TensorShape{n};
+        // Expected: rank by rank, as doubles (exact for these integers and close for floats).
+        std::vector<double> expected(static_cast<size_t>(n));
+        for (int r = 0; r < size; ++r) {
+          const Tensor in = Input(dtype, shape, r, seed);
+          for (int64_t i = 0; i < n; ++i) {
+            const double x = Element(in, i);
+            double& e = expected[static_cast<size_t>(i)];
+            if (r == 0) {
+              e = x;
+            } else if (op == ReduceOp::kSum || op == ReduceOp::kMean) {
+              e += x;
+            } else if (op == ReduceOp::kMin) {
+              e = std::min(e, x);
+            } else if (op == ReduceOp::kMax) {
+              e = std::max(e, x);
+            } else {
+              e *= x;
+            }
+          }
+        }
+        if (op == ReduceOp::kMean) {
+          for (double& e : expected) e = IsFloat(dtype) ? e / size : std::trunc(e / size);
+        }
+        const std::string name = fmt::format("AllReduce {} {} n={}", ReduceOpName(op),
+                                             DataTypeShortName(dtype), n);
+        const Tensor input = Input(dtype, shape, comm.rank(), seed);
+        const Tensor before = input.DeepCopy();
+        Tensor output;
+        if (!report.ExpectOk(comm.AllReduce(input, &output, op), name)) continue;
+        report.Expect(output.shape() == shape, name + " shape");
+        const std::string diff = Compare(output, expected, dtype);
+        report.Expect(diff.empty(), name, diff);
+        report.Expect(TensorsBitEqual(input, before), name + " leaves the input alone");
+        report.Expect(SameOnEveryRank(comm, output), name + " bit-identical on every rank");
+        // In place gives the same bits.
+        Tensor in_place = input.DeepCopy();
+        if (report.ExpectOk(comm.AllReduce(in_place, op), name + " in place")) {
+          report.Expect(TensorsBitEqual(in_place, output), name + " in place = out of place");
+        }
+      }
+    }
+  }
+  // A larger buffer (16 MB).
+  Tensor big = Input(tensorflow::DT_FLOAT, TensorShape{4 << 20}, comm.rank(), 99);
+  Tensor sum;
+  if (report.ExpectOk(comm.AllReduce(big, &sum, ReduceOp::kMean), "AllReduce 16 MB")) {
+    std::vector<double> expected(static_cast<size_t>(big.num_elements()), 0.0);
+    for (int r = 0; r < size; ++r) {
+      const Tensor in = Input(tensorflow::DT_FLOAT, TensorShape{4 << 20}, r, 99);
+      for (int64_t i = 0; i < in.num_elements(); ++i) expected[static_cast<size_t>(i)] += Element(in, i);
+    }
+    for (double& e : expected) e /= size;
+    const std::string diff = Compare(sum, expected, tensorflow::DT_FLOAT);
+    report.Expect(diff.empty(), "AllReduce 16 MB mean", diff);
+  }
+  // Unsupported types fail the same way on every rank, before anything is sent.
+  Tensor strings(tensorflow::DT_STRING, TensorShape{2});
+  report.ExpectError(comm.AllReduce(strings, ReduceOp::kSum),
+                     "all-reduce (sum) of string tensors is not supported (float, double, "
+                     "int32, int64 are)",
+                     "AllReduce of strings");
+}
+
+void TestAllGatherV(Communicator& comm, TestReport& report) {
+  const int size = comm.size();
+  uint64_t seed = 500;
+  for (DataType dtype : {tensorflow::DT_FLOAT, tensorflow::DT_INT64, tensorflow::DT_UINT8}) {
+    for (int pattern = 0; pattern < 3; ++pattern) {
+      ++seed;
+      // Rows per rank: different counts, some ranks send none.
+      auto rows_of = [&](int r) -> int64_t {
+        switch (pattern) {
+          case 0: return (r * 3) % 5;           // rank 0 sends none
+          case 1: return r == size - 1 ? 0 : r + 1;  // the last sends none
+          default: return 1000 + r;
+        }
+      };
+      const std::vector<int64_t> row_shape = pattern == 2 ? std::vector<int64_t>{} : std::vector<int64_t>{3, 2};
+      auto shape_of = [&](int r) {
+        std::vector<int64_t> dims = {rows_of(r)};
+        dims.insert(dims.end(), row_shape.begin(), row_shape.end());
+        return TensorShape(dims);
+      };
+      std::vector<double> expected;
+      int64_t total = 0;
+      for (int r = 0; r < size; ++r) {
+        const Tensor in = Input(dtype, shape_of(r), r, seed);
+        for (int64_t i = 0; i < in.num_elements(); ++i) expected.push_back(Element(in, i));
+        total += rows_of(r);
+      }
+      const std::string name =
+          fmt::format("AllGatherV {} pattern {}", DataTypeShortName(dtype), pattern);
+      Tensor output;
+      if (!report.ExpectOk(comm.AllGatherV(Input(dtype, shape_of(comm.rank()), comm.rank(), seed),
+                                           &output),
+                           name)) {
+        continue;
+      }
+      std::vector<int64_t> dims = {total};
+      dims.insert(dims.end(), row_shape.begin(), row_shape.end());
+      report.Expect(output.shape() == TensorShape(dims), name + " shape",
+                    output.shape().DebugString());
+      const std::string diff = Compare(output, expected, dtype);
+      report.Expect(diff.empty(), name, diff);
+    }
+  }
+  // Rows that differ between ranks: the same error everywhere.
+  if (size > 1) {
+    const TensorShape shape = comm.rank() == 1 ? TensorShape{2, 3} : TensorShape{2, 2};
+    Tensor output;
+    report.ExpectError(comm.AllGatherV(Tensor(tensorflow::DT_FLOAT, shape), &output),
+                       "all-gather: rank 1 sends float rows of 12 bytes, rank 0 float rows of 8 "
+                       "bytes (every rank must send rows of one dtype and shape)",
+                       "AllGatherV of mismatched rows");
+  }
+  Tensor output;
+  report.ExpectError(comm.AllGatherV(Tensor::Scalar<float>(1), &output),
+                     "all-gather needs a tensor of rank >= 1 (it moves rows of dimension 0), got "
+                     "a scalar float",
+                     "AllGatherV of a scalar");
+}
+
+void TestBroadcast(Communicator& comm, TestReport& report) {
+  const int size = comm.size();
+  for (int root = 0; root < size; ++root) {
+    for (const TensorShape& shape : {TensorShape{}, TensorShape{0, 4}, TensorShape{17, 3},
+                                     TensorShape{300000}}) {
+      const uint64_t seed = 900 + static_cast<uint64_t>(root);
+      const Tensor root_input = Input(tensorflow::DT_FLOAT, shape, root, seed);
+      const std::string name = fmt::format("Broadcast root {} {}", root, shape.DebugString());
+      // Non-roots pass a tensor of another shape: they learn the root's.
+      Tensor t = comm.rank() == root ? Input(tensorflow::DT_FLOAT, shape, root, seed)
+                                     : Tensor(tensorflow::DT_FLOAT, TensorShape{1});
+      if (report.ExpectOk(comm.Broadcast(t, root), name)) {
+        report.Expect(TensorsBitEqual(t, root_input), name + " = root's", t.DebugString(4));
+      }
+      // Same shape: received in place.
+      Tensor same = comm.rank() == root ? root_input.DeepCopy() : Tensor(tensorflow::DT_FLOAT, shape);
+      if (report.ExpectOk(comm.Broadcast(same, root), name + " same shape")) {
+        report.Expect(TensorsBitEqual(same, root_input), name + " same shape = root's");
+      }
+    }
+  }
+  Tensor t = Tensor::Scalar<int64_t>(comm.rank());
+  report.ExpectError(comm.Broadcast(t, size),
+                     fmt::format("broadcast from rank {}, but the job has {} ranks", size, size),
+                     "Broadcast from a rank outside the job");
+}
+
+void TestAllToAllV(Communicator& comm, TestReport& report) {
+  const int size = comm.size();
+  const int me = comm.rank();
+  for (int pattern = 0; pattern < 3; ++pattern) {
+    // Rows from rank r to rank s.
+    auto count = [&](int r, int s) -> int64_t {
+      switch (pattern) {
+        case 0: return (r + 2 * s) % 4;        // zeros included
+        case 1: return r == s ? 0 : r + s;     // nothing to oneself
+        default: return s == 0 ? 5 : 0;       // everything to rank 0
+      }
+    };
+    // Row k from r to s holds (r, s, k).
+    std::vector<int64_t> send_counts;
+    std::vector<int64_t> send_data;
+    for (int s = 0; s < size; ++s) {
+      send_counts.push_back(count(me, s));
+      for (int64_t k = 0; k < count(me, s); ++k) send_data.insert(send_data.end(), {me, s, k});
+    }
+    const Tensor send = Tensor::FromVector<int64_t>(
+        send_data, TensorShape{static_cast<int64_t>(send_data.size() / 3), 3});
+    std::vector<double> expected;
+    std::vector<int64_t> expected_counts;
+    for (int r = 0; r < size; ++r) {
+      expected_counts.push_back(count(r, me));
+      for (int64_t k = 0; k < count(r, me); ++k) {
+        expected.insert(expected.end(), {double(r), double(me), double(k)});
+      }
+    }
+    const std::string name = fmt::format("AllToAllV pattern {}", pattern);
+    Tensor received;
+    std::vector<int64_t> received_counts;
+    if (!report.ExpectOk(comm.AllToAllV(send, send_counts, &received, &received_counts), name)) {
+      continue;
+    }
+    report.Expect(received_counts == expected_counts, name + " counts");
+    report.Expect(received.rank() == 2 && received.dim(1) == 3, name + " shape",
+                  received.shape().DebugString());
+    const std::string diff = Compare(received, expected, tensorflow::DT_INT64);
+    report.Expect(diff.empty(), name, diff);
+  }
+  // Float rows of 2 x 2 with a sender that sends nothing at all.
+  {
+    std::vector<int64_t> counts(static_cast<size_t>(size), me == 0 ? 0 : 2);
+    const Tensor send = Input(tensorflow::DT_FLOAT, TensorShape{counts[0] * size, 2, 2}, me, 77);
+    Tensor received;
+    std::vector<int64_t> received_counts;
+    if (report.ExpectOk(comm.AllToAllV(send, counts, &received, &received_counts),
+                        "AllToAllV float rows")) {
+      std::vector<double> expected;
+      for (int r = 1; r < size; ++r) {
+        const Tensor theirs = Input(tensorflow::DT_FLOAT, TensorShape{2 * int64_t{size}, 2, 2}, r, 77);
+        for (int64_t i = 0; i < 8; ++i) expected.push_back(Element(theirs, me * 8 + i));
+      }
+      const std::string diff = Compare(received, expected, tensorflow::DT_FLOAT);
+      report.Expect(diff.empty(), "AllToAllV float rows", diff);
+      report.Expect(received.shape() == TensorShape{2 * int64_t{size - 1}, 2, 2},
+                    "AllToAllV float rows shape", received.shape().DebugString());
+    }
+  }
+  std::vector<int64_t> wrong(static_cast<size_t>(size), 1);
+  Tensor received;
+  std::vector<int64_t> received_counts;
+  report.ExpectError(
+      comm.AllToAllV(Tensor(tensorflow::DT_FLOAT, TensorShape{0}), wrong, &received,
+                     &received_counts),
+      fmt::format("all-to-all: send counts sum to {} rows, the send tensor has 0", size),
+      "AllToAllV with counts that do not match");
+}
+
+void TestBarrier(Communicator& comm, TestReport& report) {
+  for (int i = 0; i < 3; ++i) report.ExpectOk(comm.Barrier(), "Barrier");
+}
+
+int Run(int argc, char** argv) {
+  std::string fail;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--fail=", 0) == 0) fail = arg.substr(7);
+  }
+  StatusOr<std::unique_ptr<Communicator>> made = Communicator::FromMpi();
+  if (!made.ok()) {
+    std::fprintf(stderr, "FromMpi: %s\n", made.status().ToString().c_str());
+    return 1;
+  }
+  Communicator& comm = **made;
+  if (!fail.empty()) {
+    // Everyone completes one collective, then the last rank fails before the second.
+    Tensor t = Tensor::Scalar<float>(1);
+    if (!comm.AllReduce(t, ReduceOp::kSum).ok()) return 1;
+    if (comm.rank() == comm.size() - 1) {
+      if (fail == "abort") comm.Abort(InternalError("injected failure"));
+      if (fail == "exit") std::_Exit(1);
+      if (fail == "exit0") std::_Exit(0);  // no MPI_Finalize: mpirun still ends the job
+      if (fail == "hang") std::this_thread::sleep_for(std::chrono::seconds(60));
+    }
+    Communicator::ScopedLabel label(&comm, "the failure test's second all-reduce");
+    const Status status = comm.AllReduce(t, ReduceOp::kSum);
+    std::fprintf(stderr, "rank %d: the second all-reduce returned: %s\n", comm.rank(),
+                 status.ToString().c_str());
+    return 0;  // not reached when the job was ended as it should be
+  }
+  TestReport report(comm);
+  TestTopology(comm, report);
+  TestAllReduce(comm, report);
+  TestAllGatherV(comm, report);
+  TestBroadcast(comm, report);
+  TestAllToAllV(comm, report);
+  TestBarrier(comm, report);
+  const int64_t before = static_cast<MpiCommunicator&>(comm).completed();
+  report.ExpectOk(comm.Barrier(), "Barrier");
+  report.Expect(static_cast<MpiCommunicator&>(comm).completed() == before + 1,
+                "completed() counts calls");
+  return report.Finish();
+}
+
+}  // namespace
+}  // namespace parallax
+
+int main(int argc, char** argv) { return parallax::Run(argc, argv); }

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# A rank that fails must end the whole job within seconds, never hang it, with a message
+# that names the rank (DESIGN §6). Runs mpi_communicator_mpitest --fail=MODE with 3 ranks:
+#   abort: the last rank calls Communicator::Abort    -> its error line and MPI_ABORT's notice
+#   exit:  the last rank exits with status 1           -> mpirun names the process
+#   exit0: the last rank exits 0 without MPI_Finalize  -> mpirun names the process
+#   hang:  the last rank sleeps outside collectives     -> the others' watchdogs (2 s
+#          timeout) name it as missing and abort
+# Each mode must exit non-zero within 10 s and print the expected text.
+#   mpi_failure_test.sh BINARY
+set -u
+binary=$1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export TMPDIR=${TEST_TMPDIR:-${TMPDIR:-/tmp}}
+export PARALLAX_COLLECTIVE_TIMEOUT_S=2
+passed=0
+failed=0
+
+check() {  # check MODE EXPECTED_REGEX
+  local mode=$1 expected=$2
+  local start end output rc elapsed
+  start=$(date +%s%N)
+  output=$(timeout 60 mpirun -np 3 --oversubscribe --mca btl self,vader \
+             -x PARALLAX_COLLECTIVE_TIMEOUT_S "$binary" "--fail=$mode" 2>&1)
+  rc=$?
+  end=$(date +%s%N)
+  elapsed=$(( (end - start) / 1000000 ))
+  echo "== --fail=$mode: exit status $rc after ${elapsed} ms"
+  echo "$output"
+  local ok=1
+  if [[ $rc -eq 0 || $rc -eq 124 ]]; then
+    echo "FAIL --fail=$mode: exit status $rc (expected a failure, not 0 or a timeout)"
+    ok=0
+  fi
+  if (( elapsed > 10000 )); then
+    echo "FAIL --fail=$mode: took ${elapsed} ms (limit 10 s)"
+    ok=0
+  fi
+  if ! grep -Eq "$expected" <<<"$output"; then
+    echo "FAIL --fail=$mode: the output does not match /$expected/"
+    ok=0
+  fi
+  if grep -q "the second all-reduce returned" <<<"$output"; then
+    echo "FAIL --fail=$mode: a rank went on past the failed collective"
+    ok=0
+  fi
+  if (( ok )); then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+}
+
+check abort 'parallax: error: rank 2: injected failure'
+check abort 'MPI_ABORT was invoked on rank 2'
+check exit 'Process name: \[\[[0-9]+,[0-9]+\],2\]'
+check exit0 'process rank 2 with PID'
+check hang "parallax: error: rank [01]: collective #2 \(all-reduce; the failure test's second all-reduce\) timed out after 2 s: missing rank 2 \(busy outside collectives, 1 finished\); ranks 0, 1 waiting in it"
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]
