@@ -231,6 +231,53 @@ else
   echo "skipped the TensorBoard MNIST run: PARALLAX_SHARED_DIR/testdata/tf or $fm is absent"
 fi
 
+# The model zoo: list, export (binary and text), errors; exported graphs load, analyse
+# as training graphs and transform.
+expect 0 "$parallax" models list
+for model in softmax mlp lenet embedding; do
+  grep -q "^$model " "$tmp/out" && pass || fail "models list does not show $model"
+done
+expect 0 "$parallax" models list --json
+python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["models"]; assert [x["name"] for x in m]==["softmax","mlp","lenet","embedding"] and all(x["params"]>0 for x in m)' "$tmp/out" \
+  && pass || fail "models list --json: $(head -c 300 "$tmp/out")"
+for model in softmax mlp lenet embedding; do
+  rm -f "$tmp/$model.pb"
+  expect 0 "$parallax" models export "$model" -o "$tmp/$model.pb"
+  [[ -s "$tmp/$model.pb" ]] && pass || fail "models export $model wrote no file"
+  expect 0 "$parallax" inspect --format json "$tmp/$model.pb"
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert not r["problems"], r["problems"]' "$tmp/out" \
+    && pass || fail "$model: inspect reports problems"
+done
+grep -q 'embeddings' "$tmp/out" && pass || fail "embedding: inspect does not list the embeddings"
+rm -f "$tmp/small.pbtxt"
+expect 0 "$parallax" models export embedding -o "$tmp/small.pbtxt" --text --vocab 1000 --dim 8 --seq 4 \
+  --batch 0 --optimizer adam --lr 0.01 --seed 3 --global-step
+grep -q 'node {' "$tmp/small.pbtxt" && pass || fail "--text did not write text format"
+expect 0 "$parallax" inspect "$tmp/small.pbtxt"
+grep -q 'embeddings .*sparse' "$tmp/out" && pass || fail "exported embedding: the gradient is not sparse"
+grep -q 'train op *Adam' "$tmp/out" && pass || fail "exported embedding: train op is not Adam"
+rm -rf "$tmp/zoojob"
+expect 0 "$parallax" transform "$tmp/small.pbtxt" --cluster "$cluster" -o "$tmp/zoojob"
+[[ -s "$tmp/zoojob/rank-0.pb" ]] && pass || fail "transform of an exported model wrote no rank-0.pb"
+# Errors: exit 2, one line, nothing written.
+expect 2 "$parallax" models export mlp -o "$tmp/small.pbtxt"
+expect_stderr_line "parallax: error: $tmp/small.pbtxt: exists; pass --force to overwrite it"
+expect 0 "$parallax" models export mlp -o "$tmp/small.pbtxt" --force --widths 16
+expect 2 "$parallax" models export mlp -o "$tmp/bad.pb" --vocab 10
+expect_stderr_line "parallax: error: option --vocab does not apply to model 'mlp'"
+expect 2 "$parallax" models export resnet -o "$tmp/bad.pb"
+expect_stderr_line "parallax: error: unknown model 'resnet' (known: softmax, mlp, lenet, embedding)"
+expect 2 "$parallax" models export mlp -o "$tmp/bad.pb" --optimizer lbfgs
+expect_stderr_line "parallax: error: unknown optimizer 'lbfgs' (sgd, momentum, adam, rmsprop, adagrad)"
+expect 2 "$parallax" models export mlp -o "$tmp/bad.pb" --widths 8,x
+expect_stderr_line "parallax: error: --widths: 'x' is not an integer (want e.g. 512,512)"
+expect 2 "$parallax" models export lenet -o "$tmp/bad.pb" --batch -1
+expect_stderr_line "parallax: error: --batch must be at least 0, got -1"
+expect 2 "$parallax" models export mlp
+expect 2 "$parallax" models
+[[ ! -e "$tmp/bad.pb" ]] && pass || fail "a failed export left $tmp/bad.pb"
+expect 2 "$parallax" models export mlp -o "$tmp/no/such/dir/m.pb"
+
 # Real graphs: every format works and JSON parses.
 shared="${PARALLAX_SHARED_DIR:-}/testdata/tf"
 if [[ -n "${PARALLAX_SHARED_DIR:-}" && -d "$shared" ]]; then

@@ -34,6 +34,7 @@ void PrintError(const Status& status);
 Command AddInspectCommand(CLI::App& app);
 Command AddTransformCommand(CLI::App& app);
 Command AddRunCommand(CLI::App& app);
+Command AddModelsCommand(CLI::App& app);
 
 }  // namespace parallax::cli
 

@@ -50,6 +50,7 @@ int Main(int argc, char** argv) {
       AddInspectCommand(app),
       AddTransformCommand(app),
       AddRunCommand(app),
+      AddModelsCommand(app),
   };
 
   try {

@@ -1,0 +1,181 @@
+// `parallax models list [--json]` and `parallax models export NAME -o FILE [options]`:
+// the built-in model zoo (lib/models/zoo.h) as TF1 training graphs.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cmd/parallax/command.h"
+#include "lib/base/json_writer.h"
+#include "lib/graph/graph_io.h"
+#include "lib/models/zoo.h"
+
+namespace parallax::cli {
+namespace {
+
+using models::BuildModel;
+using models::Model;
+using models::ModelOptions;
+using models::ModelSpec;
+
+struct ExportFlags {
+  std::string name;
+  std::string output;
+  bool text = false;
+  bool force = false;
+  int64_t batch = 0;
+  std::string optimizer;
+  double lr = 0;
+  int64_t seed = 1;
+  std::string widths;
+  int64_t vocab = 0, dim = 0, seq = 0;
+  bool global_step = false;
+  // Which options were given (unset ones take the model's defaults).
+  CLI::Option *batch_opt = nullptr, *optimizer_opt = nullptr, *lr_opt = nullptr,
+              *widths_opt = nullptr, *vocab_opt = nullptr, *dim_opt = nullptr, *seq_opt = nullptr;
+};
+
+// "512,512" -> {512, 512}.
+StatusOr<std::vector<int64_t>> ParseWidths(const std::string& text) {
+  std::vector<int64_t> widths;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    const std::string part = text.substr(start, end - start);
+    size_t used = 0;
+    int64_t value = 0;
+    try {
+      value = std::stoll(part, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (part.empty() || used != part.size()) {
+      return InvalidArgumentError("--widths: '{}' is not an integer (want e.g. 512,512)", part);
+    }
+    widths.push_back(value);
+    start = end + 1;
+  }
+  return widths;
+}
+
+StatusOr<ModelOptions> OptionsFrom(const ExportFlags& f) {
+  ModelOptions o;
+  if (f.batch_opt->count() > 0) o.batch = f.batch;
+  if (f.optimizer_opt->count() > 0) {
+    PX_ASSIGN_OR_RETURN(models::OptimizerKind kind, models::ParseOptimizer(f.optimizer));
+    o.optimizer = kind;
+  }
+  if (f.lr_opt->count() > 0) o.learning_rate = f.lr;
+  o.seed = f.seed;
+  if (f.widths_opt->count() > 0) {
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> widths, ParseWidths(f.widths));
+    o.widths = widths;
+  }
+  if (f.vocab_opt->count() > 0) o.vocab = f.vocab;
+  if (f.dim_opt->count() > 0) o.dim = f.dim;
+  if (f.seq_opt->count() > 0) o.seq = f.seq;
+  o.global_step = f.global_step;
+  return o;
+}
+
+Status Export(const ExportFlags& flags) {
+  PX_ASSIGN_OR_RETURN(ModelOptions options, OptionsFrom(flags));
+  PX_ASSIGN_OR_RETURN(Model model, BuildModel(flags.name, options));
+  struct stat st;
+  if (!flags.force && ::stat(flags.output.c_str(), &st) == 0) {
+    return AlreadyExistsError("{}: exists; pass --force to overwrite it", flags.output);
+  }
+  PX_RETURN_IF_ERROR(SaveGraph(model.graph, flags.output,
+                               flags.text ? GraphFileFormat::kText : GraphFileFormat::kBinary));
+  const ModelSpec* spec = models::FindModelSpec(model.name);
+  std::printf("%s\n", fmt::format("wrote {} ({}; {} nodes, {} parameters) to {}", model.name,
+                                  models::DescribeOptions(*spec, model.options),
+                                  model.graph.num_nodes(), model.num_params, flags.output)
+                          .c_str());
+  return Status::Ok();
+}
+
+Status List(bool json) {
+  struct Row {
+    const ModelSpec* spec;
+    int64_t params;
+    std::string defaults;
+  };
+  std::vector<Row> rows;
+  for (const ModelSpec& spec : models::ModelSpecs()) {
+    PX_ASSIGN_OR_RETURN(Model model, BuildModel(spec.name));
+    rows.push_back({&spec, model.num_params, models::DescribeOptions(spec, model.options)});
+  }
+  std::string out;
+  if (json) {
+    JsonWriter w;
+    w.BeginObject().Key("models").BeginArray();
+    for (const Row& r : rows) {
+      w.BeginObject()
+          .Field("name", r.spec->name)
+          .Field("params", r.params)
+          .Field("defaults", r.defaults)
+          .Field("description", r.spec->description)
+          .EndObject();
+    }
+    w.EndArray().EndObject();
+    out = w.str() + "\n";
+  } else {
+    size_t width = 8;
+    for (const Row& r : rows) width = std::max(width, r.defaults.size());
+    out = fmt::format("{:<10} {:>11}  {:<{}}  {}\n", "NAME", "PARAMS", "DEFAULTS", width,
+                      "DESCRIPTION");
+    for (const Row& r : rows) {
+      out += fmt::format("{:<10} {:>11}  {:<{}}  {}\n", r.spec->name, r.params, r.defaults, width,
+                         r.spec->description);
+    }
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Command AddModelsCommand(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand(
+      "models", "The built-in model zoo: single-device TF1 training graphs (softmax, mlp, "
+                "lenet, embedding) with TF-style gradients and optimizers.");
+  sub->require_subcommand(1);
+  auto json = std::make_shared<bool>(false);
+  CLI::App* list = sub->add_subcommand("list", "List the models: name, parameters, default "
+                                               "options, description.");
+  list->add_flag("--json", *json, "print JSON instead of a table");
+
+  auto f = std::make_shared<ExportFlags>();
+  CLI::App* exp = sub->add_subcommand("export", "Write a model's training graph as a GraphDef.");
+  exp->add_option("name", f->name, "model name (see `parallax models list`)")->required();
+  exp->add_option("-o,--output", f->output, "output file (binary GraphDef unless --text)")
+      ->required();
+  exp->add_flag("--text", f->text, "write protobuf text format");
+  exp->add_flag("--force", f->force, "overwrite the output file if it exists");
+  f->batch_opt = exp->add_option("--batch", f->batch,
+                                 "batch size; 0 leaves the batch dimension open (-1)");
+  f->optimizer_opt = exp->add_option("--optimizer", f->optimizer,
+                                     "sgd, momentum, adam, rmsprop or adagrad");
+  f->lr_opt = exp->add_option("--lr", f->lr, "learning rate (default: per optimizer)");
+  exp->add_option("--seed", f->seed, "seed attr of the random initialisers (default 1)");
+  f->widths_opt = exp->add_option("--widths", f->widths,
+                                  "mlp: hidden widths (512,512); lenet: conv1,conv2,fc (32,64,1024)");
+  f->vocab_opt = exp->add_option("--vocab", f->vocab, "embedding: vocabulary size (100000)");
+  f->dim_opt = exp->add_option("--dim", f->dim, "embedding: embedding width (128)");
+  f->seq_opt = exp->add_option("--seq", f->seq, "embedding: ids per example (16)");
+  exp->add_flag("--global-step", f->global_step, "add global_step, incremented by the train op");
+
+  return Command{sub, [list, exp, json, f]() -> Status {
+                   if (list->parsed()) return List(*json);
+                   if (exp->parsed()) return Export(*f);
+                   return InternalError("models: no subcommand");
+                 }};
+}
+
+}  // namespace parallax::cli
