@@ -95,28 +95,28 @@ StatusOr<Output> GradientContext::DenseGrad(int i) const {
   const Gradient& g = grad(i);
   if (g.is_sparse()) {
     return UnimplementedError("gradient of '{}' (op {}): an IndexedSlices gradient reaches output {}",
-                              node_.name(), node_.op(), i);
+                              node().name(), node().op(), i);
   }
   if (!g.valid()) {
-    return InternalError("gradient of '{}' (op {}): output {} has no gradient", node_.name(),
-                         node_.op(), i);
+    return InternalError("gradient of '{}' (op {}): output {} has no gradient", node().name(),
+                         node().op(), i);
   }
   return g.dense;
 }
 
 bool GradientContext::BoolAttr(std::string_view name, bool fallback) const {
-  auto v = node_.FindAttr(name);
+  auto v = node().FindAttr(name);
   return v ? v->b() : fallback;
 }
 
 std::string GradientContext::StringAttr(std::string_view name, std::string_view fallback) const {
-  auto v = node_.FindAttr(name);
+  auto v = node().FindAttr(name);
   return v ? v->s() : std::string(fallback);
 }
 
 std::vector<int64_t> GradientContext::IntListAttr(std::string_view name) const {
   std::vector<int64_t> out;
-  if (auto v = node_.FindAttr(name)) out.assign(v->list().i().begin(), v->list().i().end());
+  if (auto v = node().FindAttr(name)) out.assign(v->list().i().begin(), v->list().i().end());
   return out;
 }
 
@@ -198,8 +198,8 @@ StatusOr<std::vector<Gradient>> Gradients(const GraphBuilder& builder,
       ready.push_back(y.node());
     }
   }
-  auto release_inputs = [&](const Node& node) {
-    for (const OutputRef& in : node.data_inputs()) {
+  auto release_inputs = [&](NodeId id) {
+    for (const OutputRef& in : graph.node(id).data_inputs()) {
       if (!between(in.node)) continue;
       if (--pending[static_cast<size_t>(in.node)] == 0 && !queued[static_cast<size_t>(in.node)]) {
         queued[static_cast<size_t>(in.node)] = true;
@@ -210,14 +210,16 @@ StatusOr<std::vector<Gradient>> Gradients(const GraphBuilder& builder,
   while (!ready.empty()) {
     const NodeId id = ready.front();
     ready.pop_front();
-    const Node& node = graph.node(id);
+    // Copies: the node storage moves as gradient nodes are added.
+    const std::string op(graph.node(id).op()), name(graph.node(id).name());
+    const int num_data_inputs = graph.node(id).num_data_inputs();
     // This op's output gradients, aggregated.
     int num_outputs = 0;
     for (auto it = contributions.lower_bound({id, 0}); it != contributions.end() && it->first.first == id; ++it) {
       num_outputs = std::max(num_outputs, it->first.second + 1);
     }
     if (num_outputs == 0) {
-      release_inputs(node);
+      release_inputs(id);
       continue;
     }
     std::vector<Gradient> out_grads;
@@ -236,12 +238,11 @@ StatusOr<std::vector<Gradient>> Gradients(const GraphBuilder& builder,
       out_grads.push_back(agg);
       if (is_x.count({id, port})) results[{id, port}] = agg;
     }
-    if (node.num_data_inputs() == 0) continue;  // a variable or placeholder: a source
+    if (num_data_inputs == 0) continue;  // a variable or placeholder: a source
 
-    const GradientFunction* fn = FindGradient(node.op());
+    const GradientFunction* fn = FindGradient(op);
     if (fn == nullptr) {
-      return UnimplementedError("no gradient function for op {} (node '{}')", node.op(),
-                                node.name());
+      return UnimplementedError("no gradient function for op {} (node '{}')", op, name);
     }
     // Float outputs without a gradient read zeros (TF's control_flow_state.ZerosLike).
     for (size_t port = 0; port < out_grads.size(); ++port) {
@@ -250,9 +251,9 @@ StatusOr<std::vector<Gradient>> Gradients(const GraphBuilder& builder,
       }
     }
     std::vector<Output> inputs;
-    for (const OutputRef& in : node.data_inputs()) inputs.push_back(builder.Info(in));
-    const GraphBuilder scope = g.WithScope(std::string(node.name()) + "_grad");
-    GradientContext context(node, scope, inputs, outputs, out_grads);
+    for (const OutputRef& in : graph.node(id).data_inputs()) inputs.push_back(builder.Info(in));
+    const GraphBuilder scope = g.WithScope(name + "_grad");
+    GradientContext context(id, scope, inputs, outputs, out_grads);
     StatusOr<std::vector<Gradient>> in_grads_or = (*fn)(context);
     if (!in_grads_or.ok()) return in_grads_or.status();
     std::vector<Gradient> in_grads = std::move(*in_grads_or);
@@ -286,7 +287,7 @@ StatusOr<std::vector<Gradient>> Gradients(const GraphBuilder& builder,
       if (!in_grads[i].valid() || !between(inputs[i].node())) continue;
       contributions[Key(inputs[i].ref)].push_back(in_grads[i]);
     }
-    release_inputs(node);
+    release_inputs(id);
   }
 
   std::vector<Gradient> out;

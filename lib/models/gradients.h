@@ -57,12 +57,14 @@ struct Gradient {
 // What a gradient function sees: the forward op and the gradients of its outputs.
 class GradientContext {
  public:
-  GradientContext(const Node& node, GraphBuilder builder, std::vector<Output> inputs,
+  GradientContext(NodeId node, GraphBuilder builder, std::vector<Output> inputs,
                   std::vector<Output> outputs, std::vector<Gradient> output_grads)
       : node_(node), builder_(std::move(builder)), inputs_(std::move(inputs)),
         outputs_(std::move(outputs)), grads_(std::move(output_grads)) {}
 
-  const Node& node() const { return node_; }
+  // The forward op. The reference is valid until the next node is added (the graph's
+  // node storage may move), so read what is needed from it before building.
+  const Node& node() const { return builder_.graph().node(node_); }
   // Creates nodes under `gradients/<op>_grad/`.
   const GraphBuilder& builder() const { return builder_; }
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
@@ -78,7 +80,7 @@ class GradientContext {
   std::vector<int64_t> IntListAttr(std::string_view name) const;
 
  private:
-  const Node& node_;
+  NodeId node_;
   GraphBuilder builder_;
   std::vector<Output> inputs_, outputs_;
   std::vector<Gradient> grads_;
