@@ -1,6 +1,9 @@
 // Device: where kernels run. The CPU device owns the thread pool that kernels use for
 // their inner loops; the CUDA backend will add a device with its own memory and streams
 // without changing the executor (kernels are registered per device type).
+//
+// A device of a rank in a job also carries the job's Communicator (lib/runtime/comm),
+// which the collective kernels use; it is null when the process runs alone.
 #ifndef PARALLAX_LIB_RUNTIME_DEVICE_H_
 #define PARALLAX_LIB_RUNTIME_DEVICE_H_
 
@@ -12,6 +15,8 @@
 
 namespace parallax {
 
+class Communicator;  // lib/runtime/comm/communicator.h
+
 enum class DeviceType { kCpu, kCuda };
 std::string_view DeviceTypeName(DeviceType type);  // "CPU", "GPU"
 
@@ -21,6 +26,14 @@ class Device {
   virtual DeviceType type() const = 0;
   virtual const std::string& name() const = 0;  // "/device:CPU:0"
   virtual ThreadPool& threads() = 0;
+
+  // The collectives of this rank's job, or nullptr (one process, no job). Not owned: it
+  // must outlive the executors that run on this device.
+  Communicator* communicator() const { return communicator_; }
+  void set_communicator(Communicator* communicator) { communicator_ = communicator; }
+
+ private:
+  Communicator* communicator_ = nullptr;
 };
 
 class CpuDevice : public Device {

@@ -96,6 +96,8 @@ class KernelContext {
   Device& device() { return device_; }
   ThreadPool& threads() { return device_.threads(); }
   VariableStore& variables() { return variables_; }
+  // The job's collectives (the device's); nullptr when the process runs alone.
+  Communicator* communicator() { return device_.communicator(); }
 
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
   // The value of input i (for a ref input: the variable's current contents).
