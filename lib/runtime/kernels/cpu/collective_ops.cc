@@ -1,0 +1,529 @@
+// CPU kernels for the communication ops the transformer emits (lib/passes/
+// collective_builder.h): CollectiveReduceV2, CollectiveGatherV2, ParallaxBroadcast,
+// ParallaxSparsePull and ParallaxSparsePush. They run on host memory through the job's
+// Communicator (KernelContext::communicator()).
+//
+// Terms:
+//  - a collective is *local* when group_size is 1: it is then computed here, without a
+//    communicator (the result of a collective over one rank). A collective over more
+//    ranks needs a communicator of exactly group_size ranks (subgroups are not
+//    supported); group_key is not used, since all ranks form the one group.
+//  - a *partitioned* variable's rows [row_splits[p], row_splits[p+1]) live on rank
+//    owners[p]; a rank's *local storage* is its partitions concatenated in partition
+//    order, and a row's *local index* is its position there.
+//
+// Sparse pull (rows = variable[ids]): each rank sends the local index of every id to the
+// id's owner (one AllToAllV), owners gather those rows from their local storage and send
+// them back (a second AllToAllV), and each rank puts them in ids order. Sparse push sends
+// each (index, value row * scale) to the row's owner (two AllToAllVs: local indices and
+// rows); the owner returns them as local_values / local_indices grouped by source rank,
+// in each sender's order, duplicates kept (the update that follows sums them).
+// Cost per pull or push: the rows that cross ranks once (pull: plus the 8-byte requests),
+// plus one all-to-all of counts per AllToAllV. Duplicate ids are sent once per occurrence;
+// aggregating per host before crossing hosts (DESIGN §5) is not done yet.
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "lib/ops/dtypes.h"
+#include "lib/runtime/comm/communicator.h"
+#include "lib/runtime/kernel.h"
+
+namespace parallax {
+namespace {
+
+constexpr DeviceType kCpu = DeviceType::kCpu;
+
+// The communicator for a collective over `group_size` ranks; nullptr when the collective
+// is local (group_size 1 on a process without a job, or a job of one rank).
+Status GroupCommunicator(KernelContext& context, int64_t group_size, Communicator** out) {
+  *out = nullptr;
+  if (group_size < 1) return InvalidArgumentError("group_size must be >= 1, got {}", group_size);
+  Communicator* communicator = context.communicator();
+  if (group_size == 1 && (communicator == nullptr || communicator->size() == 1)) {
+    return Status::Ok();
+  }
+  if (communicator == nullptr) {
+    return FailedPreconditionError("{} with group_size {} needs a communicator: run the job "
+                                   "under mpirun (parallax launch)",
+                                   context.node().op(), group_size);
+  }
+  if (communicator->size() != group_size) {
+    return InvalidArgumentError("group_size is {}, but the job has {} rank{} (collectives over "
+                                "a subset of the ranks are not supported)",
+                                group_size, communicator->size(),
+                                communicator->size() == 1 ? "" : "s");
+  }
+  *out = communicator;
+  return Status::Ok();
+}
+
+std::string Label(const KernelContext& context, int64_t instance_key) {
+  return fmt::format("node '{}' ({} instance_key {})", context.node().name(), context.node().op(),
+                     instance_key);
+}
+
+// An int32 (or int64) scalar input of a V2 collective.
+Status ScalarInput(const KernelContext& context, int index, std::string_view name,
+                   int64_t* value) {
+  const Tensor& t = context.input(index);
+  if (t.num_elements() != 1 ||
+      (t.dtype() != tensorflow::DT_INT32 && t.dtype() != tensorflow::DT_INT64)) {
+    return InvalidArgumentError("input {} ({}) must be an int32 scalar, got {}", index, name,
+                                t.DebugString(2));
+  }
+  *value = t.dtype() == tensorflow::DT_INT32 ? t.data<int32_t>()[0] : t.data<int64_t>()[0];
+  return Status::Ok();
+}
+
+// group_size and instance_key of a V2 collective (inputs 1 and 3; group_key is input 2).
+struct V2Keys {
+  int64_t group_size = 1;
+  int64_t instance_key = 0;
+};
+Status ReadV2Keys(const KernelContext& context, V2Keys* keys) {
+  if (context.num_inputs() < 4) {
+    return InvalidArgumentError("expected 4 inputs (input, group_size, group_key, "
+                                "instance_key), got {}",
+                                context.num_inputs());
+  }
+  int64_t group_key = 0;
+  PX_RETURN_IF_ERROR(ScalarInput(context, 1, "group_size", &keys->group_size));
+  PX_RETURN_IF_ERROR(ScalarInput(context, 2, "group_key", &group_key));
+  return ScalarInput(context, 3, "instance_key", &keys->instance_key);
+}
+
+// ---- CollectiveReduceV2 ----
+
+// output = merge_op over ranks of input, then final_op (Div: divided by group_size).
+class CollectiveReduceV2Op : public OpKernel {
+ public:
+  CollectiveReduceV2Op(const KernelInit& init, Status* status) {
+    std::string merge, final_op;
+    *status = init.GetAttr("merge_op", &merge);
+    if (status->ok()) *status = init.GetAttrOr("final_op", &final_op, std::string("Id"));
+    if (!status->ok()) return;
+    if (merge == "Add") {
+      op_ = final_op == "Div" ? ReduceOp::kMean : ReduceOp::kSum;
+    } else if (merge == "Min" || merge == "Max" || merge == "Mul") {
+      op_ = merge == "Min" ? ReduceOp::kMin : merge == "Max" ? ReduceOp::kMax : ReduceOp::kProd;
+      if (final_op == "Div") {
+        *status = UnimplementedError("attr 'final_op' Div with merge_op {} (only Add is divided)",
+                                     merge);
+      }
+    } else {
+      *status = InvalidArgumentError("attr 'merge_op' is '{}', expected Add, Min, Max or Mul",
+                                     merge);
+    }
+    if (status->ok() && final_op != "Id" && final_op != "Div") {
+      *status = InvalidArgumentError("attr 'final_op' is '{}', expected Id or Div", final_op);
+    }
+  }
+
+  Status Compute(KernelContext& context) const override {
+    V2Keys keys;
+    PX_RETURN_IF_ERROR(ReadV2Keys(context, &keys));
+    Communicator* communicator = nullptr;
+    PX_RETURN_IF_ERROR(GroupCommunicator(context, keys.group_size, &communicator));
+    const Tensor& input = context.input(0);
+    if (communicator == nullptr) {
+      // Any reduction over one rank, divided by 1, is the input.
+      PX_RETURN_IF_ERROR(comm_internal::CheckReducible(input, op_));
+      context.set_output(0, input);
+      return Status::Ok();
+    }
+    Communicator::ScopedLabel label(communicator, Label(context, keys.instance_key));
+    Tensor output;
+    PX_RETURN_IF_ERROR(communicator->AllReduce(input, &output, op_));
+    context.set_output(0, std::move(output));
+    return Status::Ok();
+  }
+
+ private:
+  ReduceOp op_ = ReduceOp::kSum;
+};
+PX_REGISTER_KERNEL(CollectiveReduceV2Op, "CollectiveReduceV2", kCpu);
+
+// ---- CollectiveGatherV2 ----
+
+// output = every rank's input concatenated along dimension 0, in rank order.
+class CollectiveGatherV2Op : public OpKernel {
+ public:
+  CollectiveGatherV2Op(const KernelInit&, Status*) {}
+
+  Status Compute(KernelContext& context) const override {
+    V2Keys keys;
+    PX_RETURN_IF_ERROR(ReadV2Keys(context, &keys));
+    Communicator* communicator = nullptr;
+    PX_RETURN_IF_ERROR(GroupCommunicator(context, keys.group_size, &communicator));
+    const Tensor& input = context.input(0);
+    if (communicator == nullptr) {
+      PX_RETURN_IF_ERROR(comm_internal::CheckRows(input, "all-gather"));
+      context.set_output(0, input);
+      return Status::Ok();
+    }
+    Communicator::ScopedLabel label(communicator, Label(context, keys.instance_key));
+    Tensor output;
+    PX_RETURN_IF_ERROR(communicator->AllGatherV(input, &output));
+    context.set_output(0, std::move(output));
+    return Status::Ok();
+  }
+};
+PX_REGISTER_KERNEL(CollectiveGatherV2Op, "CollectiveGatherV2", kCpu);
+
+// ---- ParallaxBroadcast ----
+
+// output = rank root_rank's input, on every rank.
+class ParallaxBroadcastOp : public OpKernel {
+ public:
+  ParallaxBroadcastOp(const KernelInit& init, Status* status) {
+    *status = init.GetAttrOr("root_rank", &root_, int64_t{0});
+    if (status->ok()) *status = init.GetAttr("group_size", &group_size_);
+    if (status->ok()) *status = init.GetAttr("instance_key", &instance_key_);
+    if (status->ok() && (root_ < 0 || root_ >= std::max<int64_t>(group_size_, 1))) {
+      *status = InvalidArgumentError("attr 'root_rank' is {}, outside the group of {} rank{}",
+                                     root_, group_size_, group_size_ == 1 ? "" : "s");
+    }
+  }
+
+  Status Compute(KernelContext& context) const override {
+    Communicator* communicator = nullptr;
+    PX_RETURN_IF_ERROR(GroupCommunicator(context, group_size_, &communicator));
+    const Tensor& input = context.input(0);
+    if (communicator == nullptr) {
+      context.set_output(0, input);
+      return Status::Ok();
+    }
+    Communicator::ScopedLabel label(communicator, Label(context, instance_key_));
+    // The root sends its input (only read); the others receive into a buffer of their own.
+    Tensor output = communicator->rank() == root_ ? input : Tensor(input.dtype(), input.shape());
+    PX_RETURN_IF_ERROR(communicator->Broadcast(output, static_cast<int>(root_)));
+    context.set_output(0, std::move(output));
+    return Status::Ok();
+  }
+
+ private:
+  int64_t root_ = 0;
+  int64_t group_size_ = 1;
+  int64_t instance_key_ = 0;
+};
+PX_REGISTER_KERNEL(ParallaxBroadcastOp, "ParallaxBroadcast", kCpu);
+
+// ---- Partitioned variables ----
+
+// The partitioning attrs of ParallaxSparsePull/Push, checked, with each partition's
+// offset in its owner's local storage.
+class Partitioning {
+ public:
+  Status Init(const KernelInit& init) {
+    PX_RETURN_IF_ERROR(init.GetAttr("num_rows", &num_rows_));
+    PX_RETURN_IF_ERROR(init.GetAttr("row_splits", &row_splits_));
+    PX_RETURN_IF_ERROR(init.GetAttr("owners", &owners_));
+    PX_RETURN_IF_ERROR(init.GetAttr("group_size", &group_size_));
+    PX_RETURN_IF_ERROR(init.GetAttr("instance_key", &instance_key_));
+    PX_RETURN_IF_ERROR(init.GetAttrOr("Tindices", &index_type_, tensorflow::DT_INT32));
+    if (index_type_ != tensorflow::DT_INT32 && index_type_ != tensorflow::DT_INT64) {
+      return InvalidArgumentError("attr 'Tindices' is {}, expected int32 or int64",
+                                  DataTypeShortName(index_type_));
+    }
+    if (group_size_ < 1) return InvalidArgumentError("attr 'group_size' is {}", group_size_);
+    if (row_splits_.size() != owners_.size() + 1) {
+      return InvalidArgumentError("attr 'row_splits' has {} entries for {} owners (expected one "
+                                  "more)",
+                                  row_splits_.size(), owners_.size());
+    }
+    if (row_splits_.front() != 0 || row_splits_.back() != num_rows_) {
+      return InvalidArgumentError("attr 'row_splits' must run from 0 to num_rows {}, got [{}]",
+                                  num_rows_, fmt::join(row_splits_, ", "));
+    }
+    local_offset_.resize(owners_.size());
+    local_rows_.assign(static_cast<size_t>(group_size_), 0);
+    for (size_t p = 0; p < owners_.size(); ++p) {
+      if (row_splits_[p + 1] < row_splits_[p]) {
+        return InvalidArgumentError("attr 'row_splits' decreases at entry {}: [{}]", p + 1,
+                                    fmt::join(row_splits_, ", "));
+      }
+      if (owners_[p] < 0 || owners_[p] >= group_size_) {
+        return InvalidArgumentError("attr 'owners': partition {} is owned by rank {}, outside "
+                                    "the group of {}",
+                                    p, owners_[p], group_size_);
+      }
+      int64_t& rows = local_rows_[static_cast<size_t>(owners_[p])];
+      local_offset_[p] = rows;
+      rows += row_splits_[p + 1] - row_splits_[p];
+    }
+    return Status::Ok();
+  }
+
+  int64_t group_size() const { return group_size_; }
+  int64_t instance_key() const { return instance_key_; }
+  DataType index_type() const { return index_type_; }
+  int64_t local_rows(int rank) const { return local_rows_[static_cast<size_t>(rank)]; }
+
+  // The owner of `row` and the row's local index there; errors for rows out of range.
+  Status Locate(int64_t row, size_t position, int* owner, int64_t* local_index) const {
+    if (row < 0 || row >= num_rows_) {
+      return InvalidArgumentError("index {} (at position {}) is out of range: the variable has "
+                                  "{} rows",
+                                  row, position, num_rows_);
+    }
+    // The last partition starting at or before `row` (empty partitions are skipped).
+    const size_t p = static_cast<size_t>(
+        std::upper_bound(row_splits_.begin(), row_splits_.end(), row) - row_splits_.begin() - 1);
+    *owner = static_cast<int>(owners_[p]);
+    *local_index = local_offset_[p] + (row - row_splits_[p]);
+    return Status::Ok();
+  }
+
+ private:
+  int64_t num_rows_ = 0;
+  std::vector<int64_t> row_splits_;
+  std::vector<int64_t> owners_;
+  int64_t group_size_ = 1;
+  int64_t instance_key_ = 0;
+  DataType index_type_ = tensorflow::DT_INT32;
+  std::vector<int64_t> local_offset_;  // per partition
+  std::vector<int64_t> local_rows_;    // per rank
+};
+
+std::vector<int64_t> ReadIndices(const Tensor& indices) {
+  std::vector<int64_t> out(static_cast<size_t>(indices.num_elements()));
+  if (indices.dtype() == tensorflow::DT_INT32) {
+    std::copy_n(indices.data<int32_t>(), out.size(), out.begin());
+  } else {
+    std::copy_n(indices.data<int64_t>(), out.size(), out.begin());
+  }
+  return out;
+}
+
+Tensor IndexTensor(DataType dtype, const std::vector<int64_t>& values) {
+  Tensor t(dtype, TensorShape{static_cast<int64_t>(values.size())});
+  if (dtype == tensorflow::DT_INT32) {
+    std::copy(values.begin(), values.end(), t.data<int32_t>());
+  } else {
+    std::copy(values.begin(), values.end(), t.data<int64_t>());
+  }
+  return t;
+}
+
+// The rows of `rows` shaped [n, row dims...] from `like`'s dims after the first `skip`.
+TensorShape RowsShape(int64_t n, const TensorShape& like, int skip) {
+  std::vector<int64_t> dims = {n};
+  dims.insert(dims.end(), like.dims().begin() + skip, like.dims().end());
+  return TensorShape(std::move(dims));
+}
+
+Status CheckIndexTensor(const Tensor& indices, DataType expected, std::string_view name) {
+  if (indices.dtype() != expected) {
+    return InvalidArgumentError("{} are {}, but attr 'Tindices' says {}", name,
+                                DataTypeShortName(indices.dtype()), DataTypeShortName(expected));
+  }
+  return Status::Ok();
+}
+
+// Per destination rank: how many items go there, and where item i lands in the send
+// buffer (grouped by destination in rank order, each destination keeping item order).
+struct Routing {
+  std::vector<int64_t> counts;
+  std::vector<int64_t> slot;  // per item
+
+  Routing(const std::vector<int>& owner, int size) : counts(static_cast<size_t>(size), 0) {
+    for (int o : owner) ++counts[static_cast<size_t>(o)];
+    std::vector<int64_t> next(static_cast<size_t>(size), 0);
+    for (int r = 1; r < size; ++r) {
+      next[static_cast<size_t>(r)] = next[static_cast<size_t>(r - 1)] + counts[static_cast<size_t>(r - 1)];
+    }
+    slot.resize(owner.size());
+    for (size_t i = 0; i < owner.size(); ++i) slot[i] = next[static_cast<size_t>(owner[i])]++;
+  }
+};
+
+// ---- ParallaxSparsePull ----
+
+// rows[i] = row ids[i] of the partitioned variable; params is this rank's local storage.
+class ParallaxSparsePullOp : public OpKernel {
+ public:
+  ParallaxSparsePullOp(const KernelInit& init, Status* status) {
+    *status = partitioning_.Init(init);
+  }
+
+  Status Compute(KernelContext& context) const override {
+    Communicator* communicator = nullptr;
+    PX_RETURN_IF_ERROR(GroupCommunicator(context, partitioning_.group_size(), &communicator));
+    const int rank = communicator == nullptr ? 0 : communicator->rank();
+    const int size = communicator == nullptr ? 1 : communicator->size();
+    const Tensor& params = context.input(0);
+    const Tensor& ids_tensor = context.input(1);
+    PX_RETURN_IF_ERROR(CheckIndexTensor(ids_tensor, partitioning_.index_type(), "ids"));
+    PX_RETURN_IF_ERROR(comm_internal::CheckRows(params, "a sparse pull"));
+    if (params.dim(0) != partitioning_.local_rows(rank)) {
+      return InvalidArgumentError("params (the local storage) has {} rows, but rank {} owns {} "
+                                  "rows of the variable",
+                                  params.dim(0), rank, partitioning_.local_rows(rank));
+    }
+    const std::vector<int64_t> ids = ReadIndices(ids_tensor);
+    std::vector<int> owner(ids.size());
+    std::vector<int64_t> local_index(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      PX_RETURN_IF_ERROR(partitioning_.Locate(ids[i], i, &owner[i], &local_index[i])
+                             .WithPrefix("ids"));
+    }
+    const int64_t row_bytes = comm_internal::RowBytes(params);
+    std::vector<int64_t> out_dims = ids_tensor.shape().dims();
+    out_dims.insert(out_dims.end(), params.shape().dims().begin() + 1, params.shape().dims().end());
+    Tensor* rows = context.AllocateOutput(0, params.dtype(), TensorShape(std::move(out_dims)));
+    char* out = static_cast<char*>(rows->raw_data());
+    const char* storage = static_cast<const char*>(params.raw_data());
+
+    if (communicator == nullptr) {
+      for (size_t i = 0; i < ids.size(); ++i) {
+        std::memcpy(out + static_cast<int64_t>(i) * row_bytes, storage + local_index[i] * row_bytes,
+                    static_cast<size_t>(row_bytes));
+      }
+      return Status::Ok();
+    }
+    Communicator::ScopedLabel label(communicator, Label(context, partitioning_.instance_key()));
+    // 1. Each owner gets the local indices of the rows asked of it.
+    const Routing routing(owner, size);
+    Tensor requests(tensorflow::DT_INT64, TensorShape{static_cast<int64_t>(ids.size())});
+    for (size_t i = 0; i < ids.size(); ++i) {
+      requests.data<int64_t>()[routing.slot[i]] = local_index[i];
+    }
+    Tensor asked;
+    std::vector<int64_t> asked_counts;
+    PX_RETURN_IF_ERROR(communicator->AllToAllV(requests, routing.counts, &asked, &asked_counts));
+    // 2. Owners answer with those rows, in the order asked.
+    Tensor answers(params.dtype(), RowsShape(asked.dim(0), params.shape(), 1));
+    char* answer = static_cast<char*>(answers.raw_data());
+    for (int64_t k = 0; k < asked.dim(0); ++k) {
+      const int64_t index = asked.data<int64_t>()[k];
+      if (index < 0 || index >= params.dim(0)) {
+        return InternalError("rank {} asked for local row {} of {}", rank, index, params.dim(0));
+      }
+      std::memcpy(answer + k * row_bytes, storage + index * row_bytes,
+                  static_cast<size_t>(row_bytes));
+    }
+    Tensor answered;
+    std::vector<int64_t> answered_counts;
+    PX_RETURN_IF_ERROR(communicator->AllToAllV(answers, asked_counts, &answered, &answered_counts));
+    // 3. The rows come back grouped as they were asked for: put them in ids order.
+    const char* back = static_cast<const char*>(answered.raw_data());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      std::memcpy(out + static_cast<int64_t>(i) * row_bytes, back + routing.slot[i] * row_bytes,
+                  static_cast<size_t>(row_bytes));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  Partitioning partitioning_;
+};
+PX_REGISTER_KERNEL(ParallaxSparsePullOp, "ParallaxSparsePull", kCpu);
+
+// ---- ParallaxSparsePush ----
+
+template <typename T>
+void Scale(char* rows, int64_t count, float scale) {
+  T* data = reinterpret_cast<T*>(rows);
+  const T s = static_cast<T>(scale);
+  for (int64_t i = 0; i < count; ++i) data[i] *= s;
+}
+
+// Routes (indices[i], values[i] * scale) to the owner of row indices[i]; each rank gets
+// what was sent to it as rows of its local storage.
+class ParallaxSparsePushOp : public OpKernel {
+ public:
+  ParallaxSparsePushOp(const KernelInit& init, Status* status) {
+    *status = partitioning_.Init(init);
+    if (status->ok()) *status = init.GetAttrOr("scale", &scale_, 1.0f);
+    if (status->ok()) *status = init.GetAttr("T", &dtype_);
+    if (status->ok() && scale_ != 1.0f && dtype_ != tensorflow::DT_FLOAT &&
+        dtype_ != tensorflow::DT_DOUBLE) {
+      *status = UnimplementedError("attr 'scale' {} on {} values (scaling needs float or double)",
+                                   scale_, DataTypeShortName(dtype_));
+    }
+  }
+
+  Status Compute(KernelContext& context) const override {
+    Communicator* communicator = nullptr;
+    PX_RETURN_IF_ERROR(GroupCommunicator(context, partitioning_.group_size(), &communicator));
+    const int size = communicator == nullptr ? 1 : communicator->size();
+    const Tensor& values = context.input(0);
+    const Tensor& indices_tensor = context.input(1);
+    PX_RETURN_IF_ERROR(CheckIndexTensor(indices_tensor, partitioning_.index_type(), "indices"));
+    if (DataTypeSize(values.dtype()) <= 0) {
+      return UnimplementedError("sparse push of {} values", DataTypeShortName(values.dtype()));
+    }
+    // values = [indices.shape..., row dims...]
+    const int index_rank = indices_tensor.rank();
+    bool leading_match = values.rank() >= index_rank;
+    for (int d = 0; leading_match && d < index_rank; ++d) {
+      leading_match = values.dim(d) == indices_tensor.dim(d);
+    }
+    if (!leading_match) {
+      return InvalidArgumentError("values {} do not start with the shape of indices {}",
+                                  values.shape().DebugString(),
+                                  indices_tensor.shape().DebugString());
+    }
+    const std::vector<int64_t> indices = ReadIndices(indices_tensor);
+    std::vector<int> owner(indices.size());
+    std::vector<int64_t> local_index(indices.size());
+    for (size_t i = 0; i < indices.size(); ++i) {
+      PX_RETURN_IF_ERROR(partitioning_.Locate(indices[i], i, &owner[i], &local_index[i])
+                             .WithPrefix("indices"));
+    }
+    const int64_t n = static_cast<int64_t>(indices.size());
+    const TensorShape rows_shape = RowsShape(n, values.shape(), index_rank);
+    int64_t row_elements = 1;
+    for (int d = 1; d < rows_shape.rank(); ++d) row_elements *= rows_shape.dim(d);
+    const int64_t row_bytes = row_elements * DataTypeSize(values.dtype());
+
+    // The rows (scaled) and local indices grouped by owner.
+    const Routing routing(owner, size);
+    Tensor send_values(values.dtype(), rows_shape);
+    std::vector<int64_t> send_indices(indices.size());
+    const char* in = static_cast<const char*>(values.raw_data());
+    char* send = static_cast<char*>(send_values.raw_data());
+    for (size_t i = 0; i < indices.size(); ++i) {
+      std::memcpy(send + routing.slot[i] * row_bytes, in + static_cast<int64_t>(i) * row_bytes,
+                  static_cast<size_t>(row_bytes));
+      send_indices[static_cast<size_t>(routing.slot[i])] = local_index[i];
+    }
+    if (scale_ != 1.0f) {
+      if (values.dtype() == tensorflow::DT_FLOAT) {
+        Scale<float>(send, n * row_elements, scale_);
+      } else {
+        Scale<double>(send, n * row_elements, scale_);
+      }
+    }
+    if (communicator == nullptr) {
+      context.set_output(0, std::move(send_values));
+      context.set_output(1, IndexTensor(partitioning_.index_type(), send_indices));
+      return Status::Ok();
+    }
+    Communicator::ScopedLabel label(communicator, Label(context, partitioning_.instance_key()));
+    Tensor index_tensor(tensorflow::DT_INT64, TensorShape{n});
+    std::copy(send_indices.begin(), send_indices.end(), index_tensor.data<int64_t>());
+    Tensor got_indices, got_values;
+    std::vector<int64_t> index_counts, value_counts;
+    PX_RETURN_IF_ERROR(
+        communicator->AllToAllV(index_tensor, routing.counts, &got_indices, &index_counts));
+    PX_RETURN_IF_ERROR(
+        communicator->AllToAllV(send_values, routing.counts, &got_values, &value_counts));
+    const std::vector<int64_t> local(got_indices.data<int64_t>(),
+                                     got_indices.data<int64_t>() + got_indices.num_elements());
+    context.set_output(0, std::move(got_values));
+    context.set_output(1, IndexTensor(partitioning_.index_type(), local));
+    return Status::Ok();
+  }
+
+ private:
+  Partitioning partitioning_;
+  float scale_ = 1.0f;
+  DataType dtype_ = tensorflow::DT_FLOAT;
+};
+PX_REGISTER_KERNEL(ParallaxSparsePushOp, "ParallaxSparsePush", kCpu);
+
+}  // namespace
+}  // namespace parallax
