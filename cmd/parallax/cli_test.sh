@@ -87,6 +87,35 @@ grep -q -- "$(realpath "$parallax") run" "$job/launch.sh" && pass || fail "launc
 sh -n "$job/launch.sh" && pass || fail "launch.sh is not valid sh"
 ls -d "$tmp"/job.* 2>/dev/null | grep -q . && fail "temporary directories left: $(ls -d "$tmp"/job.*)" || pass
 
+# launch: the mpirun argv for one host and for several, run flags and mpirun args passed
+# on; a hostfile that does not cover the plan is bad input; a failing job exits 3.
+self=$(realpath "$parallax")
+local_job="$tmp/local_job"
+rm -rf "$local_job"
+printf 'hosts:\n  - name: localhost\n    cpus: 2\n' > "$tmp/local.yaml"
+expect 0 "$parallax" transform "$example" --cluster "$tmp/local.yaml" -o "$local_job"
+expect 0 "$parallax" launch "$local_job" --dry-run --steps 5 -- --mca btl self,tcp
+root_flag=""; [[ $(id -u) -eq 0 ]] && root_flag=" --allow-run-as-root"
+forwarded=$(env | cut -d= -f1 | grep -E '^(NCCL|PARALLAX)_' | sort | sed 's/^/ -x /' | tr -d '\n')
+want="mpirun -np 2 --hostfile $local_job/hostfile --map-by slot --bind-to none --tag-output -x PATH -x LD_LIBRARY_PATH$forwarded$root_flag --mca btl self,tcp $self run $local_job --steps 5"
+[[ "$(cat "$tmp/out")" == "$want" ]] && pass || fail "launch --dry-run (one host): got '$(cat "$tmp/out")', want '$want'"
+expect 0 "$parallax" launch "$job" --hostfile "$job/hostfile" --dry-run
+want="mpirun -np 4 --hostfile $job/hostfile --map-by slot --bind-to none --tag-output -x PATH -x LD_LIBRARY_PATH$forwarded$root_flag $self run $job"
+[[ "$(cat "$tmp/out")" == "$want" ]] && pass || fail "launch --dry-run (two hosts): got '$(cat "$tmp/out")', want '$want'"
+printf 'node1 slots=2\n' > "$tmp/small.hosts"
+expect 2 "$parallax" launch "$job" --hostfile "$tmp/small.hosts" --dry-run
+expect_stderr_line "parallax: error: $tmp/small.hosts: no host 'node2', where the plan puts 2 ranks"
+expect 2 "$parallax" launch "$job" -H node1:2,node2:1 --dry-run
+expect_stderr_line "parallax: error: -H: host 'node2' has 1 slot but the plan puts 2 ranks on it"
+expect 2 "$parallax" launch "$tmp/no_such_job" --dry-run
+# A job whose mpirun fails: exit 3, naming the job.
+mkdir -p "$tmp/fakebin"
+printf '#!/bin/sh\necho "rank 1 failed" >&2\nexit 1\n' > "$tmp/fakebin/mpirun"
+chmod +x "$tmp/fakebin/mpirun"
+PATH="$tmp/fakebin:$PATH" expect 3 "$parallax" launch "$local_job"
+grep -q "parallax: error: $local_job: the job failed: mpirun exited with status 1" "$tmp/err" \
+  && pass || fail "a failed job's error: $(cat "$tmp/err")"
+
 # An existing directory: exit 2, untouched; --force replaces it.
 touch "$job/mine"
 expect 2 "$parallax" transform "$example" --cluster "$cluster" -o "$job"

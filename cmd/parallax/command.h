@@ -8,6 +8,8 @@
 #define PARALLAX_CMD_PARALLAX_COMMAND_H_
 
 #include <functional>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -35,6 +37,8 @@ Command AddInspectCommand(CLI::App& app);
 Command AddTransformCommand(CLI::App& app);
 Command AddRunCommand(CLI::App& app);
 Command AddModelsCommand(CLI::App& app);
+// `mpirun_args`: the words after `--` on a `parallax launch` command line.
+Command AddLaunchCommand(CLI::App& app, std::vector<std::string> mpirun_args);
 
 }  // namespace parallax::cli
 

@@ -1,7 +1,9 @@
 // `parallax`: the command-line entry point. Parses flags with CLI11, sets up logging
 // (quiet by default, -v for info, -vv for debug), runs the chosen subcommand and maps
 // its Status to the exit code documented in command.h.
+#include <algorithm>
 #include <cstdio>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -46,15 +48,31 @@ int Main(int argc, char** argv) {
   int verbosity = 0;
   app.add_flag("-v,--verbose", verbosity, "more log output (-v info, -vv debug)");
 
+  // `parallax launch ... -- ARGS`: ARGS belong to mpirun; take them off before CLI11
+  // parses (it would treat them as positionals of the wrong command).
+  std::vector<char*> args(argv, argv + argc);
+  std::vector<std::string> mpirun_args;
+  const auto launch = std::find_if(args.begin() + 1, args.end(),
+                                   [](const char* a) { return std::string_view(a) == "launch"; });
+  if (launch != args.end()) {
+    const auto dashes = std::find_if(launch, args.end(),
+                                     [](const char* a) { return std::string_view(a) == "--"; });
+    if (dashes != args.end()) {
+      mpirun_args.assign(dashes + 1, args.end());
+      args.erase(dashes, args.end());
+    }
+  }
+
   std::vector<Command> commands = {
       AddInspectCommand(app),
       AddTransformCommand(app),
       AddRunCommand(app),
       AddModelsCommand(app),
+      AddLaunchCommand(app, mpirun_args),
   };
 
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::Success& e) {  // --help, --version
     return app.exit(e);
   } catch (const CLI::ParseError& e) {

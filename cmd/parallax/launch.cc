@@ -1,0 +1,69 @@
+// `parallax launch DIR [--hostfile H | -H LIST] [--dry-run] [run flags...] [-- mpirun args]`:
+// starts a transformed job's ranks with OpenMPI's mpirun (lib/launch/mpirun.h builds the
+// argv; launch.sh in the job directory holds the same line). Flags that `launch` does not
+// know (--steps 100, --feed x=...) are passed on to every rank's `parallax run`; words
+// after `--` go to mpirun. The exit status is the job's: 0, or 3 when a rank failed.
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+
+#include <spdlog/spdlog.h>
+
+#include "cmd/parallax/command.h"
+#include "lib/cluster/hostfile.h"
+#include "lib/launch/mpirun.h"
+#include "lib/transform/plan_io.h"
+
+namespace parallax::cli {
+
+Command AddLaunchCommand(CLI::App& app, std::vector<std::string> mpirun_args) {
+  struct Flags {
+    std::string job;
+    std::string hostfile;
+    std::string hosts;
+    bool dry_run = false;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* sub = app.add_subcommand(
+      "launch", "Start a job written by `parallax transform` with mpirun: one `parallax run` "
+                "per rank. Unknown flags go to `parallax run`; words after -- go to mpirun.");
+  sub->add_option("job", flags->job, "the job directory written by `parallax transform`")
+      ->required();
+  auto* hostfile = sub->add_option("--hostfile", flags->hostfile,
+                                   "OpenMPI hostfile covering the plan's hosts (default: the "
+                                   "job's own hostfile)");
+  sub->add_option("-H,--hosts", flags->hosts, "hosts as mpirun's -H: node1:4,node2:4")
+      ->excludes(hostfile);
+  sub->add_flag("--dry-run", flags->dry_run, "print the mpirun command line and exit");
+  // Flags `launch` does not know are for the ranks' `parallax run`; main() has already
+  // taken the words after `--` (mpirun's) off the command line.
+  sub->allow_extras();
+  sub->fallthrough(false);
+  return Command{sub, [flags, sub, mpirun_args]() -> Status {
+    PX_ASSIGN_OR_RETURN(Plan plan, LoadPlan(flags->job));
+    if (!flags->hostfile.empty() || !flags->hosts.empty()) {
+      PX_ASSIGN_OR_RETURN(Hostfile hosts, flags->hostfile.empty() ? ParseHostList(flags->hosts)
+                                                                  : LoadHostfile(flags->hostfile));
+      PX_RETURN_IF_ERROR(CheckHostfileCoversPlan(plan, hosts));
+    }
+    MpirunOptions options = MpirunOptionsForThisMachine();
+    options.run_args = sub->remaining();
+    options.extra_mpirun_args = mpirun_args;
+    const std::vector<std::string> argv = MpirunArgv(plan, flags->job, options);
+    if (flags->dry_run) {
+      std::printf("%s\n", ShellLine(argv).c_str());
+      return Status::Ok();
+    }
+    spdlog::info("{}", ShellLine(argv));
+    PX_ASSIGN_OR_RETURN(int exit_status, RunAndWait(argv));
+    if (exit_status != 0) {
+      return Status(StatusCode::kAborted,
+                    fmt::format("{}: the job failed: mpirun exited with status {} (the failing "
+                                "rank's error is above)",
+                                flags->job, exit_status));
+    }
+    return Status::Ok();
+  }};
+}
+
+}  // namespace parallax::cli
