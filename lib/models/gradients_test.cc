@@ -328,6 +328,33 @@ void CheckOp(const std::string& what, const OpBuilder& build) {
   }
 }
 
+TEST_CASE("the finite-difference checker reports a wrong gradient") {
+  Graph g;
+  GraphBuilder b(&g, 1);
+  const Output x = b.Placeholder("x", DT_DOUBLE, {3});
+  const Output y = b.Placeholder("y", DT_DOUBLE, {3});
+  const Output z = b.Mul(x, y);
+  auto grads = Gradients(b, {z}, {x, y}, GradientsOptions{.grad_ys = {b.Placeholder("u", DT_DOUBLE, {3})}});
+  REQUIRE(grads.ok());
+  GradientCheck check;
+  check.graph = &g;
+  check.y = "mul:0";
+  check.upstream = RandomFloats(DT_DOUBLE, TensorShape{3}, 3);
+  check.feeds = {{"x:0", RandomFloats(DT_DOUBLE, TensorShape{3}, 1)},
+                 {"y:0", RandomFloats(DT_DOUBLE, TensorShape{3}, 2)},
+                 {"u:0", check.upstream}};
+  // dz/dx checked against the gradient of y: must be reported.
+  check.inputs = {{"x:0", g.TensorName((*grads)[1].dense.ref), ""}};
+  const auto missing = MissingKernels(g, {"mul:0", check.inputs[0].grad}, {"x:0", "y:0", "u:0"});
+  if (!missing.empty()) {
+    WARN("SKIPPED: no CPU kernel for " << fmt::format("{}", fmt::join(missing, ", ")));
+    return;
+  }
+  StatusOr<std::string> report = CheckGradients(check);
+  REQUIRE(report.ok());
+  CHECK(report->starts_with("x:0 element 0: emitted gradient"));
+}
+
 Tensor Int64s(std::vector<int64_t> v, TensorShape s) { return Tensor::FromVector<int64_t>(v, std::move(s)); }
 Tensor Int32s(std::vector<int32_t> v, TensorShape s) { return Tensor::FromVector<int32_t>(v, std::move(s)); }
 

@@ -1,0 +1,195 @@
+// The zoo's graphs run: end-to-end finite-difference checks of every model's gradients
+// (found through the training analysis, as the transformer finds them) and a few
+// training steps with every optimizer that must lower the loss. Cases whose ops have no
+// CPU kernel yet are skipped with a WARN that names the missing kernels.
+#include <cmath>
+#include <random>
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "lib/analysis/training_analysis.h"
+#include "lib/models/gradient_checker.h"
+#include "lib/models/zoo.h"
+#include "lib/runtime/device.h"
+#include "lib/runtime/executor.h"
+
+namespace parallax::models {
+namespace {
+
+using tensorflow::DT_DOUBLE;
+using tensorflow::DT_FLOAT;
+
+// Small versions of the zoo's models (batch 4 unless open).
+ModelOptions Small(const std::string& name, DataType dtype, OptimizerKind opt, int64_t batch = 4) {
+  ModelOptions o;
+  o.batch = batch;
+  o.optimizer = opt;
+  o.dtype = dtype;
+  if (name == "mlp") o.widths = std::vector<int64_t>{6, 5};
+  if (name == "lenet") o.widths = std::vector<int64_t>{2, 3, 8};
+  if (name == "embedding") {
+    o.vocab = 20;
+    o.dim = 4;
+    o.seq = 3;
+  }
+  return o;
+}
+
+// Data for the model's feeds following their synthetic rules, `rows` examples.
+std::vector<std::pair<std::string, Tensor>> SyntheticFeeds(const Model& m, DataType dtype,
+                                                           int64_t rows, uint64_t seed) {
+  std::vector<std::pair<std::string, Tensor>> feeds;
+  std::mt19937_64 gen(seed);
+  Tensor x;
+  for (const FeedSpec& f : m.feeds) {
+    std::vector<int64_t> dims = f.shape.dims;
+    dims[0] = rows;
+    TensorShape shape(dims);
+    if (f.name == "x") {
+      x = RandomFloats(dtype, shape, seed, 0, 1);
+      feeds.emplace_back("x:0", x);
+    } else if (f.name == "ids") {
+      std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(*m.options.vocab) - 1);
+      x = Tensor(tensorflow::DT_INT32, shape);
+      for (int32_t& v : x.flat<int32_t>()) v = token(gen);
+      feeds.emplace_back("ids:0", x);
+    } else if (f.name == "y") {
+      Tensor y(tensorflow::DT_INT64, shape);
+      const int64_t per_row = x.num_elements() / rows;
+      for (int64_t r = 0; r < rows; ++r) {
+        if (x.dtype() == tensorflow::DT_INT32) {
+          y.flat<int64_t>()[static_cast<size_t>(r)] =
+              TokenVoteLabel(x.flat<int32_t>().subspan(static_cast<size_t>(r * per_row),
+                                                       static_cast<size_t>(per_row)),
+                             kNumClasses);
+        } else {
+          std::vector<float> row;
+          for (int64_t k = 0; k < per_row; ++k) {
+            row.push_back(static_cast<float>(dtype == DT_DOUBLE ? x.data<double>()[r * per_row + k]
+                                                                 : x.data<float>()[r * per_row + k]));
+          }
+          y.flat<int64_t>()[static_cast<size_t>(r)] = ArgmaxPrefixLabel(row, kNumClasses);
+        }
+      }
+      feeds.emplace_back("y:0", y);
+    }
+  }
+  return feeds;
+}
+
+std::string Join(const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, ", ")); }
+
+void CheckModelGradients(const std::string& name, int64_t batch) {
+  INFO("model " << name << " batch " << batch);
+  for (DataType dtype : {DT_DOUBLE, DT_FLOAT}) {
+    StatusOr<Model> m = BuildModel(name, Small(name, dtype, OptimizerKind::kAdagrad, batch));
+    REQUIRE(m.status().message() == "");
+    const Graph& g = m->graph;
+    StatusOr<TrainingAnalysis> a = AnalyzeTraining(g);
+    REQUIRE(a.ok());
+    GradientCheck check;
+    check.graph = &g;
+    check.y = "loss:0";
+    check.feeds = SyntheticFeeds(*m, dtype, batch == 0 ? 3 : batch, 11);
+    check.max_coordinates = 24;
+    uint64_t seed = 100;
+    std::vector<std::string> fetches = {check.y};
+    for (const GradientUpdate& u : a->updates) {
+      const Variable& v = a->variables[static_cast<size_t>(u.variable)];
+      const std::string read = v.name + "/read:0";
+      check.feeds.emplace_back(read, RandomFloats(dtype, TensorShape(v.shape.dims), seed++, -0.5, 0.5));
+      CheckedInput in{read, g.TensorName(u.grad_input), u.sparse ? g.TensorName(u.indices_input) : ""};
+      fetches.push_back(in.grad);
+      if (u.sparse) fetches.push_back(in.indices);
+      check.inputs.push_back(in);
+    }
+    std::vector<std::string> fed;
+    for (const auto& f : check.feeds) fed.push_back(f.first);
+    const std::vector<std::string> missing = MissingKernels(g, fetches, fed);
+    if (!missing.empty()) {
+      if (dtype == DT_DOUBLE) continue;
+      WARN("SKIPPED end-to-end gradient check of " << name << ": no CPU kernel for " << Join(missing));
+      return;
+    }
+    if (dtype == DT_DOUBLE) {
+      check.delta = 1e-6;
+      check.rtol = 1e-5;
+      check.atol = 1e-8;
+    } else {
+      check.delta = 1e-2;
+      check.rtol = 3e-2;
+      check.atol = 1e-3;
+      WARN("end-to-end gradient check of " << name << " in float32 (float64 kernels missing)");
+    }
+    StatusOr<std::string> report = CheckGradients(check);
+    REQUIRE(report.status().message() == "");
+    CHECK(*report == "");
+    return;
+  }
+}
+
+TEST_CASE("end-to-end finite differences through every zoo model") {
+  for (const ModelSpec& spec : ModelSpecs()) {
+    CheckModelGradients(spec.name, 4);
+    CheckModelGradients(spec.name, 0);  // open batch: the runtime shapes path
+  }
+}
+
+// Learning rates that make a few steps on one batch visibly lower the loss.
+double StepSize(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::kSgd: return 0.5;
+    case OptimizerKind::kMomentum: return 0.1;
+    case OptimizerKind::kAdam: return 0.02;
+    case OptimizerKind::kRmsProp: return 0.02;
+    case OptimizerKind::kAdagrad: return 0.3;
+  }
+  return 0.1;
+}
+
+TEST_CASE("training steps lower the loss with every optimizer") {
+  constexpr int kSteps = 15;
+  for (const ModelSpec& spec : ModelSpecs()) {
+    for (OptimizerKind kind : kAllOptimizers) {
+      INFO(spec.name << " " << OptimizerFlagName(kind));
+      ModelOptions o = Small(spec.name, DT_FLOAT, kind);
+      o.learning_rate = StepSize(kind);
+      o.global_step = true;
+      StatusOr<Model> m = BuildModel(spec.name, o);
+      REQUIRE(m.status().message() == "");
+      const auto feeds = SyntheticFeeds(*m, DT_FLOAT, 4, 5);
+      std::vector<std::string> fed;
+      for (const auto& f : feeds) fed.push_back(f.first);
+      std::vector<std::string> missing = MissingKernels(m->graph, {"loss:0", m->train_op, m->init_op}, fed);
+      if (!missing.empty()) {
+        WARN("SKIPPED training " << spec.name << " with " << OptimizerFlagName(kind)
+                                 << ": no CPU kernel for " << Join(missing));
+        continue;
+      }
+      CpuDevice device(2);
+      Executor ex(m->graph, device);
+      REQUIRE(ex.Run({{}, {}, {m->init_op}}).status().message() == "");
+      std::vector<float> losses;
+      for (int step = 0; step < kSteps; ++step) {
+        StatusOr<std::vector<Tensor>> out = ex.Run({feeds, {"loss:0"}, {m->train_op}});
+        REQUIRE(out.status().message() == "");
+        losses.push_back((*out)[0].data<float>()[0]);
+      }
+      INFO("losses " << fmt::format("{}", fmt::join(losses, " ")));
+      CHECK(std::isfinite(losses.back()));
+      CHECK(losses.back() < 0.95f * losses.front());
+      StatusOr<std::vector<Tensor>> state = ex.Run({{}, {"global_step/read:0"}, {}});
+      REQUIRE(state.status().message() == "");
+      CHECK((*state)[0].data<int64_t>()[0] == kSteps);
+      if (kind == OptimizerKind::kAdam) {
+        StatusOr<std::vector<Tensor>> b1 = ex.Run({{}, {"beta1_power/read:0"}, {}});
+        REQUIRE(b1.ok());
+        CHECK((*b1)[0].data<float>()[0] == Approx(std::pow(0.9, kSteps + 1)).epsilon(1e-4));
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace parallax::models
