@@ -139,21 +139,30 @@ NodeId OptimizerWriter::Update(const GraphBuilder& opt, const VariableInfo& var,
     case OptimizerKind::kAdam: {
       // TF's AdamOptimizer._apply_sparse_shared, op for op.
       const Output m = slots[0].ref, v = slots[1].ref;
-      const Output lr_t = u.RealDiv(
-          u.Mul(h_lr, u.Sqrt(OneMinus(u, beta2_power_.read), "Sqrt"), "mul"),
-          OneMinus(u, beta1_power_.read), "truediv");
-      const Output m_scaled = u.Mul(summed, OneMinus(u, hyper_.beta1), "mul");
-      const Output m_assign = u.Assign(m, u.Mul(slots[0].read, hyper_.beta1, "mul"), "Assign");
+      // One statement per op: C++ leaves argument order open, and the order fixes the
+      // names (sub, Sqrt, mul, sub_1, truediv as TF writes them).
+      const Output one_minus_b2 = OneMinus(u, beta2_power_.read);
+      const Output sqrt_b2 = u.Sqrt(one_minus_b2, "Sqrt");
+      const Output lr_sqrt = u.Mul(h_lr, sqrt_b2, "mul");
+      const Output one_minus_b1 = OneMinus(u, beta1_power_.read);
+      const Output lr_t = u.RealDiv(lr_sqrt, one_minus_b1, "truediv");
+      const Output one_minus_beta1 = OneMinus(u, hyper_.beta1);
+      const Output m_scaled = u.Mul(summed, one_minus_beta1, "mul");
+      const Output m_decayed = u.Mul(slots[0].read, hyper_.beta1, "mul");
+      const Output m_assign = u.Assign(m, m_decayed, "Assign");
       const Output m_t =
           u.WithControlDependencies({m_assign.node()}).ScatterAdd(m, unique, m_scaled, "ScatterAdd");
       const Output g2 = u.Mul(summed, summed, "mul");
-      const Output v_scaled = u.Mul(g2, OneMinus(u, hyper_.beta2), "mul");
-      const Output v_assign = u.Assign(v, u.Mul(slots[1].read, hyper_.beta2, "mul"), "Assign");
+      const Output one_minus_beta2 = OneMinus(u, hyper_.beta2);
+      const Output v_scaled = u.Mul(g2, one_minus_beta2, "mul");
+      const Output v_decayed = u.Mul(slots[1].read, hyper_.beta2, "mul");
+      const Output v_assign = u.Assign(v, v_decayed, "Assign");
       const Output v_t =
           u.WithControlDependencies({v_assign.node()}).ScatterAdd(v, unique, v_scaled, "ScatterAdd");
       const Output v_sqrt = u.Sqrt(v_t, "Sqrt");
-      const Output step = u.RealDiv(u.Mul(lr_t, m_t, "mul"), u.Add(v_sqrt, hyper_.epsilon, "add"),
-                                    "truediv");
+      const Output lr_m = u.Mul(lr_t, m_t, "mul");
+      const Output denominator = u.Add(v_sqrt, hyper_.epsilon, "add");
+      const Output step = u.RealDiv(lr_m, denominator, "truediv");
       const Output var_update = u.AssignSub(var.ref, step, "AssignSub");
       return u.AddNoOp("group_deps", {var_update.node(), m_t.node(), v_t.node()});
     }
