@@ -26,7 +26,9 @@
 // of three inner loops (vector-vector, vector-scalar, scalar-vector). The loops walk
 // blocks of kLanes elements with a constant trip count, which GCC vectorises at -O2 (its
 // "very cheap" cost model rejects loops that would need a scalar epilogue, so a plain
-// `for (i < n)` stays scalar). Outputs are split across the device's threads in blocks
+// `for (i < n)` stays scalar). Short rows ([R,C] with [C] or [R,1], C < 64) would make
+// one run per row, so there the broadcast input is tiled into whole rows first. Outputs
+// are split across the device's threads in blocks
 // of at least kCheapBlock elements (kCostlyBlock for transcendental and integer-division
 // ops); element-wise results do not depend on the split, and AddN adds inputs in order.
 #include <cmath>
@@ -457,6 +459,61 @@ class BinaryOp : public OpKernel {
     }
   }
 
+  // [R,C] with a row [C] or a column [R,1] (either way round) where C is short: one
+  // run per row would cost more than the row itself ([batch,10] + [10] in the logits
+  // layer, x - max(x) in a softmax). The broadcast input is expanded into a tile of
+  // whole rows instead (a row once per block, a column once per chunk of rows), so
+  // each inner loop spans many rows. Returns false, doing nothing, for other plans.
+  static bool ShortRowBroadcast(const cwise::BroadcastPlan& plan, const T* xs, const T* ys,
+                                Out* result, ThreadPool& threads) {
+    constexpr int64_t kMaxRow = 64;
+    constexpr int64_t kTile = 1024;  // elements
+    if (plan.dims.size() != 2 || plan.dims[1] >= kMaxRow) return false;
+    const int64_t rows = plan.dims[0], cols = plan.dims[1];
+    auto strides_are = [&](int k, int64_t outer, int64_t inner) {
+      return plan.strides[static_cast<size_t>(k)][0] == outer &&
+             plan.strides[static_cast<size_t>(k)][1] == inner;
+    };
+    // Which input is full ([R,C], contiguous), and whether the other is a row or a column.
+    int full_input;
+    if (strides_are(0, cols, 1)) {
+      full_input = 0;
+    } else if (strides_are(1, cols, 1)) {
+      full_input = 1;
+    } else {
+      return false;
+    }
+    const int other = 1 - full_input;
+    const bool is_row = strides_are(other, 0, 1);
+    if (!is_row && !strides_are(other, 1, 0)) return false;
+    const T* full = full_input == 0 ? xs : ys;
+    const T* broadcast = full_input == 0 ? ys : xs;
+    const int64_t rows_per_tile = kTile / cols;
+    threads.ParallelFor(
+        rows, std::max<int64_t>(1, MinBlock<Fn>() / cols), [&](int, int64_t begin, int64_t end) {
+          T tile[kTile];
+          const int64_t tile_rows = std::min(rows_per_tile, end - begin);
+          if (is_row) {
+            for (int64_t r = 0; r < tile_rows; ++r) std::copy(broadcast, broadcast + cols, tile + r * cols);
+          }
+          for (int64_t r = begin; r < end; r += tile_rows) {
+            const int64_t chunk_rows = std::min(tile_rows, end - r);
+            if (!is_row) {
+              for (int64_t i = 0; i < chunk_rows; ++i) {
+                std::fill_n(tile + i * cols, cols, broadcast[r + i]);
+              }
+            }
+            const int64_t n = chunk_rows * cols;
+            if (full_input == 0) {
+              LoopVV<T, Out, Fn>(full + r * cols, tile, result + r * cols, n);
+            } else {
+              LoopVV<T, Out, Fn>(tile, full + r * cols, result + r * cols, n);
+            }
+          }
+        });
+    return true;
+  }
+
   Status Compute(KernelContext& context) const override {
     const Tensor& x = context.input(0);
     const Tensor& y = context.input(1);
@@ -482,6 +539,7 @@ class BinaryOp : public OpKernel {
     const T* xs = x.data<T>();
     const T* ys = y.data<T>();
     Out* result = out->data<Out>();
+    if (ShortRowBroadcast(*plan, xs, ys, result, context.threads())) return Status::Ok();
     const int64_t sx = plan->inner_stride(0);
     const int64_t sy = plan->inner_stride(1);
     context.threads().ParallelFor(

@@ -375,6 +375,16 @@ const std::vector<std::pair<TensorShape, TensorShape>> kBinaryShapes = {
     {{}, {300, 257}},
     {{1, 257}, {300, 1}},
     {{40, 3, 257}, {3, 1}},
+    // Short rows and columns (the tiled path): both operand orders, many tiles, a
+    // split across threads, and the longest row it takes (63).
+    {{2, 1}, {2, 3}},
+    {{5000, 7}, {7}},
+    {{7}, {5000, 7}},
+    {{5000, 7}, {5000, 1}},
+    {{5000, 1}, {5000, 7}},
+    {{600, 63}, {63}},
+    {{600, 63}, {600, 1}},
+    {{600, 64}, {64}},
 };
 
 const std::vector<TensorShape> kUnaryShapes = {
