@@ -28,9 +28,9 @@
 // "very cheap" cost model rejects loops that would need a scalar epilogue, so a plain
 // `for (i < n)` stays scalar). Short rows ([R,C] with [C] or [R,1], C < 64) would make
 // one run per row, so there the broadcast input is tiled into whole rows first. Outputs
-// are split across the device's threads in blocks
-// of at least kCheapBlock elements (kCostlyBlock for transcendental and integer-division
-// ops); element-wise results do not depend on the split, and AddN adds inputs in order.
+// are split across the device's threads in blocks of at least kCheapBlock elements
+// (kCostlyBlock for transcendental and integer-division ops); element-wise results do
+// not depend on the split, and AddN adds inputs in order.
 #include <cmath>
 #include <cstring>
 #include <limits>
