@@ -12,6 +12,7 @@
 
 #include "lib/graph/graph_io.h"
 #include "lib/graph/verifier.h"
+#include "lib/models/zoo.h"
 #include "lib/testing/testdata.h"
 #include "lib/transform/pipelines.h"
 #include "lib/transform/report.h"
@@ -61,9 +62,8 @@ struct Job {
   std::vector<Graph> ranks;
 };
 
-Job TransformFile(const std::string& path, int ranks, const std::string& strategy = "",
-                  TransformOptions options = {}) {
-  StatusOr<Graph> graph = LoadGraph(path);
+Job TransformGraph(StatusOr<Graph> graph, int ranks, const std::string& strategy = "",
+                   TransformOptions options = {}) {
   REQUIRE(graph.ok());
   StatusOr<TrainingAnalysis> analysis = AnalyzeTraining(*graph);
   REQUIRE(analysis.ok());
@@ -79,6 +79,11 @@ Job TransformFile(const std::string& path, int ranks, const std::string& strateg
   INFO(result.status().ToString());
   REQUIRE(result.ok());
   return Job{std::move(*graph), std::move(*plan), std::move(result->ranks)};
+}
+
+Job TransformFile(const std::string& path, int ranks, const std::string& strategy = "",
+                  TransformOptions options = {}) {
+  return TransformGraph(LoadGraph(path), ranks, strategy, options);
 }
 
 // "name op inputs..." per node, sorted: structure without devices and attrs.
@@ -193,6 +198,28 @@ TEST_CASE("every test graph transforms for 1, 2, 8 and 64 ranks") {
   }
   CHECK(dense_collectives > 0);
   CHECK(sparse_collectives > 0);
+}
+
+TEST_CASE("every zoo model transforms for 1, 2, 8 and 64 ranks, hybrid and ps") {
+  for (const models::ModelSpec& spec : models::ModelSpecs()) {
+    for (StrategyKind strategy : {StrategyKind::kHybrid, StrategyKind::kPs}) {
+      for (int ranks : {1, 2, 8, 64}) {
+        INFO(spec.name << " under " << StrategyKindName(strategy) << " for " << ranks << " ranks");
+        StatusOr<models::Model> model = models::BuildModel(spec.name);
+        REQUIRE(model.ok());
+        TransformOptions options;
+        options.strategy = strategy;
+        Job job = TransformGraph(std::move(model->graph), ranks, "", options);
+        CheckJob(job, ranks);
+        const std::map<std::string, int> ops = OpCounts(job.ranks[0]);
+        if (ranks > 1 && strategy == StrategyKind::kHybrid) {
+          CHECK(ops.count("CollectiveReduceV2") > 0);  // dense gradients all-reduced
+          if (spec.name == "embedding") CHECK(ops.count("ParallaxSparsePush") > 0);
+        }
+        if (ranks > 1 && strategy == StrategyKind::kPs) CHECK(ops.count("ParallaxSparsePull") > 0);
+      }
+    }
+  }
 }
 
 TEST_CASE("--strategy ps: every test graph transforms for 1, 2, 8 and 64 ranks") {
