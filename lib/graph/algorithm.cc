@@ -88,4 +88,28 @@ std::vector<bool> AncestorsOf(const Graph& graph, const std::vector<NodeId>& roo
   return seen;
 }
 
+std::vector<bool> NeededNodes(const Graph& graph, const std::vector<NodeId>& roots,
+                              const std::vector<bool>& fed) {
+  std::vector<bool> needed(static_cast<size_t>(graph.id_limit()), false);
+  std::vector<NodeId> stack;
+  for (NodeId root : roots) {
+    if (graph.IsLive(root) && !needed[static_cast<size_t>(root)]) {
+      needed[static_cast<size_t>(root)] = true;
+      stack.push_back(root);
+    }
+  }
+  while (!stack.empty()) {
+    const NodeId id = stack.back();
+    stack.pop_back();
+    if (static_cast<size_t>(id) < fed.size() && fed[static_cast<size_t>(id)]) continue;
+    for (const OutputRef& in : graph.node(id).inputs()) {
+      if (!needed[static_cast<size_t>(in.node)]) {
+        needed[static_cast<size_t>(in.node)] = true;
+        stack.push_back(in.node);
+      }
+    }
+  }
+  return needed;
+}
+
 }  // namespace parallax

@@ -24,6 +24,14 @@ StatusOr<std::vector<NodeId>> TopologicalOrder(const Graph& graph);
 // as a mask indexed by NodeId.
 std::vector<bool> AncestorsOf(const Graph& graph, const std::vector<NodeId>& roots);
 
+// The nodes a run of `roots` (its fetched nodes and targets) needs, as the executor
+// chooses them: `roots` and their ancestors through data and control inputs, not looking
+// past fed nodes (a fed node is needed, its inputs are not followed for it); loop
+// back-edges are followed. `fed` is indexed by NodeId; ids past its end are unfed.
+// The executor runs the needed, unfed nodes in TopologicalOrder.
+std::vector<bool> NeededNodes(const Graph& graph, const std::vector<NodeId>& roots,
+                              const std::vector<bool>& fed = {});
+
 }  // namespace parallax
 
 #endif  // PARALLAX_LIB_GRAPH_ALGORITHM_H_

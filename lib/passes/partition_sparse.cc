@@ -659,6 +659,10 @@ Status VariableRewriter::RewriteUpdates() {
       PX_RETURN_IF_ERROR(graph_.ReplaceInput(update.op, grad_index, push.local_values));
       PX_RETURN_IF_ERROR(graph_.ReplaceInput(update.op, indices_index, push.local_indices));
     }
+    // As for dense updates: the write of V's rows (the apply op; sparse Adam's AssignSub)
+    // waits on this rank's pulls of V, so that no rank pulls a row of this step's V that
+    // its owner has already updated.
+    for (NodeId pull : pulls_) PX_RETURN_IF_ERROR(graph_.AddControlInput(update.op, pull));
   }
   return Status::Ok();
 }
@@ -696,7 +700,7 @@ Status VariableRewriter::RewriteDenseUpdate(const GradientUpdate& update, float 
 
 // Without local storage: drops everything computed from the storage variables or the old
 // dedup (the update ops and sparse Adam's chain); whatever waited on them waits on the
-// pushes.
+// pushes and on the pulls an owner's update waits on.
 Status VariableRewriter::RemoveUpdateChains() {
   std::vector<NodeId> seeds;
   for (const Storage& s : storage_) seeds.push_back(s.var->node);
@@ -727,6 +731,10 @@ Status VariableRewriter::RemoveUpdateChains() {
     for (NodeId w : waiting) {
       PX_RETURN_IF_ERROR(graph_.RemoveControlInput(w, id));
       for (NodeId push : pushes_) PX_RETURN_IF_ERROR(graph_.AddControlInput(w, push));
+      // An owner's update waits on its pulls of V: so does what replaces it here, so that
+      // every rank's run of the train op needs the same pulls (a pull that feeds only a
+      // summary would otherwise run on owners alone, and the ranks would deadlock).
+      for (NodeId pull : pulls_) PX_RETURN_IF_ERROR(graph_.AddControlInput(w, pull));
     }
   }
   // Remove consumers before producers.

@@ -131,7 +131,10 @@ TEST_CASE("partition-sparse: an owner gets local storage, pulls and the deduplic
   CHECK(Inputs(*g, "Momentum/update_emb/SparseApplyMomentum") ==
         std::vector<std::string>{"emb/parallax/local", "emb/Momentum/parallax/local",
                                  "Momentum/learning_rate", "emb/parallax/segment_sum",
-                                 "emb/parallax/unique", "Momentum/momentum"});
+                                 "emb/parallax/unique", "Momentum/momentum",
+                                 // after this rank's pull of emb: no rank reads a row its
+                                 // owner already updated
+                                 "^emb/parallax/pull"});
   CHECK(g->FindNode("Momentum/update_emb/Unique") == kNoNode);
   // Init: rank 0's values, this rank's rows.
   CHECK(Inputs(*g, "emb/parallax/local/Assign") ==
@@ -158,8 +161,10 @@ TEST_CASE("partition-sparse: a rank owning nothing pulls with empty storage and 
   const auto empty = g->node(g->FindNode("emb/parallax/empty")).FindAttr("value")->tensor();
   CHECK(empty.tensor_shape().dim(0).size() == 0);
   CHECK(empty.tensor_shape().dim(1).size() == 16);
+  // The train op waits on the pull as an owner's update does: every rank's step runs it.
   CHECK(Inputs(*g, "Momentum") ==
-        std::vector<std::string>{"^Momentum/update_w/ApplyMomentum", "^emb/parallax/push"});
+        std::vector<std::string>{"^Momentum/update_w/ApplyMomentum", "^emb/parallax/push",
+                                 "^emb/parallax/pull"});
   CHECK(Contains(Inputs(*g, "init"), "^emb/parallax/broadcast_init"));
   CHECK(Contains(Inputs(*g, "init"), "^emb/Momentum/parallax/broadcast_init"));
   // No colocation on a variable that is gone.
@@ -203,7 +208,8 @@ TEST_CASE("partition-sparse: sparse Adam's chain moves to the local storage") {
   CHECK(other->FindNode("Adam/update_emb/ScatterAdd") == kNoNode);
   CHECK(other->FindNode("Adam/update_emb/truediv") == kNoNode);  // dead once the chain is gone
   CHECK(Inputs(*other, "Adam/update_emb/group_deps") ==
-        std::vector<std::string>{"^emb/parallax/push"});
+        std::vector<std::string>{"^emb/parallax/push", "^emb/parallax/pull"});
+  CHECK(Inputs(*owner, "Adam/update_emb/AssignSub").back() == "^emb/parallax/pull");
   CHECK(other->FindNode("Adam/Assign") != kNoNode);  // beta powers: state, kept
 }
 
@@ -217,7 +223,8 @@ TEST_CASE("partition-sparse: resource variables get resource storage") {
   CHECK(NodeInput(*g, "emb/IsInitialized/VarIsInitializedOp", 0) == "emb/parallax/local");
   CHECK(g->node(g->FindNode("emb/parallax/local/Assign")).op() == "AssignVariableOp");
   CHECK(Inputs(*g, "GradientDescent/update_emb2/ResourceScatterAdd") ==
-        std::vector<std::string>{"emb2/parallax/local", "emb2/parallax/push:1", "emb2/parallax/push"});
+        std::vector<std::string>{"emb2/parallax/local", "emb2/parallax/push:1", "emb2/parallax/push",
+                                 "^emb2/parallax/pull"});
   CHECK(NodeInput(*g, "summary/emb2_mean", 0) == "emb2/parallax/pull");
 }
 
@@ -421,7 +428,8 @@ TEST_CASE("partition-sparse: a rank owning no dense rows pulls with empty storag
   CHECK(empty.tensor_shape().dim(0).size() == 0);
   CHECK(empty.tensor_shape().dim(1).size() == 10);
   CHECK(Inputs(*g, "GradientDescent") ==
-        std::vector<std::string>{"^w/parallax/push", "^b/parallax/push"});
+        std::vector<std::string>{"^w/parallax/push", "^w/parallax/pull", "^b/parallax/push",
+                                 "^b/parallax/pull"});
   CHECK(Contains(Inputs(*g, "init"), "^w/parallax/broadcast_init"));
 }
 
@@ -450,7 +458,7 @@ TEST_CASE("partition-sparse: dense Adam and Momentum partition their slots; beta
   // The beta powers advance on every rank, after its pushes.
   CHECK(Inputs(*other, "Adam/mul") ==
         std::vector<std::string>{"beta1_power/read", "Adam/beta1", "^w/parallax/push",
-                                 "^b/parallax/push"});
+                                 "^w/parallax/pull", "^b/parallax/push", "^b/parallax/pull"});
 
   Graph momentum = LoadAnalysisGraph("momentum");
   StatusOr<Graph> m = RunOnRank(CreatePartitionSparsePass, momentum, DensePsPlan(momentum, 2, 3),

@@ -101,25 +101,7 @@ StatusOr<std::unique_ptr<Executor::Plan>> Executor::BuildPlan(const RunRequest& 
   }
 
   // The needed nodes: ancestors of the roots, not looking past fed nodes.
-  std::vector<bool> needed(static_cast<size_t>(limit), false);
-  std::vector<NodeId> stack;
-  for (NodeId root : roots) {
-    if (!needed[static_cast<size_t>(root)]) {
-      needed[static_cast<size_t>(root)] = true;
-      stack.push_back(root);
-    }
-  }
-  while (!stack.empty()) {
-    const NodeId id = stack.back();
-    stack.pop_back();
-    if (fed[static_cast<size_t>(id)]) continue;
-    for (const OutputRef& in : graph_.node(id).inputs()) {
-      if (!needed[static_cast<size_t>(in.node)]) {
-        needed[static_cast<size_t>(in.node)] = true;
-        stack.push_back(in.node);
-      }
-    }
-  }
+  const std::vector<bool> needed = NeededNodes(graph_, roots, fed);
 
   // Kernels for every needed, unfed node; all missing ones in one error.
   std::vector<std::string> missing;

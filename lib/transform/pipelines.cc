@@ -7,6 +7,7 @@
 #include "lib/passes/broadcast_init.h"
 #include "lib/passes/densify_sparse.h"
 #include "lib/passes/insert_allreduce.h"
+#include "lib/passes/order_collectives.h"
 #include "lib/passes/partition_sparse.h"
 #include "lib/passes/place.h"
 #include "lib/passes/shard_inputs.h"
@@ -33,8 +34,12 @@ const std::vector<PassEntry>& TransformPassList() {
       {CreatePartitionSparsePass, /*per_rank=*/true},
       // Each rank's feeds and input pipelines marked with its shard of the data.
       {CreateShardInputsPass, /*per_rank=*/true},
-      // Last: every node (new ones included) on the rank's device.
+      // Every node (new ones included) on the rank's device.
       {CreatePlacePass, /*per_rank=*/true},
+      // Last: one canonical collective order on every rank — keys renumbered in it and
+      // each run's collectives chained by control edges — after every pass that adds
+      // collectives or edges between them.
+      {CreateOrderCollectivesPass, /*per_rank=*/true},
   };
   return kList;
 }
