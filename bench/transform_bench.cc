@@ -5,8 +5,7 @@
 // the baseline of loading and saving the same per-rank graphs alone (LoadGraph +
 // SerializeGraphDef + a plain file write per rank, as the job writer writes them), both
 // on the same number of threads:
-//   model   the largest model graph at hand — the shared BigDL LeNet when
-//           PARALLAX_SHARED_DIR is set, else the largest graph in lib/analysis/testdata
+//   model   the largest zoo model (by node count), exported by lib/models
 //           (or --graph) — for 1,024 ranks (128 hosts x 8 GPUs);
 //   large   a synthetic ~1,000,000-node training graph (bench/training_graph_generator.h)
 //           for 8 ranks (1 host x 8 GPUs).
@@ -43,6 +42,7 @@
 #include "lib/cluster/rank_layout.h"
 #include "lib/graph/graph_io.h"
 #include "lib/graph/verifier.h"
+#include "lib/models/zoo.h"
 #include "lib/transform/job_writer.h"
 #include "lib/transform/plan_io.h"
 #include "lib/transform/report.h"
@@ -60,7 +60,7 @@ double SecondsSince(Clock::time_point start) {
 }
 
 struct Options {
-  std::string graph;       // the model case's graph; "" = the largest at hand
+  std::string graph;       // the model case's graph; "" = the largest zoo model
   int64_t nodes = 1000000;
   int runs = 2;
   int threads = 0;         // 0 = every core
@@ -199,41 +199,29 @@ Status RunCase(const std::string& name, const std::string& path, int hosts, int 
   return Status::Ok();
 }
 
-// The largest *.pbtxt / *.pb of `dir`, or "".
-std::string LargestGraphIn(const std::string& dir) {
-  std::string best;
-  uintmax_t best_size = 0;
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return best;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    const std::string ext = entry.path().extension().string();
-    if ((ext == ".pbtxt" || ext == ".pb") && entry.file_size() > best_size) {
-      best_size = entry.file_size();
-      best = entry.path().string();
-    }
+// The zoo model with the most nodes, written to `dir`; its path.
+StatusOr<std::string> LargestZooModel(const std::string& dir) {
+  std::string best_path;
+  int best_nodes = -1;
+  for (const models::ModelSpec& spec : models::ModelSpecs()) {
+    PX_ASSIGN_OR_RETURN(models::Model model, models::BuildModel(spec.name));
+    if (model.graph.num_nodes() <= best_nodes) continue;
+    best_nodes = model.graph.num_nodes();
+    best_path = dir + "/zoo-" + spec.name + ".pb";
+    PX_RETURN_IF_ERROR(SaveGraph(model.graph, best_path, GraphFileFormat::kBinary));
   }
-  return best;
+  return best_path;
 }
 
 Status Run(const Options& options) {
-  std::string model = options.graph;
-  if (model.empty()) {
-    const char* shared = std::getenv("PARALLAX_SHARED_DIR");
-    const std::string lenet = std::string(shared ? shared : "") + "/testdata/tf/bigdl_lenet_rmsprop_train.pbtxt";
-    if (shared != nullptr && *shared != '\0' && fs::exists(lenet)) model = lenet;
-  }
-  if (model.empty()) {
-    const char* workspace = std::getenv("BUILD_WORKSPACE_DIRECTORY");
-    model = LargestGraphIn(std::string(workspace ? workspace : ".") + "/lib/analysis/testdata");
-  }
-  if (model.empty()) {
-    return NotFoundError("no model graph: set PARALLAX_SHARED_DIR, run from the repository root, "
-                         "or pass --graph");
-  }
   const char* tmpdir = std::getenv("TMPDIR");
   std::string pattern = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/transform_bench.XXXXXX";
   if (mkdtemp(pattern.data()) == nullptr) return InternalError("mkdtemp {} failed", pattern);
   const std::string tmp = pattern;
+  std::string model = options.graph;
+  if (model.empty()) {
+    PX_ASSIGN_OR_RETURN(model, LargestZooModel(tmp));
+  }
 
   Status status = RunCase("model", model, 128, 8, tmp, options);
   if (status.ok()) {
@@ -264,7 +252,7 @@ int main(int argc, char** argv) {
   parallax::Options options;
   CLI::App app{"Times parallax transform (1,024 ranks of a model graph; 8 ranks of a 1M-node "
                "graph) against loading and saving the rank graphs."};
-  app.add_option("--graph", options.graph, "the model case's graph (default: the largest at hand)");
+  app.add_option("--graph", options.graph, "the model case's graph (default: the largest zoo model)");
   app.add_option("--nodes", options.nodes, "nodes in the large generated graph")
       ->check(CLI::Range(int64_t{50}, int64_t{20000000}));
   app.add_option("--runs", options.runs, "runs per case; the best time is reported")

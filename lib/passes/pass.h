@@ -44,6 +44,10 @@ class AnalysisCache {
 
   StatusOr<const TrainingAnalysis*> Training();
 
+  // Starts the cache with an analysis already computed for an identical graph (a copy
+  // made before any edit: node ids are the same), sparing the recomputation.
+  void SeedTraining(TrainingAnalysis analysis) { training_ = std::move(analysis); }
+
   // Drops every analysis not in `preserved`.
   void Invalidate(AnalysisKind preserved);
 

@@ -40,6 +40,8 @@ Status TransformEach(const Graph& input, const Plan& plan, const PipelineOptions
   // after each pass that changed the graph, so a rank needs its own final verify only
   // when that is switched off.
   PX_RETURN_IF_ERROR(VerifyGraph(shared));
+  // Every rank's copy starts as `shared`: analyse it once and seed each rank's cache.
+  PX_ASSIGN_OR_RETURN(const TrainingAnalysis shared_analysis, AnalyzeTraining(shared));
 
   const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
   const int threads = std::clamp(run.threads > 0 ? run.threads : static_cast<int>(hardware), 1, world);
@@ -61,6 +63,7 @@ Status TransformEach(const Graph& input, const Plan& plan, const PipelineOptions
         const std::string label = fmt::format("rank-{}", r);
         graph.set_source(label);
         AnalysisCache analyses(&graph);
+        analyses.SeedTraining(shared_analysis);
         TfCollectives collectives(CollectiveOptions{world, 1, next_key, plan.rank_devices[static_cast<size_t>(r)]});
         PassContext context{&plan, r, &analyses, &collectives};
         StatusOr<bool> changed = own->per_rank->Run(graph, context);
