@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # A rank that fails must end the whole job within seconds, never hang it, with a message
 # that names the rank (DESIGN §6). Runs mpi_communicator_mpitest --fail=MODE with 3 ranks:
-#   abort: the last rank calls Communicator::Abort    -> its error line and MPI_ABORT's notice
+#   abort: the last rank calls Communicator::Abort    -> its error line, exit status 3
 #   exit:  the last rank exits with status 1           -> mpirun names the process
 #   exit0: the last rank exits 0 without MPI_Finalize  -> mpirun names the process
 #   hang:  the last rank sleeps outside collectives     -> the others' watchdogs (2 s
-#          timeout) name it as missing and abort
-# Each mode must exit non-zero within 10 s and print the expected text.
+#          timeout) name it as missing and abort, exit status 3
+# Each mode must exit non-zero within 10 s and print the expected text. (OpenMPI's own
+# notices are not checked where they are ours to print: mpirun sometimes drops its
+# MPI_ABORT banner when several ranks abort at once.)
 #   mpi_failure_test.sh BINARY
 set -u
 binary=$1
@@ -16,8 +18,8 @@ export PARALLAX_COLLECTIVE_TIMEOUT_S=2
 passed=0
 failed=0
 
-check() {  # check MODE EXPECTED_REGEX
-  local mode=$1 expected=$2
+check() {  # check MODE EXPECTED_REGEX [EXIT_STATUS]
+  local mode=$1 expected=$2 status=${3:-}
   local start end output rc elapsed
   start=$(date +%s%N)
   output=$(timeout 60 mpirun -np 3 --oversubscribe --mca btl self,vader \
@@ -30,6 +32,10 @@ check() {  # check MODE EXPECTED_REGEX
   local ok=1
   if [[ $rc -eq 0 || $rc -eq 124 ]]; then
     echo "FAIL --fail=$mode: exit status $rc (expected a failure, not 0 or a timeout)"
+    ok=0
+  fi
+  if [[ -n "$status" && $rc -ne $status ]]; then
+    echo "FAIL --fail=$mode: exit status $rc, expected $status"
     ok=0
   fi
   if (( elapsed > 10000 )); then
@@ -47,10 +53,9 @@ check() {  # check MODE EXPECTED_REGEX
   if (( ok )); then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 }
 
-check abort 'parallax: error: rank 2: injected failure'
-check abort 'MPI_ABORT was invoked on rank 2'
+check abort '^parallax: error: rank 2: injected failure$' 3
 check exit 'Process name: \[\[[0-9]+,[0-9]+\],2\]'
 check exit0 'process rank 2 with PID'
-check hang "parallax: error: rank [01]: collective #2 \(all-reduce; the failure test's second all-reduce\) timed out after 2 s: missing rank 2 \(busy outside collectives, 1 finished\); ranks 0, 1 waiting in it"
+check hang "^parallax: error: rank [01]: collective #2 \(all-reduce; the failure test's second all-reduce\) timed out after 2 s: missing rank 2 \(busy outside collectives, 1 finished\); ranks 0, 1 waiting in it$" 3
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]
