@@ -737,6 +737,13 @@ Status VariableRewriter::RemoveUpdateChains() {
       for (NodeId pull : pulls_) PX_RETURN_IF_ERROR(graph_.AddControlInput(w, pull));
     }
   }
+  // A chain node that is itself the train op (a graph whose train op is the update) is
+  // replaced by a NoOp of the same name waiting on the pushes and pulls, so that this
+  // rank still has a train op to run and takes part in the step's collectives.
+  std::string kept_train_op;
+  for (NodeId id : chain) {
+    if (graph_.node(id).name() == context_.plan->train_op) kept_train_op = context_.plan->train_op;
+  }
   // Remove consumers before producers.
   std::vector<NodeId> inputs;
   while (!chain.empty()) {
@@ -760,6 +767,14 @@ Status VariableRewriter::RemoveUpdateChains() {
       return InternalError("variable '{}': cannot remove its update chain: '{}' is still read",
                            var_.name, graph_.node(*chain.begin()).name());
     }
+  }
+  if (!kept_train_op.empty()) {
+    NodeSpec train{.name = kept_train_op, .op = "NoOp", .device = context_.plan->rank_devices.empty()
+                                                                     ? std::string()
+                                                                     : context_.plan->rank_devices[static_cast<size_t>(context_.rank)]};
+    for (NodeId push : pushes_) train.inputs.push_back(OutputRef{push, kControlPort});
+    for (NodeId pull : pulls_) train.inputs.push_back(OutputRef{pull, kControlPort});
+    PX_RETURN_IF_ERROR(graph_.AddNode(train).status());
   }
   return sparse::RemoveDeadNodes(graph_, inputs).status();
 }

@@ -101,9 +101,10 @@
 // it a dense variable); no read of a dense variable may feed a SaveV2/Save/SaveSlices
 // (a checkpoint needs the whole variable); dense updates must be row-wise Apply ops
 // and sparse Adam must have its Unique dedup (Unimplemented otherwise). The collectives'
-// instance keys follow creation order, not data dependence (a push can carry a lower key
-// than another variable's pull its gradient needs, as an all-reduce already does): the
-// runtime matches collectives by key and issues each when its inputs are ready.
+// instance keys follow creation order here; the order-collectives pass, last per rank,
+// renumbers and chains them in one canonical order that all ranks share. On a rank that
+// owns nothing, an update op that is itself the train op is replaced by a NoOp of the
+// same name waiting on the pushes and pulls, so the rank still runs the step.
 #ifndef PARALLAX_LIB_PASSES_PARTITION_SPARSE_H_
 #define PARALLAX_LIB_PASSES_PARTITION_SPARSE_H_
 
