@@ -12,18 +12,20 @@
 //    owners[p]; a rank's *local storage* is its partitions concatenated in partition
 //    order, and a row's *local index* is its position there.
 //
-// Sparse pull (rows = variable[ids]): each rank sends the local index of every id to the
-// id's owner (one AllToAllV), owners gather those rows from their local storage and send
-// them back (a second AllToAllV), and each rank puts them in ids order. Sparse push sends
+// Sparse pull (rows = variable[ids]): each rank sends the local index of every distinct id
+// to the id's owner (one AllToAllV), owners gather those rows from their local storage and
+// send them back (a second AllToAllV), and each rank puts them in ids order. Sparse push sends
 // each (index, value row * scale) to the row's owner (two AllToAllVs: local indices and
 // rows); the owner returns them as local_values / local_indices grouped by source rank,
 // in each sender's order, duplicates kept (the update that follows sums them).
-// Cost per pull or push: the rows that cross ranks once (pull: plus the 8-byte requests),
-// plus one all-to-all of counts per AllToAllV. Duplicate ids are sent once per occurrence;
-// aggregating per host before crossing hosts (DESIGN §5) is not done yet.
+// Cost per pull or push: the rows that cross ranks once (pull: each distinct id's row,
+// plus 8-byte requests), plus one all-to-all of counts per AllToAllV. A push sends
+// duplicate indices once per occurrence; aggregating per host before crossing hosts
+// (DESIGN §5) is not done yet.
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "lib/ops/dtypes.h"
@@ -384,11 +386,25 @@ class ParallaxSparsePullOp : public OpKernel {
       return Status::Ok();
     }
     Communicator::ScopedLabel label(communicator, Label(context, partitioning_.instance_key()));
+    // 0. Each distinct id is asked for once (lookups repeat ids: words, users, items).
+    std::vector<size_t> first;              // per distinct id: its first position in ids
+    std::vector<int64_t> distinct_of(ids.size());  // per id: its distinct id's number
+    {
+      std::unordered_map<int64_t, int64_t> seen;
+      seen.reserve(ids.size());
+      for (size_t i = 0; i < ids.size(); ++i) {
+        const auto [it, inserted] = seen.emplace(ids[i], static_cast<int64_t>(first.size()));
+        if (inserted) first.push_back(i);
+        distinct_of[i] = it->second;
+      }
+    }
+    std::vector<int> distinct_owner(first.size());
+    for (size_t u = 0; u < first.size(); ++u) distinct_owner[u] = owner[first[u]];
     // 1. Each owner gets the local indices of the rows asked of it.
-    const Routing routing(owner, size);
-    Tensor requests(tensorflow::DT_INT64, TensorShape{static_cast<int64_t>(ids.size())});
-    for (size_t i = 0; i < ids.size(); ++i) {
-      requests.data<int64_t>()[routing.slot[i]] = local_index[i];
+    const Routing routing(distinct_owner, size);
+    Tensor requests(tensorflow::DT_INT64, TensorShape{static_cast<int64_t>(first.size())});
+    for (size_t u = 0; u < first.size(); ++u) {
+      requests.data<int64_t>()[routing.slot[u]] = local_index[first[u]];
     }
     Tensor asked;
     std::vector<int64_t> asked_counts;
@@ -410,7 +426,8 @@ class ParallaxSparsePullOp : public OpKernel {
     // 3. The rows come back grouped as they were asked for: put them in ids order.
     const char* back = static_cast<const char*>(answered.raw_data());
     for (size_t i = 0; i < ids.size(); ++i) {
-      std::memcpy(out + static_cast<int64_t>(i) * row_bytes, back + routing.slot[i] * row_bytes,
+      const int64_t slot = routing.slot[static_cast<size_t>(distinct_of[i])];
+      std::memcpy(out + static_cast<int64_t>(i) * row_bytes, back + slot * row_bytes,
                   static_cast<size_t>(row_bytes));
     }
     return Status::Ok();
