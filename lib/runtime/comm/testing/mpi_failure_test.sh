@@ -13,7 +13,11 @@
 set -u
 binary=$1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export TMPDIR=${TEST_TMPDIR:-${TMPDIR:-/tmp}}
+# OpenMPI keeps its session directory (with unix sockets, whose paths must stay short)
+# under TMPDIR: a short private one, not Bazel's long TEST_TMPDIR.
+TMPDIR=$(mktemp -d /tmp/parallax-mpi.XXXXXX)
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
 export PARALLAX_COLLECTIVE_TIMEOUT_S=2
 passed=0
 failed=0

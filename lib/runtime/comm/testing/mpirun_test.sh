@@ -9,7 +9,11 @@ set -u
 binary=$1
 shift
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export TMPDIR=${TEST_TMPDIR:-${TMPDIR:-/tmp}}
+# OpenMPI keeps its session directory (with unix sockets, whose paths must stay short)
+# under TMPDIR: a short private one, not Bazel's long TEST_TMPDIR.
+TMPDIR=$(mktemp -d /tmp/parallax-mpi.XXXXXX)
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
 passed=0
 failed=0
 for np in "$@"; do
