@@ -117,7 +117,9 @@ int Run(int argc, char** argv) {
   CpuDevice device(1);
   device.set_communicator(&comm);
   Executor executor(*graph, device);
-  if (print) std::printf("allreduce_bench: %d ranks, float32, best of %d rounds\n", comm.size(), rounds);
+  if (print) {
+    std::printf("allreduce_bench: %d ranks, float32, %d rounds\n", comm.size(), rounds);
+  }
 
   bool all_met = true;
   for (int64_t bytes = 1024; bytes <= max_mb << 20; bytes *= 4) {

@@ -53,9 +53,9 @@ Status MpiError(std::string_view call, int code) {
                 fmt::format("{} failed: {}", call, std::string_view(text, length)));
 }
 
-#define PX_MPI_RETURN_IF_ERROR(call)                      \
-  do {                                                    \
-    const int px_mpi_rc_ = (call);                        \
+#define PX_MPI_RETURN_IF_ERROR(call)                                  \
+  do {                                                                \
+    const int px_mpi_rc_ = (call);                                    \
     if (px_mpi_rc_ != MPI_SUCCESS) return MpiError(#call, px_mpi_rc_); \
   } while (0)
 
@@ -103,7 +103,8 @@ class VLayout {
                                       "MPI's int counts",
                                       total_rows, row_bytes);
       }
-      PX_MPI_RETURN_IF_ERROR(MPI_Type_contiguous(static_cast<int>(row_bytes), MPI_BYTE, &row_type_));
+      PX_MPI_RETURN_IF_ERROR(
+          MPI_Type_contiguous(static_cast<int>(row_bytes), MPI_BYTE, &row_type_));
       PX_MPI_RETURN_IF_ERROR(MPI_Type_commit(&row_type_));
       type_ = row_type_;
     } else {
@@ -288,7 +289,8 @@ struct MpiCommunicator::Impl {
         if (state && state->in_progress == number) {
           waiting.push_back(r);
         } else if (!state) {
-          missing.push_back(fmt::format("rank {} (no answer: it died, or is stuck outside MPI)", r));
+          missing.push_back(
+              fmt::format("rank {} (no answer: it died, or is stuck outside MPI)", r));
         } else if (state->in_progress == 0) {
           missing.push_back(fmt::format("rank {} (busy outside collectives, {} finished)", r,
                                         state->completed));

@@ -333,9 +333,7 @@ struct Routing {
   Routing(const std::vector<int>& owner, int size) : counts(static_cast<size_t>(size), 0) {
     for (int o : owner) ++counts[static_cast<size_t>(o)];
     std::vector<int64_t> next(static_cast<size_t>(size), 0);
-    for (int r = 1; r < size; ++r) {
-      next[static_cast<size_t>(r)] = next[static_cast<size_t>(r - 1)] + counts[static_cast<size_t>(r - 1)];
-    }
+    for (size_t r = 1; r < next.size(); ++r) next[r] = next[r - 1] + counts[r - 1];
     slot.resize(owner.size());
     for (size_t i = 0; i < owner.size(); ++i) slot[i] = next[static_cast<size_t>(owner[i])]++;
   }
