@@ -24,6 +24,7 @@
 
 #include <mpi.h>
 
+#include "lib/graph/attr_values.h"
 #include "lib/graph/graph.h"
 #include "lib/runtime/comm/communicator.h"
 #include "lib/runtime/comm/mpi_communicator.h"
@@ -37,17 +38,6 @@ namespace {
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-tensorflow::AttrValue TypeAttr(tensorflow::DataType type) {
-  tensorflow::AttrValue v;
-  v.set_type(type);
-  return v;
-}
-tensorflow::AttrValue StringAttr(const std::string& s) {
-  tensorflow::AttrValue v;
-  v.set_s(s);
-  return v;
 }
 
 // x -> CollectiveReduceV2(x, group_size, group_key, instance_key), all fed.

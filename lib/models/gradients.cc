@@ -166,7 +166,7 @@ StatusOr<std::vector<Gradient>> Gradients(const GraphBuilder& builder,
       seed = Gradient::Dense(options.grad_ys[i]);
     } else {
       const Output shape = g.ShapeOf(ys[i], tensorflow::DT_INT32, "Shape");
-      const Output one = g.Scalar("Const", BaseDataType(ys[i].dtype), 1.0);
+      const Output one = g.Scalar("Const", BaseType(ys[i].dtype), 1.0);
       Output fill = g.FillOp(shape, one, "Fill");
       g.SetShape(&fill, ys[i].shape);
       seed = Gradient::Dense(fill);

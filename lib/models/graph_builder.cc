@@ -52,53 +52,18 @@ tensorflow::TensorShapeProto StaticShape::ToProto() const {
   return proto;
 }
 
-AttrValue TypeAttr(DataType type) {
-  AttrValue v;
-  v.set_type(type);
-  return v;
-}
-AttrValue IntAttr(int64_t value) {
-  AttrValue v;
-  v.set_i(value);
-  return v;
-}
-AttrValue FloatAttr(double value) {
-  AttrValue v;
-  v.set_f(static_cast<float>(value));
-  return v;
-}
-AttrValue BoolAttr(bool value) {
-  AttrValue v;
-  v.set_b(value);
-  return v;
-}
-AttrValue StringAttr(std::string_view value) {
-  AttrValue v;
-  v.set_s(std::string(value));
-  return v;
-}
-AttrValue IntListAttr(const std::vector<int64_t>& values) {
-  AttrValue v;
-  auto* list = v.mutable_list();
-  for (int64_t x : values) list->add_i(x);
-  return v;
-}
 AttrValue ShapeAttr(const StaticShape& shape) {
   AttrValue v;
   *v.mutable_shape() = shape.ToProto();
   return v;
 }
 
-DataType BaseDataType(DataType type) {
-  const int t = static_cast<int>(type);
-  return t > 100 ? static_cast<DataType>(t - 100) : type;
-}
 DataType RefDataType(DataType type) {
   const int t = static_cast<int>(type);
   return t > 100 ? type : static_cast<DataType>(t + 100);
 }
 bool IsFloatingType(DataType type) {
-  switch (BaseDataType(type)) {
+  switch (BaseType(type)) {
     case tensorflow::DT_FLOAT:
     case tensorflow::DT_DOUBLE:
     case tensorflow::DT_HALF:
@@ -462,7 +427,7 @@ std::vector<VariableInfo> GraphBuilder::trainable_variables() const {
 // ---- Ops ----
 
 Output GraphBuilder::Unary(std::string_view op, const Output& x, std::string_view name) const {
-  const DataType t = BaseDataType(x.dtype);
+  const DataType t = BaseType(x.dtype);
   return AddOp({std::string(op), std::string(name), {x}, {{"T", TypeAttr(t)}}}, {{t, x.shape}})[0];
 }
 
@@ -481,7 +446,7 @@ Output GraphBuilder::Relu(const Output& x, std::string_view name) const {
 
 Output GraphBuilder::Cast(const Output& x, DataType to, std::string_view name) const {
   return AddOp({"Cast", std::string(name), {x},
-                {{"SrcT", TypeAttr(BaseDataType(x.dtype))},
+                {{"SrcT", TypeAttr(BaseType(x.dtype))},
                  {"DstT", TypeAttr(to)},
                  {"Truncate", BoolAttr(false)}}},
                {{to, x.shape}})[0];
@@ -490,7 +455,7 @@ Output GraphBuilder::Cast(const Output& x, DataType to, std::string_view name) c
 Output GraphBuilder::Binary(std::string_view op, const Output& x, const Output& y,
                             std::string_view name, std::optional<DataType> out) const {
   if (!CheckInputs(name, {x, y})) return {};
-  if (BaseDataType(x.dtype) != BaseDataType(y.dtype)) {
+  if (BaseType(x.dtype) != BaseType(y.dtype)) {
     SetError(InvalidArgumentError("building {}{}: {} of {} and {}", scope_, name, op,
                                   static_cast<int>(x.dtype), static_cast<int>(y.dtype)));
     return {};
@@ -500,7 +465,7 @@ Output GraphBuilder::Binary(std::string_view op, const Output& x, const Output& 
     SetError(shape.status().WithPrefix(fmt::format("building {}{}", scope_, name)));
     return {};
   }
-  const DataType t = BaseDataType(x.dtype);
+  const DataType t = BaseType(x.dtype);
   return AddOp({std::string(op), std::string(name), {x, y}, {{"T", TypeAttr(t)}}},
                {{out.value_or(t), *shape}})[0];
 }
@@ -532,7 +497,7 @@ Output GraphBuilder::AddN(const std::vector<Output>& xs, std::string_view name) 
     if (xs.empty()) SetError(InternalError("building {}{}: AddN of nothing", scope_, name));
     return {};
   }
-  const DataType t = BaseDataType(xs[0].dtype);
+  const DataType t = BaseType(xs[0].dtype);
   StaticShape shape = xs[0].shape;
   for (const Output& x : xs) {
     StatusOr<StaticShape> s = BroadcastShapes(shape, x.shape);
@@ -562,7 +527,7 @@ Output GraphBuilder::MatMul(const Output& a, const Output& b, bool transpose_a, 
     }
     shape = StaticShape{m, n};
   }
-  const DataType t = BaseDataType(a.dtype);
+  const DataType t = BaseType(a.dtype);
   return AddOp({"MatMul", std::string(name), {a, b},
                 {{"T", TypeAttr(t)},
                  {"transpose_a", BoolAttr(transpose_a)},
@@ -580,7 +545,7 @@ Output GraphBuilder::BiasAdd(const Output& value, const Output& bias, std::strin
       return {};
     }
   }
-  const DataType t = BaseDataType(value.dtype);
+  const DataType t = BaseType(value.dtype);
   return AddOp({"BiasAdd", std::string(name), {value, bias},
                 {{"T", TypeAttr(t)}, {"data_format", StringAttr("NHWC")}}},
                {{t, value.shape}})[0];
@@ -606,7 +571,7 @@ Output GraphBuilder::Conv2D(const Output& input, const Output& filter, std::vect
     shape = StaticShape{in[0], WindowedSize(in[1], f[0], strides[1], padding),
                         WindowedSize(in[2], f[1], strides[2], padding), f[3]};
   }
-  const DataType t = BaseDataType(input.dtype);
+  const DataType t = BaseType(input.dtype);
   return AddOp({"Conv2D", std::string(name), {input, filter},
                 {{"T", TypeAttr(t)},
                  {"strides", IntListAttr(strides)},
@@ -632,7 +597,7 @@ Output GraphBuilder::MaxPool(const Output& input, std::vector<int64_t> ksize,
     shape = StaticShape{in[0], WindowedSize(in[1], ksize[1], strides[1], padding),
                         WindowedSize(in[2], ksize[2], strides[2], padding), in[3]};
   }
-  const DataType t = BaseDataType(input.dtype);
+  const DataType t = BaseType(input.dtype);
   return AddOp({"MaxPool", std::string(name), {input},
                 {{"T", TypeAttr(t)},
                  {"ksize", IntListAttr(ksize)},
@@ -654,9 +619,9 @@ std::pair<Output, Output> GraphBuilder::SparseSoftmaxCrossEntropyWithLogits(
     }
     loss = StaticShape{logits.shape.dims[0]};
   }
-  const DataType t = BaseDataType(logits.dtype);
+  const DataType t = BaseType(logits.dtype);
   auto outs = AddOp({"SparseSoftmaxCrossEntropyWithLogits", std::string(name), {logits, labels},
-                     {{"T", TypeAttr(t)}, {"Tlabels", TypeAttr(BaseDataType(labels.dtype))}}},
+                     {{"T", TypeAttr(t)}, {"Tlabels", TypeAttr(BaseType(labels.dtype))}}},
                     {{t, loss}, {t, logits.shape}});
   return {outs[0], outs[1]};
 }
@@ -679,9 +644,9 @@ Output GraphBuilder::Reshape(const Output& x, const Output& shape, std::string_v
   } else if (shape.shape.fully_defined() && shape.shape.rank() == 1) {
     out = StaticShape(std::vector<int64_t>(static_cast<size_t>(shape.shape.dims[0]), -1));
   }
-  const DataType t = BaseDataType(x.dtype);
+  const DataType t = BaseType(x.dtype);
   return AddOp({"Reshape", std::string(name), {x, shape},
-                {{"T", TypeAttr(t)}, {"Tshape", TypeAttr(BaseDataType(shape.dtype))}}},
+                {{"T", TypeAttr(t)}, {"Tshape", TypeAttr(BaseType(shape.dtype))}}},
                {{t, out}})[0];
 }
 
@@ -699,7 +664,7 @@ Output GraphBuilder::ExpandDims(const Output& x, int64_t axis, std::string_view 
     const int64_t pos = axis < 0 ? x.shape.rank() + 1 + axis : axis;
     out.dims.insert(out.dims.begin() + pos, 1);
   }
-  const DataType t = BaseDataType(x.dtype);
+  const DataType t = BaseType(x.dtype);
   return AddOp({"ExpandDims", std::string(name), {x, dim},
                 {{"T", TypeAttr(t)}, {"Tdim", TypeAttr(tensorflow::DT_INT32)}}},
                {{t, out}})[0];
@@ -717,10 +682,10 @@ Output GraphBuilder::GatherV2(const Output& params, const Output& indices, int64
       out.dims.push_back(params.shape.dims[static_cast<size_t>(i)]);
     }
   }
-  const DataType t = BaseDataType(params.dtype);
+  const DataType t = BaseType(params.dtype);
   return AddOp({"GatherV2", std::string(name), {params, indices, axis_t},
                 {{"Tparams", TypeAttr(t)},
-                 {"Tindices", TypeAttr(BaseDataType(indices.dtype))},
+                 {"Tindices", TypeAttr(BaseType(indices.dtype))},
                  {"Taxis", TypeAttr(tensorflow::DT_INT32)},
                  {"batch_dims", IntAttr(0)}}},
                {{t, out}})[0];
@@ -740,10 +705,10 @@ Output GraphBuilder::Reduction(std::string_view op, const Output& x, const Outpu
       else if (keep_dims) out.dims.push_back(1);
     }
   }
-  const DataType t = BaseDataType(x.dtype);
+  const DataType t = BaseType(x.dtype);
   return AddOp({std::string(op), std::string(name), {x, axes},
                 {{"T", TypeAttr(t)},
-                 {"Tidx", TypeAttr(BaseDataType(axes.dtype))},
+                 {"Tidx", TypeAttr(BaseType(axes.dtype))},
                  {"keep_dims", BoolAttr(keep_dims)}}},
                {{t, out}})[0];
 }
@@ -778,7 +743,7 @@ Output GraphBuilder::ReduceMeanAll(const Output& x, std::string_view name) const
 Output GraphBuilder::Shape(const Output& x, DataType out_type, std::string_view name) const {
   StaticShape out = x.shape.known_rank ? StaticShape{x.shape.rank()} : StaticShape{-1};
   return AddOp({"Shape", std::string(name), {x},
-                {{"T", TypeAttr(BaseDataType(x.dtype))}, {"out_type", TypeAttr(out_type)}}},
+                {{"T", TypeAttr(BaseType(x.dtype))}, {"out_type", TypeAttr(out_type)}}},
                {{out_type, out}})[0];
 }
 
@@ -792,7 +757,7 @@ Output GraphBuilder::SizeOf(const Output& x, std::string_view name) const {
     return IntVector(name, tensorflow::DT_INT32, {x.shape.num_elements()}, /*scalar=*/true);
   }
   return AddOp({"Size", std::string(name), {x},
-                {{"T", TypeAttr(BaseDataType(x.dtype))},
+                {{"T", TypeAttr(BaseType(x.dtype))},
                  {"out_type", TypeAttr(tensorflow::DT_INT32)}}},
                {{tensorflow::DT_INT32, StaticShape{}}})[0];
 }
@@ -800,9 +765,9 @@ Output GraphBuilder::SizeOf(const Output& x, std::string_view name) const {
 Output GraphBuilder::FillOp(const Output& dims, const Output& value, std::string_view name) const {
   StaticShape out = StaticShape::Unknown();
   if (auto values = ConstantValue(dims)) out = StaticShape(*values);
-  const DataType t = BaseDataType(value.dtype);
+  const DataType t = BaseType(value.dtype);
   return AddOp({"Fill", std::string(name), {dims, value},
-                {{"T", TypeAttr(t)}, {"index_type", TypeAttr(BaseDataType(dims.dtype))}}},
+                {{"T", TypeAttr(t)}, {"index_type", TypeAttr(BaseType(dims.dtype))}}},
                {{t, out}})[0];
 }
 
@@ -820,9 +785,9 @@ Output GraphBuilder::Tile(const Output& x, const Output& multiples, std::string_
       out.dims[i] = (a < 0 || b < 0) ? -1 : a * b;
     }
   }
-  const DataType t = BaseDataType(x.dtype);
+  const DataType t = BaseType(x.dtype);
   return AddOp({"Tile", std::string(name), {x, multiples},
-                {{"T", TypeAttr(t)}, {"Tmultiples", TypeAttr(BaseDataType(multiples.dtype))}}},
+                {{"T", TypeAttr(t)}, {"Tmultiples", TypeAttr(BaseType(multiples.dtype))}}},
                {{t, out}})[0];
 }
 
@@ -844,7 +809,7 @@ Output GraphBuilder::ConcatV2(const std::vector<Output>& xs, int64_t axis,
   }
   std::vector<Output> inputs = xs;
   inputs.push_back(axis_t);
-  const DataType t = BaseDataType(xs[0].dtype);
+  const DataType t = BaseType(xs[0].dtype);
   return AddOp({"ConcatV2", std::string(name), inputs,
                 {{"T", TypeAttr(t)},
                  {"N", IntAttr(static_cast<int64_t>(xs.size()))},
@@ -867,7 +832,7 @@ Output GraphBuilder::StridedSlice1D(const Output& x, int64_t begin, std::optiona
     }
     out = StaticShape{n};
   }
-  const DataType t = BaseDataType(x.dtype);
+  const DataType t = BaseType(x.dtype);
   return AddOp({"StridedSlice", std::string(name), {x, b, e, st},
                 {{"T", TypeAttr(t)},
                  {"Index", TypeAttr(tensorflow::DT_INT32)},
@@ -881,7 +846,7 @@ Output GraphBuilder::StridedSlice1D(const Output& x, int64_t begin, std::optiona
 
 Output GraphBuilder::BroadcastGradientArgs(const Output& s0, const Output& s1, Output* r1,
                                            std::string_view name) const {
-  const DataType t = BaseDataType(s0.dtype);
+  const DataType t = BaseType(s0.dtype);
   auto outs = AddOp({"BroadcastGradientArgs", std::string(name), {s0, s1}, {{"T", TypeAttr(t)}}},
                     {{t, StaticShape{-1}}, {t, StaticShape{-1}}});
   if (r1 != nullptr) *r1 = outs[1];
@@ -890,7 +855,7 @@ Output GraphBuilder::BroadcastGradientArgs(const Output& s0, const Output& s1, O
 
 Output GraphBuilder::PreventGradient(const Output& x, std::string_view message,
                                      std::string_view name) const {
-  const DataType t = BaseDataType(x.dtype);
+  const DataType t = BaseType(x.dtype);
   return AddOp({"PreventGradient", std::string(name), {x},
                 {{"T", TypeAttr(t)}, {"message", StringAttr(message)}}},
                {{t, x.shape}})[0];
@@ -908,7 +873,7 @@ void GraphBuilder::SetShape(Output* x, const StaticShape& shape) const {
 }
 
 std::pair<Output, Output> GraphBuilder::Unique(const Output& x, std::string_view name) const {
-  const DataType t = BaseDataType(x.dtype);
+  const DataType t = BaseType(x.dtype);
   auto outs = AddOp({"Unique", std::string(name), {x},
                      {{"T", TypeAttr(t)}, {"out_idx", TypeAttr(tensorflow::DT_INT32)}}},
                     {{t, StaticShape{-1}}, {tensorflow::DT_INT32, x.shape}});
@@ -924,17 +889,17 @@ Output GraphBuilder::UnsortedSegmentSum(const Output& data, const Output& segmen
       out.dims.push_back(data.shape.dims[static_cast<size_t>(i)]);
     }
   }
-  const DataType t = BaseDataType(data.dtype);
+  const DataType t = BaseType(data.dtype);
   return AddOp({"UnsortedSegmentSum", std::string(name), {data, segment_ids, num_segments},
                 {{"T", TypeAttr(t)},
-                 {"Tindices", TypeAttr(BaseDataType(segment_ids.dtype))},
-                 {"Tnumsegments", TypeAttr(BaseDataType(num_segments.dtype))}}},
+                 {"Tindices", TypeAttr(BaseType(segment_ids.dtype))},
+                 {"Tnumsegments", TypeAttr(BaseType(num_segments.dtype))}}},
                {{t, out}})[0];
 }
 
 Output GraphBuilder::AssignOp(std::string_view op, const Output& ref, const Output& value,
                               std::string_view name, bool use_locking, bool validate) const {
-  const DataType t = BaseDataType(ref.dtype);
+  const DataType t = BaseType(ref.dtype);
   std::map<std::string, AttrValue> attrs = {{"T", TypeAttr(t)},
                                             {"use_locking", BoolAttr(use_locking)}};
   if (validate) attrs["validate_shape"] = BoolAttr(true);
@@ -955,10 +920,10 @@ Output GraphBuilder::AssignSub(const Output& ref, const Output& value, std::stri
 
 Output GraphBuilder::ScatterOp(std::string_view op, const Output& ref, const Output& indices,
                                const Output& updates, std::string_view name) const {
-  const DataType t = BaseDataType(ref.dtype);
+  const DataType t = BaseType(ref.dtype);
   return AddOp({std::string(op), std::string(name), {ref, indices, updates},
                 {{"T", TypeAttr(t)},
-                 {"Tindices", TypeAttr(BaseDataType(indices.dtype))},
+                 {"Tindices", TypeAttr(BaseType(indices.dtype))},
                  {"use_locking", BoolAttr(false)}}},
                {{RefDataType(t), ref.shape}})[0];
 }

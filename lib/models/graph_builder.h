@@ -38,7 +38,9 @@
 #include <vector>
 
 #include "lib/base/status.h"
+#include "lib/graph/attr_values.h"
 #include "lib/graph/graph.h"
+#include "lib/ops/dtypes.h"
 #include "protos/graph.pb.h"
 
 namespace parallax::models {
@@ -286,16 +288,11 @@ class GraphBuilder {
 };
 
 // ---- Attr helpers (also used by the gradient functions and optimizers) ----
-tensorflow::AttrValue TypeAttr(DataType type);
-tensorflow::AttrValue IntAttr(int64_t value);
-tensorflow::AttrValue FloatAttr(double value);
-tensorflow::AttrValue BoolAttr(bool value);
-tensorflow::AttrValue StringAttr(std::string_view value);
-tensorflow::AttrValue IntListAttr(const std::vector<int64_t>& values);
+// TypeAttr, IntAttr, FloatAttr, ... come from lib/graph/attr_values.h.
 tensorflow::AttrValue ShapeAttr(const StaticShape& shape);
+using ::parallax::ShapeAttr;  // the dims-vector form too
 
-// The base type of a *_REF type; other types unchanged.
-DataType BaseDataType(DataType type);
+// The *_REF type of a type (BaseType in lib/ops/dtypes.h goes the other way).
 DataType RefDataType(DataType type);
 bool IsFloatingType(DataType type);
 

@@ -143,7 +143,7 @@ StatusOr<std::vector<Gradient>> MeanGrad(const GradientContext& ctx) {
   const GraphBuilder& b = ctx.builder();
   const Output& x = ctx.input(0);
   const Output& y = ctx.output(0);
-  const DataType t = BaseDataType(tiled.dtype);
+  const DataType t = BaseType(tiled.dtype);
   Output factor;
   if (x.shape.fully_defined() && y.shape.fully_defined()) {
     const int64_t out = std::max<int64_t>(y.shape.num_elements(), 1);

@@ -13,18 +13,18 @@ using tensorflow::DT_INT32;
 StatusOr<std::vector<Gradient>> BiasAddGrad(const GradientContext& ctx) {
   PX_ASSIGN_OR_RETURN(Output grad, ctx.DenseGrad(0));
   const GraphBuilder& b = ctx.builder();
-  const DataType t = BaseDataType(grad.dtype);
+  const DataType t = BaseType(grad.dtype);
   const Output& bias = ctx.input(1);
   const Output db = b.AddOp({"BiasAddGrad", "BiasAddGrad", {grad},
                              {{"T", TypeAttr(t)},
-                              {"data_format", models::StringAttr(ctx.StringAttr("data_format", "NHWC"))}}},
+                              {"data_format", parallax::StringAttr(ctx.StringAttr("data_format", "NHWC"))}}},
                             {{t, bias.shape}})[0];
   return std::vector<Gradient>{Gradient::Dense(grad), Gradient::Dense(db)};
 }
 
 StatusOr<std::vector<Gradient>> ReluGrad(const GradientContext& ctx) {
   PX_ASSIGN_OR_RETURN(Output grad, ctx.DenseGrad(0));
-  const DataType t = BaseDataType(grad.dtype);
+  const DataType t = BaseType(grad.dtype);
   const Output dx = ctx.builder().AddOp({"ReluGrad", "ReluGrad", {grad, ctx.output(0)},
                                          {{"T", TypeAttr(t)}}},
                                         {{t, ctx.input(0).shape}})[0];
@@ -43,22 +43,22 @@ StatusOr<std::vector<Gradient>> Conv2DGrad(const GradientContext& ctx) {
   } else {
     auto outs = b.AddOp({"ShapeN", "ShapeN", {input, filter},
                          {{"N", IntAttr(2)},
-                          {"T", TypeAttr(BaseDataType(input.dtype))},
+                          {"T", TypeAttr(BaseType(input.dtype))},
                           {"out_type", TypeAttr(DT_INT32)}}},
                         {{DT_INT32, StaticShape{4}}, {DT_INT32, StaticShape{4}}});
     input_sizes = outs[0];
     filter_sizes = outs[1];
   }
-  const DataType t = BaseDataType(grad.dtype);
+  const DataType t = BaseType(grad.dtype);
   std::map<std::string, tensorflow::AttrValue> attrs = {
       {"T", TypeAttr(t)},
-      {"strides", models::IntListAttr(ctx.IntListAttr("strides"))},
-      {"padding", models::StringAttr(ctx.StringAttr("padding", "VALID"))},
-      {"use_cudnn_on_gpu", models::BoolAttr(ctx.BoolAttr("use_cudnn_on_gpu", true))},
-      {"explicit_paddings", models::IntListAttr(ctx.IntListAttr("explicit_paddings"))},
-      {"data_format", models::StringAttr(ctx.StringAttr("data_format", "NHWC"))},
-      {"dilations", models::IntListAttr(ctx.IntListAttr("dilations"))}};
-  if (attrs["dilations"].list().i_size() == 0) attrs["dilations"] = models::IntListAttr({1, 1, 1, 1});
+      {"strides", parallax::IntListAttr(ctx.IntListAttr("strides"))},
+      {"padding", parallax::StringAttr(ctx.StringAttr("padding", "VALID"))},
+      {"use_cudnn_on_gpu", parallax::BoolAttr(ctx.BoolAttr("use_cudnn_on_gpu", true))},
+      {"explicit_paddings", parallax::IntListAttr(ctx.IntListAttr("explicit_paddings"))},
+      {"data_format", parallax::StringAttr(ctx.StringAttr("data_format", "NHWC"))},
+      {"dilations", parallax::IntListAttr(ctx.IntListAttr("dilations"))}};
+  if (attrs["dilations"].list().i_size() == 0) attrs["dilations"] = parallax::IntListAttr({1, 1, 1, 1});
   const Output dx = b.AddOp({"Conv2DBackpropInput", "Conv2DBackpropInput",
                              {input_sizes, filter, grad}, attrs},
                             {{t, input.shape}})[0];
@@ -70,14 +70,14 @@ StatusOr<std::vector<Gradient>> Conv2DGrad(const GradientContext& ctx) {
 
 StatusOr<std::vector<Gradient>> MaxPoolGrad(const GradientContext& ctx) {
   PX_ASSIGN_OR_RETURN(Output grad, ctx.DenseGrad(0));
-  const DataType t = BaseDataType(grad.dtype);
+  const DataType t = BaseType(grad.dtype);
   const Output dx = ctx.builder().AddOp(
       {"MaxPoolGrad", "MaxPoolGrad", {ctx.input(0), ctx.output(0), grad},
        {{"T", TypeAttr(t)},
-        {"ksize", models::IntListAttr(ctx.IntListAttr("ksize"))},
-        {"strides", models::IntListAttr(ctx.IntListAttr("strides"))},
-        {"padding", models::StringAttr(ctx.StringAttr("padding", "VALID"))},
-        {"data_format", models::StringAttr(ctx.StringAttr("data_format", "NHWC"))}}},
+        {"ksize", parallax::IntListAttr(ctx.IntListAttr("ksize"))},
+        {"strides", parallax::IntListAttr(ctx.IntListAttr("strides"))},
+        {"padding", parallax::StringAttr(ctx.StringAttr("padding", "VALID"))},
+        {"data_format", parallax::StringAttr(ctx.StringAttr("data_format", "NHWC"))}}},
       {{t, ctx.input(0).shape}})[0];
   return std::vector<Gradient>{Gradient::Dense(dx)};
 }

@@ -24,7 +24,7 @@ std::string LocalName(const GraphBuilder& b, std::string_view base) {
 // 1 - y, with TF's "<sub>/x" Const.
 Output OneMinus(const GraphBuilder& b, const Output& y) {
   const std::string name = LocalName(b, "sub");
-  const Output one = b.WithScope(name).Scalar("x", BaseDataType(y.dtype), 1.0);
+  const Output one = b.WithScope(name).Scalar("x", BaseType(y.dtype), 1.0);
   return b.Sub(one, y, name);
 }
 
@@ -63,7 +63,7 @@ class OptimizerWriter {
  private:
   VariableInfo Slot(const VariableInfo& var, std::string_view slot, const Initializer& init) const {
     return root_.ColocatedWith(var.name)
-        .Variable(var.name + "/" + std::string(slot), var.ref.shape, BaseDataType(var.ref.dtype),
+        .Variable(var.name + "/" + std::string(slot), var.ref.shape, BaseType(var.ref.dtype),
                   init, /*trainable=*/false);
   }
   Output Const(const GraphBuilder& opt, std::string_view name, double value, DataType t) const {
@@ -82,7 +82,7 @@ class OptimizerWriter {
 NodeId OptimizerWriter::Update(const GraphBuilder& opt, const VariableInfo& var,
                                const Gradient& grad, const std::vector<VariableInfo>& slots) {
   const GraphBuilder u = opt.WithScope("update_" + var.name).ColocatedWith(var.name);
-  const DataType t = BaseDataType(var.ref.dtype);
+  const DataType t = BaseType(var.ref.dtype);
   const Output& h_lr = hyper_.lr;
   auto apply = [&](std::string_view op, std::vector<Output> inputs,
                    std::map<std::string, AttrValue> attrs) {
@@ -116,7 +116,7 @@ NodeId OptimizerWriter::Update(const GraphBuilder& opt, const VariableInfo& var,
     }
     return kNoNode;
   }
-  const AttrValue tindices = TypeAttr(BaseDataType(grad.indices.dtype));
+  const AttrValue tindices = TypeAttr(BaseType(grad.indices.dtype));
   if (kind == OptimizerKind::kSgd) {
     // GradientDescent skips the dedup: ScatterSub(var, indices, values * lr).
     const Output delta = u.Mul(grad.values, h_lr, "mul");
@@ -186,7 +186,7 @@ StatusOr<NodeId> OptimizerWriter::Apply(const std::vector<VariableInfo>& vars,
     }
   }
   const OptimizerKind kind = options_.kind;
-  const DataType t = BaseDataType(vars[0].ref.dtype);
+  const DataType t = BaseType(vars[0].ref.dtype);
   // Slots first (TF's _create_slots, under init_scope), in variable order.
   std::vector<std::vector<VariableInfo>> slots(vars.size());
   if (kind == OptimizerKind::kAdam) {

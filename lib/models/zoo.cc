@@ -27,7 +27,7 @@ Output Dense(const GraphBuilder& b, std::string_view scope, const Output& x, int
              bool relu) {
   const GraphBuilder s = b.WithScope(scope);
   const int64_t in = x.shape.known_rank && x.shape.rank() == 2 ? x.shape.dims[1] : -1;
-  const DataType t = BaseDataType(x.dtype);
+  const DataType t = BaseType(x.dtype);
   const VariableInfo kernel = s.Variable("kernel", StaticShape{in, units}, t, Initializer::GlorotUniform());
   const VariableInfo bias = s.Variable("bias", StaticShape{units}, t, Initializer::Zeros());
   Output y = s.BiasAdd(s.MatMul(x, kernel.read, false, false, "MatMul"), bias.read, "BiasAdd");
@@ -38,7 +38,7 @@ Output Dense(const GraphBuilder& b, std::string_view scope, const Output& x, int
 Output Conv(const GraphBuilder& b, std::string_view scope, const Output& x, int64_t filters) {
   const GraphBuilder s = b.WithScope(scope);
   const int64_t in = x.shape.dims[3];
-  const DataType t = BaseDataType(x.dtype);
+  const DataType t = BaseType(x.dtype);
   const VariableInfo kernel =
       s.Variable("kernel", StaticShape{5, 5, in, filters}, t, Initializer::GlorotUniform());
   const VariableInfo bias = s.Variable("bias", StaticShape{filters}, t, Initializer::Zeros());

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "lib/base/status.h"
+#include "lib/graph/attr_values.h"
 #include "lib/graph/graph.h"
 #include "lib/plan/plan.h"
 #include "protos/graph.pb.h"
@@ -109,19 +110,6 @@ class TfCollectives : public CollectiveBuilder {
   // An int32 scalar Const named `name` (de-duplicated).
   StatusOr<OutputRef> Int32Const(Graph& graph, std::string_view name, int32_t value);
 };
-
-// Small builders for attrs, shared by passes.
-tensorflow::AttrValue TypeAttr(tensorflow::DataType type);
-tensorflow::AttrValue IntAttr(int64_t value);
-tensorflow::AttrValue FloatAttr(float value);
-tensorflow::AttrValue BoolAttr(bool value);
-tensorflow::AttrValue StringAttr(std::string_view value);
-tensorflow::AttrValue IntListAttr(const std::vector<int64_t>& values);
-tensorflow::AttrValue ShapeAttr(const std::vector<int64_t>& dims);  // -1: unknown dim
-// A scalar or 1-D int32/int64/float tensor attr for Const nodes.
-tensorflow::AttrValue Int32TensorAttr(const std::vector<int32_t>& values, bool scalar);
-tensorflow::AttrValue Int64TensorAttr(const std::vector<int64_t>& values, bool scalar);
-tensorflow::AttrValue FloatTensorAttr(float value);  // scalar
 
 }  // namespace parallax
 
