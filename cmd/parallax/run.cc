@@ -1,24 +1,130 @@
 // `parallax run GRAPH [--feed NAME=SRC]... [--synthetic] [--steps N|--epochs E] ...`:
 // trains a graph in this process (lib/runtime/trainer.h does the work; docs/run.md has
-// every flag). Output: a line per --log-every steps on stdout (or a live progress line
+// every flag). `parallax run JOB_DIR ...` (a directory with plan.yaml) runs one rank of
+// a transformed job, normally under mpirun (`parallax launch`): rank and size come from
+// the Communicator, the graph is JOB_DIR/rank-R.pb, the train op, init op and loss come
+// from the plan, and any error ends the whole job (Communicator::Abort, exit status 3).
+// Output: a line per --log-every steps on stdout (or a live progress line
 // on stderr when stderr is a terminal), then a summary on stdout.
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
 #include "cmd/parallax/command.h"
 #include "lib/graph/graph_io.h"
+#include "lib/runtime/comm/communicator.h"
 #include "lib/runtime/trainer.h"
+#include "lib/transform/plan_io.h"
 
 namespace parallax::cli {
 namespace {
 
 std::string LossText(const std::optional<double>& loss) {
   return loss ? fmt::format("{:.4f}", *loss) : std::string("-");
+}
+
+struct RunOutput {
+  bool progress = false;  // a live line on stderr instead of lines on stdout
+  bool quiet = false;     // a job rank other than 0 without -v
+  std::string prefix;     // "rank R: " on the other ranks of a job
+};
+
+Status TrainAndReport(const Graph& graph, const TrainerOptions& options, const RunOutput& out) {
+  PX_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(graph, options));
+  spdlog::info("{}train op '{}', init op '{}', loss '{}', batch {}, {} steps", out.prefix,
+               trainer->train_op(), trainer->init_op(), trainer->loss(), trainer->batch_size(),
+               trainer->total_steps());
+  for (const std::string& line : trainer->DescribeFeeds()) {
+    spdlog::info("{}feed {}", out.prefix, line);
+  }
+
+  const bool progress = out.progress && !out.quiet;
+  StatusOr<TrainSummary> summary = trainer->Run([&](const StepReport& r) {
+    if (out.quiet) return;
+    const std::string line =
+        fmt::format("{}step {}/{}  loss {}  {:.1f} examples/s  epoch {} example {}", out.prefix,
+                    r.step, r.total_steps, LossText(r.loss), r.examples_per_sec, r.position.epoch,
+                    r.position.index);
+    if (progress) {
+      std::fprintf(stderr, "\r\033[K%s", line.c_str());
+      std::fflush(stderr);
+    } else {
+      std::printf("%s\n", line.c_str());
+      std::fflush(stdout);
+    }
+  });
+  if (progress) std::fprintf(stderr, "\r\033[K");
+  if (!summary.ok()) return summary.status();
+  if (out.quiet) return Status::Ok();
+
+  const char* prefix = out.prefix.c_str();
+  if (!summary->resumed_from.empty()) {
+    std::printf("%sresumed from %s (step %lld)\n", prefix, summary->resumed_from.c_str(),
+                static_cast<long long>(summary->start_step));
+  }
+  std::printf("%strained steps %lld -> %lld (batch %lld): loss %s -> %s, %.1f examples/s\n",
+              prefix, static_cast<long long>(summary->start_step),
+              static_cast<long long>(summary->end_step),
+              static_cast<long long>(trainer->batch_size()), LossText(summary->first_loss).c_str(),
+              LossText(summary->last_loss).c_str(), summary->examples_per_sec);
+  if (!summary->last_checkpoint.empty()) {
+    std::printf("%scheckpoint %s\n", prefix, summary->last_checkpoint.c_str());
+  }
+  if (summary->eval) {
+    const EvalResult& e = *summary->eval;
+    std::printf("%seval: %lld examples", prefix, static_cast<long long>(e.examples));
+    if (e.accuracy) std::printf(", accuracy %.4f (%s)", *e.accuracy, e.prediction.c_str());
+    if (e.loss) std::printf(", loss %.4f", *e.loss);
+    std::printf("\n");
+  }
+  std::fflush(stdout);
+  return Status::Ok();
+}
+
+// One rank of the job in `dir`. Returns only on success: every error after the
+// communicator exists ends the job through Communicator::Abort (exit status 3).
+Status RunJobRank(const std::string& dir, TrainerOptions options, bool threads_given) {
+  PX_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm, Communicator::FromMpi());
+  auto run = [&]() -> Status {
+    PX_ASSIGN_OR_RETURN(Plan plan, LoadPlan(dir));
+    if (comm->size() != plan.world_size()) {
+      return FailedPreconditionError(
+          "{}: the plan has {} ranks but this job has {} processes ({}); start it with "
+          "`parallax launch {}`",
+          dir, plan.world_size(), comm->size(), comm->kind(), dir);
+    }
+    const std::string graph_path =
+        (std::filesystem::path(dir) / fmt::format("rank-{}.pb", comm->rank())).string();
+    PX_ASSIGN_OR_RETURN(Graph graph, LoadGraph(graph_path));
+    if (options.train_op.empty()) options.train_op = plan.train_op;
+    if (options.init_op.empty()) options.init_op = plan.init_op;
+    if (options.loss.empty() && !plan.fetches.empty()) options.loss = plan.fetches[0];
+    options.shard = ShardSpec{.index = comm->rank(), .count = comm->size()};
+    options.communicator = comm.get();
+    if (!threads_given) {
+      const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+      options.threads = std::max(1, cores / std::max(1, comm->local_size()));
+    }
+    spdlog::info("rank {}/{} ({}, local rank {}/{}): {}, {} kernel threads", comm->rank(),
+                 comm->size(), comm->kind(), comm->local_rank(), comm->local_size(), graph_path,
+                 options.threads);
+    RunOutput out;
+    out.progress = comm->size() == 1 && ::isatty(STDERR_FILENO) == 1;
+    out.quiet = comm->rank() != 0 && spdlog::get_level() > spdlog::level::info;
+    if (comm->rank() != 0) out.prefix = fmt::format("rank {}: ", comm->rank());
+    return TrainAndReport(graph, options, out);
+  };
+  Status status = run();
+  if (!status.ok()) comm->Abort(status, 3);
+  // Nobody leaves before everyone is done (a late failure still aborts the others).
+  Status barrier = comm->Barrier();
+  if (!barrier.ok()) comm->Abort(barrier, 3);
+  return Status::Ok();
 }
 
 }  // namespace
@@ -57,7 +163,8 @@ Command AddRunCommand(CLI::App& app) {
   sub->add_option("--keep-checkpoints", o.keep_checkpoints, "keep the newest K checkpoints "
                                                             "(default 3; 0 keeps all)");
   sub->add_flag("--resume", o.resume, "continue from the newest checkpoint in --checkpoint-dir");
-  sub->add_option("--threads", o.threads, "kernel threads (default: one per core)");
+  sub->add_option("--threads", o.threads, "kernel threads (default: one per core; in a job, "
+                                          "the cores divided by the ranks on this host)");
   sub->add_option("--eval-feed", flags->eval_feeds,
                   "NAME=SRC: data for an evaluation pass after training (accuracy and loss)");
   sub->add_option("--train-op", o.train_op, "the node to run each step (default: found)");
@@ -77,53 +184,13 @@ Command AddRunCommand(CLI::App& app) {
     }
     if (options.batch < 0) return InvalidArgumentError("--batch must be positive, not {}", options.batch);
     if (std::filesystem::is_directory(flags->graph)) {
-      return UnimplementedError("{}: running a job directory comes with distributed execution; "
-                                "run one of its graph files",
-                                flags->graph);
+      const bool threads_given = options.threads > 0;
+      return RunJobRank(flags->graph, std::move(options), threads_given);
     }
     PX_ASSIGN_OR_RETURN(Graph graph, LoadGraph(flags->graph));
-    PX_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(graph, options));
-    spdlog::info("train op '{}', init op '{}', loss '{}', batch {}, {} steps", trainer->train_op(),
-                 trainer->init_op(), trainer->loss(), trainer->batch_size(), trainer->total_steps());
-    for (const std::string& line : trainer->DescribeFeeds()) spdlog::info("feed {}", line);
-
-    const bool progress = ::isatty(STDERR_FILENO) == 1;
-    StatusOr<TrainSummary> summary = trainer->Run([&](const StepReport& r) {
-      const std::string line =
-          fmt::format("step {}/{}  loss {}  {:.1f} examples/s  epoch {} example {}", r.step,
-                      r.total_steps, LossText(r.loss), r.examples_per_sec, r.position.epoch,
-                      r.position.index);
-      if (progress) {
-        std::fprintf(stderr, "\r\033[K%s", line.c_str());
-        std::fflush(stderr);
-      } else {
-        std::printf("%s\n", line.c_str());
-        std::fflush(stdout);
-      }
-    });
-    if (progress) std::fprintf(stderr, "\r\033[K");
-    if (!summary.ok()) return summary.status();
-
-    if (!summary->resumed_from.empty()) {
-      std::printf("resumed from %s (step %lld)\n", summary->resumed_from.c_str(),
-                  static_cast<long long>(summary->start_step));
-    }
-    std::printf("trained steps %lld -> %lld (batch %lld): loss %s -> %s, %.1f examples/s\n",
-                static_cast<long long>(summary->start_step),
-                static_cast<long long>(summary->end_step),
-                static_cast<long long>(trainer->batch_size()), LossText(summary->first_loss).c_str(),
-                LossText(summary->last_loss).c_str(), summary->examples_per_sec);
-    if (!summary->last_checkpoint.empty()) {
-      std::printf("checkpoint %s\n", summary->last_checkpoint.c_str());
-    }
-    if (summary->eval) {
-      const EvalResult& e = *summary->eval;
-      std::printf("eval: %lld examples", static_cast<long long>(e.examples));
-      if (e.accuracy) std::printf(", accuracy %.4f (%s)", *e.accuracy, e.prediction.c_str());
-      if (e.loss) std::printf(", loss %.4f", *e.loss);
-      std::printf("\n");
-    }
-    return Status::Ok();
+    RunOutput out;
+    out.progress = ::isatty(STDERR_FILENO) == 1;
+    return TrainAndReport(graph, options, out);
   }};
 }
 

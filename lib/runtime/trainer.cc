@@ -1,6 +1,9 @@
 #include "lib/runtime/trainer.h"
 
+#include <csignal>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +16,7 @@
 #include "lib/analysis/training_analysis.h"
 #include "lib/base/json_writer.h"
 #include "lib/graph/graph_io.h"
+#include "lib/runtime/comm/communicator.h"
 
 namespace parallax {
 namespace {
@@ -99,6 +103,20 @@ StatusOr<Dataset> DatasetOf(const std::vector<Feeder::Binding>& bindings) {
   Dataset dataset;
   for (const Feeder::Binding& b : bindings) PX_RETURN_IF_ERROR(dataset.AddColumn(b.target.tensor, b.column));
   return dataset;
+}
+
+// PARALLAX_TEST_FAIL_AT_STEP=R:S[:error] -> S when this is rank R, else -1; `error`
+// says whether to fail with an error instead of SIGKILL.
+int64_t FailAtStep(int rank, bool* error) {
+  const char* text = std::getenv("PARALLAX_TEST_FAIL_AT_STEP");
+  if (text == nullptr) return -1;
+  int r = -1;
+  long long s = -1;
+  char mode[16] = {};
+  const int n = std::sscanf(text, "%d:%lld:%15s", &r, &s, mode);
+  if (n < 2 || r != rank) return -1;
+  *error = n == 3 && std::strcmp(mode, "error") == 0;
+  return s;
 }
 
 }  // namespace
@@ -260,13 +278,50 @@ Status Trainer::Plan() {
   }
 
   device_ = std::make_unique<CpuDevice>(o.threads);
+  device_->set_communicator(o.communicator);
   executor_ = std::make_unique<Executor>(graph_, *device_);
   return Status::Ok();
 }
 
 Status Trainer::Initialize() {
   if (options_.resume) {
-    PX_ASSIGN_OR_RETURN(std::optional<std::string> latest, LatestCheckpoint(options_.checkpoint_dir));
+    Communicator* comm = options_.communicator;
+    if (comm != nullptr) {
+      // A job's checkpoint is one file per rank (rank-R/); another rank count would need
+      // the parameter-server rows re-sliced.
+      int ranks_written = 0;
+      std::error_code ec;
+      while (std::filesystem::exists(
+          std::filesystem::path(options_.checkpoint_dir) / fmt::format("rank-{}", ranks_written),
+          ec)) {
+        ++ranks_written;
+      }
+      if (ranks_written > 0 && ranks_written != comm->size()) {
+        return UnimplementedError("{}: checkpoint written by {} ranks, this job has {}; restoring "
+                                  "on another rank count (re-slicing variables such as '{}') is "
+                                  "not implemented",
+                                  options_.checkpoint_dir, ranks_written, comm->size(),
+                                  variables_.empty() ? std::string("-") : variables_[0].name);
+      }
+    }
+    PX_ASSIGN_OR_RETURN(std::optional<std::string> latest, LatestCheckpoint(RankCheckpointDir()));
+    if (comm != nullptr) {
+      // Every rank must restore the same step: compare the newest steps over the job.
+      int64_t mine = -1;
+      if (latest) {
+        PX_ASSIGN_OR_RETURN(auto list, ListCheckpoints(RankCheckpointDir()));
+        mine = list.back().first;
+      }
+      Tensor low = Tensor::Scalar<int64_t>(mine), high = Tensor::Scalar<int64_t>(mine);
+      PX_RETURN_IF_ERROR(comm->AllReduce(low, ReduceOp::kMin));
+      PX_RETURN_IF_ERROR(comm->AllReduce(high, ReduceOp::kMax));
+      if (low.data<int64_t>()[0] != high.data<int64_t>()[0]) {
+        return FailedPreconditionError("{}: the ranks' newest checkpoints differ (steps {} to {}); "
+                                       "remove the newer ones to resume consistently",
+                                       options_.checkpoint_dir, low.data<int64_t>()[0],
+                                       high.data<int64_t>()[0]);
+      }
+    }
     if (latest) {
       PX_ASSIGN_OR_RETURN(CheckpointState state,
                           RestoreCheckpoint(*latest, variables_, executor_->variables()));
@@ -292,7 +347,7 @@ Status Trainer::Initialize() {
       return Status::Ok();
     }
     spdlog::warn("{}: no checkpoint to resume from; starting from the init op",
-                 options_.checkpoint_dir);
+                 RankCheckpointDir());
   }
   if (init_op_.empty()) {
     return InvalidArgumentError("{}: no init op found (no node initialises the variables); name "
@@ -324,8 +379,25 @@ StatusOr<std::string> Trainer::Checkpoint() {
                         .shuffle_seed = sampler_->seed(),
                         .shuffle = sampler_->shuffle(),
                         .graph_fingerprint = fingerprint_};
-  return SaveCheckpoint(options_.checkpoint_dir, variables_, executor_->variables(), state,
+  return SaveCheckpoint(RankCheckpointDir(), variables_, executor_->variables(), state,
                         options_.keep_checkpoints);
+}
+
+std::string Trainer::RankCheckpointDir() const {
+  if (options_.communicator == nullptr) return options_.checkpoint_dir;
+  return (std::filesystem::path(options_.checkpoint_dir) /
+          fmt::format("rank-{}", options_.communicator->rank()))
+      .string();
+}
+
+StatusOr<std::optional<double>> Trainer::JobLoss(std::optional<double> loss) {
+  Communicator* comm = options_.communicator;
+  if (comm == nullptr || comm->size() == 1 || loss_.empty()) return loss;
+  // Every rank fetches the loss, so every rank has a value (NaN stands in for none).
+  Tensor t = Tensor::Scalar<double>(loss.value_or(std::nan("")));
+  Communicator::ScopedLabel label(comm, "the reported loss");
+  PX_RETURN_IF_ERROR(comm->AllReduce(t, ReduceOp::kMean));
+  return std::optional<double>(t.data<double>()[0]);
 }
 
 StatusOr<TrainSummary> Trainer::Run(const std::function<void(const StepReport&)>& on_report) {
@@ -355,12 +427,36 @@ StatusOr<TrainSummary> Trainer::Run(const std::function<void(const StepReport&)>
   int64_t window_steps = 0;
   int64_t saved_step = -1;
   const auto batch = static_cast<double>(feeder_->batch_size());
+  bool fail_with_error = false;
+  const int64_t fail_at = FailAtStep(
+      options_.communicator != nullptr ? options_.communicator->rank() : 0, &fail_with_error);
   while (step_ < total_steps_) {
+    if (step_ + 1 == fail_at) {
+      // The time lets failure tests measure how long the job takes to end after this.
+      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+      std::fprintf(stderr, "parallax: PARALLAX_TEST_FAIL_AT_STEP: %s before step %lld at unix "
+                           "ms %lld\n",
+                   fail_with_error ? "failing" : "killing this rank",
+                   static_cast<long long>(fail_at), static_cast<long long>(ms));
+      std::fflush(stderr);
+      if (fail_with_error) {
+        return InternalError("PARALLAX_TEST_FAIL_AT_STEP: injected failure before step {}",
+                             fail_at);
+      }
+      std::raise(SIGKILL);
+    }
     PX_ASSIGN_OR_RETURN(std::optional<double> loss, Step());
+    // Collective on every rank at the same steps: the first, the reported, the last.
+    const bool report_step = step_ % options_.log_every == 0 || step_ == total_steps_;
+    if (report_step || step_ == summary.start_step + 1) {
+      PX_ASSIGN_OR_RETURN(loss, JobLoss(loss));
+    }
     if (step_ == summary.start_step + 1) summary.first_loss = loss;
     summary.last_loss = loss;
     ++window_steps;
-    if (step_ % options_.log_every == 0 || step_ == total_steps_) {
+    if (report_step) {
       const Clock::time_point now = Clock::now();
       const double seconds = std::chrono::duration<double>(now - window_start).count();
       StepReport report{.step = step_,

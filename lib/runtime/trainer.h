@@ -20,8 +20,15 @@
 //    starts at 0 again in a new process, so it repeats its first draws after a resume, so graphs with in-step random ops continue correctly but not
 //    bit-identically. Initialisers' random ops do not matter (their results are
 //    overwritten by the checkpoint).
-//  - sharding: ShardSpec picks this rank's part of each epoch (data/sampler.h); the CLI
-//    wiring comes with distributed execution.
+//  - sharding: ShardSpec picks this rank's part of each epoch (data/sampler.h).
+//  - a *job rank* (options.communicator set, `parallax run job/`): the device gets the
+//    communicator (the rank graph's collectives use it), the loss reported is the mean
+//    over ranks (one scalar all-reduce at report, first and last steps), and checkpoints
+//    go to CHECKPOINT_DIR/rank-R/ (each rank its own variables); a resume checks that
+//    every rank restores the same step and that the job has as many ranks as wrote them.
+//  - test hook: PARALLAX_TEST_FAIL_AT_STEP=R:S makes rank R (0 when not a job) kill
+//    itself with SIGKILL before step S; R:S:error makes Run return an error there
+//    instead (for failure tests; never set it otherwise).
 #ifndef PARALLAX_LIB_RUNTIME_TRAINER_H_
 #define PARALLAX_LIB_RUNTIME_TRAINER_H_
 
@@ -73,6 +80,7 @@ struct TrainerOptions {
   bool resume = false;
   int threads = 0;             // <= 0: one per core
   ShardSpec shard;
+  Communicator* communicator = nullptr;  // set: this trainer is one rank of a job
 };
 
 struct StepReport {
@@ -138,6 +146,9 @@ class Trainer {
  private:
   Trainer(const Graph& graph, TrainerOptions options);
   Status Plan();
+  std::string RankCheckpointDir() const;
+  // The mean of `loss` over the job's ranks (collective); `loss` itself outside a job.
+  StatusOr<std::optional<double>> JobLoss(std::optional<double> loss);
 
   const Graph& graph_;
   TrainerOptions options_;

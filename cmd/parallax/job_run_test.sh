@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# `parallax run JOB_DIR` as the ranks of a job under mpirun (docs/run.md#jobs):
+#  1. failures: a rank SIGKILLed mid-run (test hook PARALLAX_TEST_FAIL_AT_STEP=R:S) ends
+#     the job within 10 s naming the rank, and `parallax launch` exits 3; a rank that
+#     fails with an error (R:S:error) prints `parallax: error: rank R: ...`, exit 3;
+#  2. job checkpoints: 2 ranks, 40 steps == 20 steps + --resume to 40, every variable of
+#     every rank's file bit-identical; resuming on another rank count is refused;
+#  3. equivalence: the zoo mlp (open batch, SGD lr 0.1) trained 10 steps in one process
+#     with --batch 64 and as a 2-rank all-reduce job with --batch 32 on the same synthetic
+#     data in file order ends with the same variables (max relative difference <= 1e-5).
+#   job_run_test.sh PARALLAX CHECKPOINT_DIFF CLUSTER_YAML
+set -u
+parallax=$(realpath "$1")
+diff_tool=$(realpath "$2")
+cluster=$(realpath "$3")
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# OpenMPI's session directory (unix sockets, short paths) in a short private folder.
+TMPDIR=$(mktemp -d /tmp/parallax-job.XXXXXX)
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
+work=$TMPDIR/w
+mkdir -p "$work" && cd "$work" || exit 1
+mpirun=(timeout 120 mpirun -np 2 --mca btl self,vader)
+passed=0
+failed=0
+pass() { echo "PASS $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1"; failed=$((failed + 1)); }
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
+"$parallax" models export mlp --widths 64 --batch 32 -o mlp.pb >/dev/null || exit 1
+"$parallax" transform mlp.pb --cluster "$cluster" -o job >/dev/null || exit 1
+
+# --- 1. failures -----------------------------------------------------------------------
+# 100000 steps take minutes: only an abort ends these runs within the 10 s checked (from
+# the moment of the failure).
+check_failure() {  # NAME EXPECTED_REGEX EXIT_STATUS|any COMMAND...
+  local name=$1 expected=$2 status=$3
+  shift 3
+  local start rc elapsed output failed_at
+  start=$(now_ms)
+  output=$("$@" 2>&1)
+  rc=$?
+  # From the injected failure (the hook prints its time) to the end of the job; from the
+  # start where nothing was injected.
+  failed_at=$(grep -Eo 'PARALLAX_TEST_FAIL_AT_STEP: .* at unix ms [0-9]+' <<<"$output" |
+              grep -Eo '[0-9]+$' | head -n 1)
+  elapsed=$(( $(now_ms) - ${failed_at:-$start} ))
+  echo "== $name: exit status $rc, $elapsed ms after the failure (or the start)"
+  echo "$output" | tail -n 15
+  local ok=1
+  if [[ $rc -eq 0 || $rc -eq 124 ]]; then echo "   exit status $rc"; ok=0; fi
+  if [[ $status != any && $rc -ne $status ]]; then echo "   expected exit status $status"; ok=0; fi
+  if (( elapsed > 10000 )); then echo "   took $elapsed ms (limit 10 s)"; ok=0; fi
+  if ! grep -Eq "$expected" <<<"$output"; then echo "   no line matches /$expected/"; ok=0; fi
+  if (( ok )); then pass "$name"; else fail "$name"; fi
+}
+run_flags=(--synthetic --steps 100000 --log-every 50)
+check_failure "rank 1 killed (mpirun)" "process rank 1 .*(signal 9|Killed)|rank 1.*killed" any \
+  env PARALLAX_TEST_FAIL_AT_STEP=1:100 "${mpirun[@]}" "$parallax" run job/ "${run_flags[@]}"
+check_failure "rank 1 error (mpirun)" \
+  "^parallax: error: rank 1: .*PARALLAX_TEST_FAIL_AT_STEP: injected failure before step 100" 3 \
+  env PARALLAX_TEST_FAIL_AT_STEP=1:100:error "${mpirun[@]}" "$parallax" run job/ "${run_flags[@]}"
+check_failure "rank 0 killed (parallax launch)" "rank 0" 3 \
+  env PARALLAX_TEST_FAIL_AT_STEP=0:100 timeout 120 "$parallax" launch job/ "${run_flags[@]}"
+check_failure "wrong world size" "^parallax: error: .*the plan has 2 ranks but this job has 1" 3 \
+  "$parallax" run job/ --synthetic --steps 1
+
+# --- 2. job checkpoints: 40 steps == 20 + resume to 40 ----------------------------------
+ck_flags=(--synthetic --seed 7 --log-every 5)
+"${mpirun[@]}" "$parallax" run job/ "${ck_flags[@]}" --steps 40 --checkpoint-dir straight \
+  >straight.log 2>&1 || { cat straight.log; fail "uninterrupted 2-rank run"; }
+"${mpirun[@]}" "$parallax" run job/ "${ck_flags[@]}" --steps 20 --checkpoint-dir resumed \
+  >first.log 2>&1 || { cat first.log; fail "first half"; }
+"${mpirun[@]}" "$parallax" run job/ "${ck_flags[@]}" --steps 40 --checkpoint-dir resumed \
+  --resume >second.log 2>&1 || { cat second.log; fail "resumed half"; }
+grep -q "resumed from resumed/rank-0/checkpoint-20.safetensors (step 20)" second.log ||
+  { cat second.log; fail "the resume does not say it restored step 20"; }
+for r in 0 1; do
+  if "$diff_tool" --exact "straight/rank-$r/checkpoint-40.safetensors" \
+       "resumed/rank-$r/checkpoint-40.safetensors"; then
+    pass "rank $r: 40 steps == 20 + resume to 40 (bit-identical)"
+  else
+    fail "rank $r: 40 steps != 20 + resume to 40"
+  fi
+done
+sed 's/cpus: 2 .*/cpus: 1/' "$cluster" >one.yaml
+"$parallax" transform mlp.pb --cluster one.yaml -o job1 >/dev/null || exit 1
+check_failure "resume on 1 rank from 2" \
+  "^parallax: error: (rank 0: )?.*written by 2 ranks, this job has 1.*not implemented" 3 \
+  "$parallax" run job1/ --synthetic --steps 41 --checkpoint-dir resumed --resume
+
+# --- 3. equivalence: 1 process x batch 64 == 2 ranks x batch 32 -------------------------
+"$parallax" models export mlp --widths 64 --batch 0 --lr 0.1 -o open.pb >/dev/null || exit 1
+"$parallax" transform open.pb --cluster "$cluster" --strategy allreduce -o open_job >/dev/null ||
+  exit 1
+eq_flags=(--synthetic --no-shuffle --steps 10 --log-every 5)
+"$parallax" run open.pb "${eq_flags[@]}" --batch 64 --checkpoint-dir single >single.log 2>&1 ||
+  { cat single.log; fail "single process run"; }
+"${mpirun[@]}" "$parallax" run open_job/ "${eq_flags[@]}" --batch 32 --checkpoint-dir job_ck \
+  >job.log 2>&1 || { cat job.log; fail "2-rank run"; }
+cat single.log job.log
+for r in 0 1; do
+  echo "== single process (batch 64) vs rank $r of 2 (batch 32 each), after 10 steps"
+  if "$diff_tool" --tolerance 1e-5 single/checkpoint-10.safetensors \
+       "job_ck/rank-$r/checkpoint-10.safetensors"; then
+    pass "equivalence, rank $r"
+  else
+    fail "equivalence, rank $r"
+  fi
+done
+
+echo "$passed passed, $failed failed"
+(( failed == 0 ))
