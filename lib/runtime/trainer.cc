@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -306,20 +307,36 @@ Status Trainer::Initialize() {
     }
     PX_ASSIGN_OR_RETURN(std::optional<std::string> latest, LatestCheckpoint(RankCheckpointDir()));
     if (comm != nullptr) {
-      // Every rank must restore the same step: compare the newest steps over the job.
-      int64_t mine = -1;
-      if (latest) {
-        PX_ASSIGN_OR_RETURN(auto list, ListCheckpoints(RankCheckpointDir()));
-        mine = list.back().first;
+      // One consistent job checkpoint: the newest step that every rank has (a rank that
+      // died while the others wrote step k leaves k incomplete; k is then skipped).
+      PX_ASSIGN_OR_RETURN(auto list, ListCheckpoints(RankCheckpointDir()));
+      const int64_t mine = list.empty() ? -1 : list.back().first;
+      Communicator::ScopedLabel label(comm, "the checkpoint step to resume from");
+      Tensor common = Tensor::Scalar<int64_t>(mine);
+      PX_RETURN_IF_ERROR(comm->AllReduce(common, ReduceOp::kMin));
+      const int64_t step = common.data<int64_t>()[0];
+      const bool have = step < 0 || std::any_of(list.begin(), list.end(),
+                                                [&](const auto& c) { return c.first == step; });
+      Tensor everyone = Tensor::Scalar<int64_t>(have ? 1 : 0);
+      PX_RETURN_IF_ERROR(comm->AllReduce(everyone, ReduceOp::kMin));
+      if (everyone.data<int64_t>()[0] == 0) {
+        return FailedPreconditionError("{}: no checkpoint step is on every rank (step {} is "
+                                       "the newest of one rank but missing on another)",
+                                       options_.checkpoint_dir, step);
       }
-      Tensor low = Tensor::Scalar<int64_t>(mine), high = Tensor::Scalar<int64_t>(mine);
-      PX_RETURN_IF_ERROR(comm->AllReduce(low, ReduceOp::kMin));
-      PX_RETURN_IF_ERROR(comm->AllReduce(high, ReduceOp::kMax));
-      if (low.data<int64_t>()[0] != high.data<int64_t>()[0]) {
-        return FailedPreconditionError("{}: the ranks' newest checkpoints differ (steps {} to {}); "
-                                       "remove the newer ones to resume consistently",
-                                       options_.checkpoint_dir, low.data<int64_t>()[0],
-                                       high.data<int64_t>()[0]);
+      if (step < 0) {
+        if (mine >= 0) {
+          spdlog::warn("rank {}: ignoring {} (another rank has no checkpoint)", comm->rank(),
+                       list.back().second);
+        }
+        latest.reset();
+      } else {
+        latest = CheckpointPath(RankCheckpointDir(), step);
+        if (step != mine) {
+          spdlog::warn("rank {}: resuming from step {}, the newest checkpoint every rank has "
+                       "(this rank also has step {})",
+                       comm->rank(), step, mine);
+        }
       }
     }
     if (latest) {

@@ -24,8 +24,8 @@
 //  - a *job rank* (options.communicator set, `parallax run job/`): the device gets the
 //    communicator (the rank graph's collectives use it), the loss reported is the mean
 //    over ranks (one scalar all-reduce at report, first and last steps), and checkpoints
-//    go to CHECKPOINT_DIR/rank-R/ (each rank its own variables); a resume checks that
-//    every rank restores the same step and that the job has as many ranks as wrote them.
+//    go to CHECKPOINT_DIR/rank-R/ (each rank its own variables); a resume restores the
+//    newest step that every rank has, and refuses a job of another rank count.
 //  - test hook: PARALLAX_TEST_FAIL_AT_STEP=R:S makes rank R (0 when not a job) kill
 //    itself with SIGKILL before step S; R:S:error makes Run return an error there
 //    instead (for failure tests; never set it otherwise).
