@@ -4,7 +4,8 @@
 #     the job within 10 s naming the rank, and `parallax launch` exits 3; a rank that
 #     fails with an error (R:S:error) prints `parallax: error: rank R: ...`, exit 3;
 #  2. job checkpoints: 2 ranks, 40 steps == 20 steps + --resume to 40, every variable of
-#     every rank's file bit-identical; a step missing on one rank is skipped on resume;
+#     every rank's file bit-identical (all-reduce and parameter-server jobs); a step
+#     missing on one rank is skipped on resume; PS files name their row ranges;
 #     resuming on another rank count is refused;
 #  3. equivalence: the zoo mlp (open batch, SGD lr 0.1) trained 10 steps in one process
 #     with --batch 64 and as a 2-rank all-reduce job with --batch 32 on the same synthetic
@@ -99,6 +100,34 @@ else
   cat partial2.log
   fail "resume from a partial job checkpoint"
 fi
+# Parameter servers: each rank's file holds the rows it owns, named in the metadata, and
+# 20 steps == 10 + resume to 20 on both ranks.
+"$parallax" models export embedding --vocab 1000 --dim 16 --seq 4 --batch 32 -o emb.pb \
+  >/dev/null || exit 1
+"$parallax" transform emb.pb --cluster "$cluster" --strategy ps -o ps_job >/dev/null || exit 1
+ps_flags=(--synthetic --seed 3 --log-every 5)
+"${mpirun[@]}" "$parallax" run ps_job/ "${ps_flags[@]}" --steps 20 --checkpoint-dir ps_a \
+  >ps_a.log 2>&1 || { cat ps_a.log; fail "PS run"; }
+"${mpirun[@]}" "$parallax" run ps_job/ "${ps_flags[@]}" --steps 10 --checkpoint-dir ps_b \
+  >ps_b.log 2>&1 || { cat ps_b.log; fail "PS first half"; }
+"${mpirun[@]}" "$parallax" run ps_job/ "${ps_flags[@]}" --steps 20 --checkpoint-dir ps_b \
+  --resume >ps_c.log 2>&1 || { cat ps_c.log; fail "PS resumed half"; }
+for r in 0 1; do
+  if "$diff_tool" --exact "ps_a/rank-$r/checkpoint-20.safetensors" \
+       "ps_b/rank-$r/checkpoint-20.safetensors" >/dev/null; then
+    pass "PS rank $r: 20 steps == 10 + resume to 20 (bit-identical)"
+  else
+    fail "PS rank $r: 20 steps != 10 + resume to 20"
+  fi
+done
+rows=$(head -c 4096 ps_a/rank-1/checkpoint-20.safetensors |
+       grep -a -o '"rows:embeddings/parallax/local":"[^"]*"')
+if [[ $rows == '"rows:embeddings/parallax/local":"500-1000"' ]]; then
+  pass "PS rank 1's file names its rows (500-1000)"
+else
+  fail "PS rank 1's file: rows metadata '$rows', expected 500-1000"
+fi
+
 sed 's/cpus: 2 .*/cpus: 1/' "$cluster" >one.yaml
 "$parallax" transform mlp.pb --cluster one.yaml -o job1 >/dev/null || exit 1
 check_failure "resume on 1 rank from 2" \

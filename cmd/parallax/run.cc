@@ -106,6 +106,7 @@ Status RunJobRank(const std::string& dir, TrainerOptions options, bool threads_g
     if (options.loss.empty() && !plan.fetches.empty()) options.loss = plan.fetches[0];
     options.shard = ShardSpec{.index = comm->rank(), .count = comm->size()};
     options.communicator = comm.get();
+    options.plan = &plan;
     if (!threads_given) {
       const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
       options.threads = std::max(1, cores / std::max(1, comm->local_size()));

@@ -120,6 +120,30 @@ int64_t FailAtStep(int rank, bool* error) {
   return s;
 }
 
+// "rows:<name>" metadata of a job rank's checkpoint: the row ranges of the plan's
+// partitions that `rank` owns, for the local storage "<var or slot>/parallax/local".
+std::map<std::string, std::string> RowRanges(const Plan& plan, int rank,
+                                             const std::vector<CheckpointVariable>& variables) {
+  constexpr std::string_view kLocal = "/parallax/local";
+  std::map<std::string, std::string> out;
+  for (const CheckpointVariable& cv : variables) {
+    if (!std::string_view(cv.name).ends_with(kLocal)) continue;
+    const std::string base = cv.name.substr(0, cv.name.size() - kLocal.size());
+    for (const VariablePlan& v : plan.variables) {
+      if (v.name != base && std::find(v.slots.begin(), v.slots.end(), base) == v.slots.end()) {
+        continue;
+      }
+      std::vector<std::string> ranges;
+      for (const Partition& p : v.partitions) {
+        if (p.owner == rank) ranges.push_back(fmt::format("{}-{}", p.row_begin, p.row_end));
+      }
+      out.emplace("rows:" + cv.name, fmt::format("{}", fmt::join(ranges, ",")));
+      break;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 StatusOr<FeedSpec> ParseFeedSpec(std::string_view text, std::string_view flag) {
@@ -342,6 +366,13 @@ Status Trainer::Initialize() {
     if (latest) {
       PX_ASSIGN_OR_RETURN(CheckpointState state,
                           RestoreCheckpoint(*latest, variables_, executor_->variables()));
+      if (auto size = state.extra.find("job_size");
+          options_.communicator != nullptr && size != state.extra.end() &&
+          size->second != std::to_string(options_.communicator->size())) {
+        return UnimplementedError("{}: written by a job of {} ranks, this job has {}; restoring on "
+                                  "another rank count is not implemented",
+                                  *latest, size->second, options_.communicator->size());
+      }
       if (!state.graph_fingerprint.empty() && state.graph_fingerprint != fingerprint_) {
         spdlog::warn("{}: written for a graph with fingerprint {}, this graph's is {}; variables "
                      "match by name, dtype and shape",
@@ -396,6 +427,13 @@ StatusOr<std::string> Trainer::Checkpoint() {
                         .shuffle_seed = sampler_->seed(),
                         .shuffle = sampler_->shuffle(),
                         .graph_fingerprint = fingerprint_};
+  if (Communicator* comm = options_.communicator) {
+    state.extra = {{"job_rank", std::to_string(comm->rank())},
+                   {"job_size", std::to_string(comm->size())}};
+    if (options_.plan != nullptr) {
+      state.extra.merge(RowRanges(*options_.plan, comm->rank(), variables_));
+    }
+  }
   return SaveCheckpoint(RankCheckpointDir(), variables_, executor_->variables(), state,
                         options_.keep_checkpoints);
 }

@@ -24,7 +24,8 @@
 //  - a *job rank* (options.communicator set, `parallax run job/`): the device gets the
 //    communicator (the rank graph's collectives use it), the loss reported is the mean
 //    over ranks (one scalar all-reduce at report, first and last steps), and checkpoints
-//    go to CHECKPOINT_DIR/rank-R/ (each rank its own variables); a resume restores the
+//    go to CHECKPOINT_DIR/rank-R/ (each rank its own variables, with job_rank, job_size
+//    and the row ranges of parameter-server storage in the metadata); a resume restores the
 //    newest step that every rank has, and refuses a job of another rank count.
 //  - test hook: PARALLAX_TEST_FAIL_AT_STEP=R:S makes rank R (0 when not a job) kill
 //    itself with SIGKILL before step S; R:S:error makes Run return an error there
@@ -41,6 +42,7 @@
 
 #include "lib/base/status.h"
 #include "lib/graph/graph.h"
+#include "lib/plan/plan.h"
 #include "lib/runtime/checkpoint/checkpoint.h"
 #include "lib/runtime/data/feeder.h"
 #include "lib/runtime/data/sampler.h"
@@ -81,6 +83,7 @@ struct TrainerOptions {
   int threads = 0;             // <= 0: one per core
   ShardSpec shard;
   Communicator* communicator = nullptr;  // set: this trainer is one rank of a job
+  const Plan* plan = nullptr;            // the job's plan (row ranges in checkpoints)
 };
 
 struct StepReport {

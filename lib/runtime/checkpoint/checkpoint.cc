@@ -106,6 +106,7 @@ StatusOr<std::string> SaveCheckpoint(const std::string& dir,
       {"shuffle", state.shuffle ? "true" : "false"},
       {"graph_fingerprint", state.graph_fingerprint},
   };
+  for (const auto& [key, value] : state.extra) contents.metadata.emplace(key, value);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return InvalidArgumentError("{}: cannot create the checkpoint directory: {}", dir, ec.message());
@@ -147,6 +148,12 @@ StatusOr<CheckpointState> RestoreCheckpoint(const std::string& path,
   }
   state.shuffle = contents.metadata["shuffle"] != "false";
   state.graph_fingerprint = contents.metadata["graph_fingerprint"];
+  for (const auto& [key, value] : contents.metadata) {
+    if (key != "format" && key != "step" && key != "data_epoch" && key != "data_index" &&
+        key != "shuffle_seed" && key != "shuffle" && key != "graph_fingerprint") {
+      state.extra.emplace(key, value);
+    }
+  }
 
   for (const CheckpointVariable& v : variables) {
     auto it = contents.tensors.find(v.name);

@@ -12,6 +12,9 @@
 //   shuffle_seed       the seed of the epoch orders
 //   shuffle            "true" / "false"
 //   graph_fingerprint  16 hex digits of FNV-1a over the graph's canonical bytes
+//   ... and CheckpointState::extra, e.g. a job rank's "job_rank", "job_size" and
+//   "rows:<tensor>" (the plan's row ranges that a parameter-server variable's local
+//   storage holds, "begin-end[,begin-end...]" in the order they are concatenated)
 //
 // Restore requires every variable of the graph, with the dtype and shape the graph
 // declares; a missing or mismatched variable, or a corrupt file, is one line naming the
@@ -20,6 +23,7 @@
 #define PARALLAX_LIB_RUNTIME_CHECKPOINT_CHECKPOINT_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +44,8 @@ struct CheckpointState {
   uint64_t shuffle_seed = 0;
   bool shuffle = true;
   std::string graph_fingerprint;
+  // Further metadata, written as is; a restore returns every key not listed above.
+  std::map<std::string, std::string> extra;
 };
 
 // A variable as the graph declares it.
