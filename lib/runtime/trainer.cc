@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <set>
 
@@ -17,6 +18,7 @@
 #include "lib/analysis/training_analysis.h"
 #include "lib/base/json_writer.h"
 #include "lib/graph/graph_io.h"
+#include "lib/runtime/checkpoint/safetensors.h"
 #include "lib/runtime/comm/communicator.h"
 
 namespace parallax {
@@ -311,26 +313,21 @@ Status Trainer::Plan() {
 Status Trainer::Initialize() {
   if (options_.resume) {
     Communicator* comm = options_.communicator;
+    // A job checkpoint written by another number of ranks (rank 0's newest file says):
+    // restored from rank 0's files when nothing is partitioned (every rank's replicated
+    // variables are identical), with the data position converted between shard sizes.
+    int64_t old_job_size = 0;
+    std::optional<std::string> resliced;
     if (comm != nullptr) {
-      // A job's checkpoint is one file per rank (rank-R/); another rank count would need
-      // the parameter-server rows re-sliced.
-      int ranks_written = 0;
-      std::error_code ec;
-      while (std::filesystem::exists(
-          std::filesystem::path(options_.checkpoint_dir) / fmt::format("rank-{}", ranks_written),
-          ec)) {
-        ++ranks_written;
-      }
-      if (ranks_written > 0 && ranks_written != comm->size()) {
-        return UnimplementedError("{}: checkpoint written by {} ranks, this job has {}; restoring "
-                                  "on another rank count (re-slicing variables such as '{}') is "
-                                  "not implemented",
-                                  options_.checkpoint_dir, ranks_written, comm->size(),
-                                  variables_.empty() ? std::string("-") : variables_[0].name);
+      PX_ASSIGN_OR_RETURN(old_job_size, JobSizeOfNewestCheckpoint());
+      if (old_job_size > 0 && old_job_size != comm->size()) {
+        PX_ASSIGN_OR_RETURN(resliced, CheckpointForOtherRankCount(old_job_size));
       }
     }
     PX_ASSIGN_OR_RETURN(std::optional<std::string> latest, LatestCheckpoint(RankCheckpointDir()));
-    if (comm != nullptr) {
+    if (resliced) {
+      latest = resliced;
+    } else if (comm != nullptr) {
       // One consistent job checkpoint: the newest step that every rank has (a rank that
       // died while the others wrote step k leaves k incomplete; k is then skipped).
       PX_ASSIGN_OR_RETURN(auto list, ListCheckpoints(RankCheckpointDir()));
@@ -367,13 +364,26 @@ Status Trainer::Initialize() {
       PX_ASSIGN_OR_RETURN(CheckpointState state,
                           RestoreCheckpoint(*latest, variables_, executor_->variables()));
       if (auto size = state.extra.find("job_size");
-          options_.communicator != nullptr && size != state.extra.end() &&
+          !resliced && options_.communicator != nullptr && size != state.extra.end() &&
           size->second != std::to_string(options_.communicator->size())) {
-        return UnimplementedError("{}: written by a job of {} ranks, this job has {}; restoring on "
-                                  "another rank count is not implemented",
-                                  *latest, size->second, options_.communicator->size());
+        return FailedPreconditionError("{}: written by a job of {} ranks, this job has {}",
+                                       *latest, size->second, options_.communicator->size());
       }
-      if (!state.graph_fingerprint.empty() && state.graph_fingerprint != fingerprint_) {
+      if (resliced) {
+        // The examples of the epoch read so far, over all shards, in the new shard size.
+        const int64_t read = state.position.index * old_job_size;
+        const int64_t size = options_.communicator->size();
+        if (read % size != 0) {
+          spdlog::warn("{}: {} examples of epoch {} were read by {} ranks; {} ranks continue "
+                       "after {} of them",
+                       *latest, read, state.position.epoch, old_job_size, size,
+                       read / size * size);
+        }
+        state.position.index = read / size;
+        spdlog::info("{}: written by {} ranks, restored on {}", *latest, old_job_size, size);
+      }
+      if (!resliced && !state.graph_fingerprint.empty() &&
+          state.graph_fingerprint != fingerprint_) {
         spdlog::warn("{}: written for a graph with fingerprint {}, this graph's is {}; variables "
                      "match by name, dtype and shape",
                      *latest, state.graph_fingerprint, fingerprint_);
@@ -436,6 +446,63 @@ StatusOr<std::string> Trainer::Checkpoint() {
   }
   return SaveCheckpoint(RankCheckpointDir(), variables_, executor_->variables(), state,
                         options_.keep_checkpoints);
+}
+
+StatusOr<int64_t> Trainer::JobSizeOfNewestCheckpoint() const {
+  const std::string rank0 = (std::filesystem::path(options_.checkpoint_dir) / "rank-0").string();
+  PX_ASSIGN_OR_RETURN(std::optional<std::string> newest, LatestCheckpoint(rank0));
+  if (!newest) return int64_t{0};
+  PX_ASSIGN_OR_RETURN(SafetensorsContents contents, ReadSafetensors(*newest));
+  auto it = contents.metadata.find("job_size");
+  if (it == contents.metadata.end()) return int64_t{0};
+  int64_t size = 0;
+  const char* end = it->second.data() + it->second.size();
+  if (auto [ptr, ec] = std::from_chars(it->second.data(), end, size);
+      ec != std::errc() || ptr != end || size < 1) {
+    return InvalidArgumentError("{}: __metadata__ 'job_size' is '{}', not a rank count", *newest,
+                                it->second);
+  }
+  return size;
+}
+
+StatusOr<std::string> Trainer::CheckpointForOtherRankCount(int64_t old_size) const {
+  const int size = options_.communicator->size();
+  const std::filesystem::path dir(options_.checkpoint_dir);
+  for (const CheckpointVariable& v : variables_) {
+    if (std::string_view(v.name).ends_with("/parallax/local")) {
+      return UnimplementedError("{}: checkpoint written by {} ranks, this job has {}: restoring "
+                                "the partitioned variable '{}' on another rank count "
+                                "(re-slicing its rows) is not implemented",
+                                options_.checkpoint_dir, old_size, size, v.name);
+    }
+  }
+  // The newest step that every rank of the old job wrote.
+  PX_ASSIGN_OR_RETURN(auto steps, ListCheckpoints((dir / "rank-0").string()));
+  std::optional<int64_t> step;
+  for (auto it = steps.rbegin(); it != steps.rend() && !step; ++it) {
+    bool everywhere = true;
+    for (int64_t r = 1; r < old_size && everywhere; ++r) {
+      everywhere = std::filesystem::exists(CheckpointPath(
+          (dir / fmt::format("rank-{}", r)).string(), it->first));
+    }
+    if (everywhere) step = it->first;
+  }
+  if (!step) {
+    return FailedPreconditionError("{}: no checkpoint step is on every one of the {} ranks that "
+                                   "wrote it",
+                                   options_.checkpoint_dir, old_size);
+  }
+  const std::string path = CheckpointPath((dir / "rank-0").string(), *step);
+  PX_ASSIGN_OR_RETURN(SafetensorsContents contents, ReadSafetensors(path));
+  for (const auto& [key, value] : contents.metadata) {
+    if (key.starts_with("rows:")) {
+      return UnimplementedError("{}: checkpoint written by {} ranks, this job has {}: restoring "
+                                "the partitioned variable '{}' on another rank count "
+                                "(re-slicing its rows) is not implemented",
+                                options_.checkpoint_dir, old_size, size, key.substr(5));
+    }
+  }
+  return path;
 }
 
 std::string Trainer::RankCheckpointDir() const {

@@ -150,6 +150,11 @@ class Trainer {
   Trainer(const Graph& graph, TrainerOptions options);
   Status Plan();
   std::string RankCheckpointDir() const;
+  // job_size of the newest file in CHECKPOINT_DIR/rank-0 (0: none, or not a job's).
+  StatusOr<int64_t> JobSizeOfNewestCheckpoint() const;
+  // Rank 0's file of the newest step that all `old_size` ranks wrote, when the variables
+  // need no re-slicing; Unimplemented naming a partitioned variable otherwise.
+  StatusOr<std::string> CheckpointForOtherRankCount(int64_t old_size) const;
   // The mean of `loss` over the job's ranks (collective); `loss` itself outside a job.
   StatusOr<std::optional<double>> JobLoss(std::optional<double> loss);
 
