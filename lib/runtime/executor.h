@@ -14,6 +14,12 @@
 //    live input. Fetching a dead tensor is an error. (TF1 while loops are not supported.)
 //  - before the first step of a signature every needed node gets its kernel; all ops
 //    without a kernel are reported in one error.
+//  - feeds of tensors the request does not need are ignored (as in TF).
+//  - nodes without effects (not stateful, no ref inputs, not control flow) whose values
+//    no other node reads and no fetch asks for are not run, even when a control edge
+//    reaches them: TF's gradient tuples (`group_deps`) would otherwise compute a first
+//    layer's unused input gradient every step. The other nodes keep their order. Not in
+//    plans with a Switch, where such a node's deadness could matter.
 // Memory: a value is released as soon as its last consumer in the step has run.
 #ifndef PARALLAX_LIB_RUNTIME_EXECUTOR_H_
 #define PARALLAX_LIB_RUNTIME_EXECUTOR_H_

@@ -96,5 +96,52 @@ TEST_CASE("Switch and Merge run one branch of a conditional") {
         "fetch 'cond/true' was not computed: it is on a branch of a conditional that was not taken");
 }
 
+TEST_CASE("a feed the request does not need is ignored") {
+  Graph g = Parse(kVariableGraph);
+  CpuDevice device(1);
+  Executor executor(g, device);
+  REQUIRE(executor.Run({.feeds = {{"x", Tensor::Scalar<float>(4)}}, .targets = {"init"}}).ok());
+  StatusOr<std::vector<Tensor>> read =
+      executor.Run({.feeds = {{"x:0", Tensor::Scalar<float>(4)}, {"y", Tensor::Scalar<float>(1)}},
+                    .fetches = {"w/read"}});
+  REQUIRE(read.ok());
+  CHECK(read->at(0).DebugString() == "float[2] {1.5, 1.5}");
+  // Fed and needed next to fed and not needed.
+  StatusOr<std::vector<Tensor>> both = executor.Run(
+      {.feeds = {{"x", Tensor::Scalar<float>(2)}, {"w/initial_value", Tensor::Scalar<float>(0)}},
+       .fetches = {"y"}});
+  REQUIRE(both.ok());
+  CHECK(both->at(0).DebugString() == "float[] {2}");
+}
+
+TEST_CASE("pure nodes reached only through control edges are not run; stateful ones are") {
+  // `unread` would fail (its placeholder is not fed) but nothing reads its value: the
+  // NoOp `group` only orders it, as TF's gradient tuples do. `w/Assign` is stateful and
+  // runs although it, too, is reached through a control edge only.
+  Graph g = Parse(R"pb(
+    node { name: "w" op: "VariableV2" attr { key: "dtype" value { type: DT_FLOAT } }
+           attr { key: "shape" value { shape { dim { size: 1 } } } } }
+    node { name: "c" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+           attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 1 } }
+                                                 float_val: 3 } } } }
+    node { name: "w/Assign" op: "Assign" input: "w" input: "c"
+           attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+    node { name: "unread" op: "Identity" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "group" op: "NoOp" input: "^unread" input: "^w/Assign" }
+    node { name: "out" op: "Identity" input: "c" input: "^group"
+           attr { key: "T" value { type: DT_FLOAT } } }
+  )pb");
+  CpuDevice device(1);
+  Executor executor(g, device);
+  StatusOr<std::vector<Tensor>> out = executor.Run({.fetches = {"out"}});
+  REQUIRE(out.ok());
+  CHECK(out->at(0).DebugString() == "float[1] {3}");
+  CHECK(executor.variables().Find("w")->DebugString() == "float[1] {3}");
+  // Fetched, the same node runs (and fails without its feed).
+  CHECK(executor.Run({.fetches = {"out", "unread"}}).status().message() ==
+        "node 'x' (Placeholder): placeholder 'x' must be fed a value");
+}
+
 }  // namespace
 }  // namespace parallax

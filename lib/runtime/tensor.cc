@@ -6,6 +6,7 @@
 #include <new>
 
 #include "lib/ops/dtypes.h"
+#include "lib/runtime/buffer_cache.h"
 
 namespace parallax {
 
@@ -49,18 +50,10 @@ std::string TensorShape::DebugString() const {
 
 // ---- Buffer ----
 
-namespace {
-constexpr size_t kAlignment = 64;
-}  // namespace
-
 std::shared_ptr<Buffer> Buffer::Allocate(size_t bytes) {
   std::shared_ptr<Buffer> buffer(new Buffer());
   buffer->size_ = bytes;
-  if (bytes > 0) {
-    const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-    buffer->data_ = std::aligned_alloc(kAlignment, rounded);
-    if (buffer->data_ == nullptr) throw std::bad_alloc();  // as operator new does
-  }
+  if (bytes > 0) buffer->data_ = BufferCache::Global().Allocate(bytes, &buffer->capacity_);
   return buffer;
 }
 
@@ -75,7 +68,7 @@ std::shared_ptr<Buffer> Buffer::AllocateStrings(size_t count) {
 Buffer::~Buffer() {
   auto* strings = static_cast<std::string*>(data_);
   for (size_t i = 0; i < num_strings_; ++i) strings[i].~basic_string();
-  std::free(data_);
+  BufferCache::Global().Free(data_, capacity_);
 }
 
 // ---- Tensor ----

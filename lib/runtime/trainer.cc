@@ -82,23 +82,47 @@ struct Bindings {
   std::set<std::pair<NodeId, int>> fed;  // (node, port)
 };
 
+// Binds synthetic columns to `targets`: first those whose `_parallax_synthetic` rule
+// stands alone, then those that read another input (labels), so that they read the
+// column bound to it (file or synthetic) and agree with what the step is fed.
+Status AddSyntheticColumns(const Graph& graph, const std::vector<FeedTarget>& targets,
+                           uint64_t seed, std::vector<Feeder::Binding>* list) {
+  const ColumnLookup lookup = [list](OutputRef tensor) -> std::shared_ptr<const Column> {
+    for (const Feeder::Binding& b : *list) {
+      if (b.target.ref == tensor) return b.column;
+    }
+    return nullptr;
+  };
+  for (bool reads_input : {false, true}) {
+    for (const FeedTarget& target : targets) {
+      PX_ASSIGN_OR_RETURN(std::optional<SyntheticRule> rule, FindSyntheticRule(graph, target));
+      if ((rule && rule->reads_input()) != reads_input) continue;
+      PX_ASSIGN_OR_RETURN(std::shared_ptr<const Column> column,
+                          MakeSyntheticColumn(graph, target, seed, lookup));
+      list->push_back({target, std::move(column)});
+    }
+  }
+  return Status::Ok();
+}
+
 StatusOr<Bindings> BindFeeds(const Graph& graph, const std::vector<FeedSpec>& specs,
                              uint64_t seed, std::string_view flag) {
   Bindings out;
+  std::vector<FeedTarget> synthetic;
   for (const FeedSpec& spec : specs) {
     StatusOr<FeedTarget> target = DescribeFeedTarget(graph, spec.name);
     if (!target.ok()) return target.status().WithPrefix(fmt::format("{} {}", flag, spec.name));
     if (!out.fed.insert({target->ref.node, target->ref.port}).second) {
       return InvalidArgumentError("{}: '{}' is fed twice", flag, spec.name);
     }
-    std::shared_ptr<const Column> column;
     if (spec.source == "synthetic") {
-      PX_ASSIGN_OR_RETURN(column, MakeSyntheticColumn(graph, *target, seed));
-    } else {
-      PX_ASSIGN_OR_RETURN(column, LoadColumnFromFile(spec.source));
+      synthetic.push_back(std::move(target).value());
+      continue;
     }
+    PX_ASSIGN_OR_RETURN(std::shared_ptr<const Column> column, LoadColumnFromFile(spec.source));
     out.list.push_back({std::move(target).value(), std::move(column)});
   }
+  PX_RETURN_IF_ERROR(AddSyntheticColumns(graph, synthetic, seed, &out.list));
   return out;
 }
 
@@ -262,6 +286,7 @@ Status Trainer::Plan() {
   }
   std::sort(needs.begin(), needs.end());
   std::vector<std::string> missing;
+  std::vector<FeedTarget> synthetic;
   for (const auto& [node, port] : needs) {
     const std::string name = port == 0 && IsPlaceholder(graph_.node(node).op())
                                  ? std::string(graph_.node(node).name())
@@ -271,9 +296,10 @@ Status Trainer::Plan() {
       missing.push_back(target.DebugString());
       continue;
     }
-    PX_ASSIGN_OR_RETURN(std::shared_ptr<const Column> column,
-                        MakeSyntheticColumn(graph_, target, o.seed));
-    bindings.list.push_back({std::move(target), std::move(column)});
+    synthetic.push_back(std::move(target));
+  }
+  if (missing.empty()) {
+    PX_RETURN_IF_ERROR(AddSyntheticColumns(graph_, synthetic, o.seed, &bindings.list));
   }
   if (!missing.empty()) {
     return InvalidArgumentError("{} input{} of the train step {} no data: {}; pass --feed NAME=FILE "

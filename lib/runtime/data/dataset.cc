@@ -1,5 +1,6 @@
 #include "lib/runtime/data/dataset.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "lib/base/file.h"
@@ -55,16 +56,31 @@ SyntheticColumn::SyntheticColumn(DataType dtype, TensorShape example_shape, uint
       seed_(seed),
       num_classes_(num_classes > 0 ? num_classes : 10) {}
 
+std::shared_ptr<SyntheticColumn> SyntheticColumn::WithRange(DataType dtype,
+                                                            TensorShape example_shape,
+                                                            uint64_t seed, double lo, double hi) {
+  const bool integral = dtype != tensorflow::DT_FLOAT && dtype != tensorflow::DT_DOUBLE;
+  auto column = std::make_shared<SyntheticColumn>(
+      dtype, std::move(example_shape), seed,
+      integral ? std::max<int64_t>(1, static_cast<int64_t>(hi - lo)) : 10);
+  column->lo_ = lo;
+  column->hi_ = hi;
+  return column;
+}
+
 namespace {
+// lo + (hi - lo) * u for floats (exactly u for the default [0, 1)); lo + [0, classes) for
+// integers (lo is 0 unless a range was given).
 template <typename T>
-void FillSynthetic(T* out, int64_t count, DataRng& rng, int64_t num_classes) {
+void FillSynthetic(T* out, int64_t count, DataRng& rng, int64_t num_classes, double lo, double hi) {
   for (int64_t j = 0; j < count; ++j) {
     if constexpr (std::is_floating_point_v<T>) {
-      out[j] = static_cast<T>(rng.Uniform());
+      out[j] = static_cast<T>(lo + (hi - lo) * rng.Uniform());
     } else if constexpr (std::is_same_v<T, bool>) {
       out[j] = (rng.Next() >> 63) != 0;
     } else {
-      out[j] = static_cast<T>(rng.Below(static_cast<uint64_t>(num_classes)));
+      out[j] = static_cast<T>(static_cast<int64_t>(lo) +
+                              static_cast<int64_t>(rng.Below(static_cast<uint64_t>(num_classes))));
     }
   }
 }
@@ -80,19 +96,98 @@ Tensor SyntheticColumn::Gather(std::span<const int64_t> indices) const {
     DataRng rng(Mix64(seed_ ^ Mix64(static_cast<uint64_t>(indices[i]))));
     const int64_t offset = static_cast<int64_t>(i) * per_example;
     switch (dtype()) {
-      case tensorflow::DT_FLOAT: FillSynthetic(out.data<float>() + offset, per_example, rng, num_classes_); break;
-      case tensorflow::DT_DOUBLE: FillSynthetic(out.data<double>() + offset, per_example, rng, num_classes_); break;
-      case tensorflow::DT_INT32: FillSynthetic(out.data<int32_t>() + offset, per_example, rng, num_classes_); break;
-      case tensorflow::DT_INT64: FillSynthetic(out.data<int64_t>() + offset, per_example, rng, num_classes_); break;
-      case tensorflow::DT_UINT8: FillSynthetic(out.data<uint8_t>() + offset, per_example, rng, num_classes_); break;
-      case tensorflow::DT_INT8: FillSynthetic(out.data<int8_t>() + offset, per_example, rng, num_classes_); break;
-      case tensorflow::DT_INT16: FillSynthetic(out.data<int16_t>() + offset, per_example, rng, num_classes_); break;
-      case tensorflow::DT_UINT16: FillSynthetic(out.data<uint16_t>() + offset, per_example, rng, num_classes_); break;
-      case tensorflow::DT_BOOL: FillSynthetic(out.data<bool>() + offset, per_example, rng, num_classes_); break;
+      case tensorflow::DT_FLOAT: FillSynthetic(out.data<float>() + offset, per_example, rng, num_classes_, lo_, hi_); break;
+      case tensorflow::DT_DOUBLE: FillSynthetic(out.data<double>() + offset, per_example, rng, num_classes_, lo_, hi_); break;
+      case tensorflow::DT_INT32: FillSynthetic(out.data<int32_t>() + offset, per_example, rng, num_classes_, lo_, hi_); break;
+      case tensorflow::DT_INT64: FillSynthetic(out.data<int64_t>() + offset, per_example, rng, num_classes_, lo_, hi_); break;
+      case tensorflow::DT_UINT8: FillSynthetic(out.data<uint8_t>() + offset, per_example, rng, num_classes_, lo_, hi_); break;
+      case tensorflow::DT_INT8: FillSynthetic(out.data<int8_t>() + offset, per_example, rng, num_classes_, lo_, hi_); break;
+      case tensorflow::DT_INT16: FillSynthetic(out.data<int16_t>() + offset, per_example, rng, num_classes_, lo_, hi_); break;
+      case tensorflow::DT_UINT16: FillSynthetic(out.data<uint16_t>() + offset, per_example, rng, num_classes_, lo_, hi_); break;
+      case tensorflow::DT_BOOL: FillSynthetic(out.data<bool>() + offset, per_example, rng, num_classes_, lo_, hi_); break;
       default:
         // Other types (half, complex): zeros. The feeder only asks for the types above.
         std::memset(static_cast<char*>(out.raw_data()), 0, out.bytes());
         return out;
+    }
+  }
+  return out;
+}
+
+// ---- LabelRuleColumn ----
+
+LabelRuleColumn::LabelRuleColumn(Rule rule, int64_t classes, DataType dtype,
+                                 std::shared_ptr<const Column> source)
+    : Column("synthetic", dtype == tensorflow::DT_INT32 ? dtype : tensorflow::DT_INT64,
+             TensorShape()),
+      rule_(rule),
+      classes_(std::max<int64_t>(classes, 1)),
+      source_(std::move(source)) {}
+
+int64_t LabelRuleColumn::ArgmaxPrefix(std::span<const double> example, int64_t classes) {
+  const size_t n = std::min(example.size(), static_cast<size_t>(std::max<int64_t>(classes, 1)));
+  size_t best = 0;
+  for (size_t i = 1; i < n; ++i) {
+    if (example[i] > example[best]) best = i;
+  }
+  return static_cast<int64_t>(best);
+}
+
+int64_t LabelRuleColumn::TokenVote(std::span<const int64_t> ids, int64_t classes) {
+  std::vector<int64_t> votes(static_cast<size_t>(std::max<int64_t>(classes, 1)), 0);
+  for (int64_t id : ids) {
+    const uint64_t h = (static_cast<uint64_t>(id) * 2654435761ull) & 0xffffffffull;
+    ++votes[static_cast<size_t>(h % votes.size())];
+  }
+  return std::max_element(votes.begin(), votes.end()) - votes.begin();
+}
+
+namespace {
+// Element `i` of a numeric tensor as double / int64.
+double ElementAsDouble(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case tensorflow::DT_FLOAT: return t.data<float>()[i];
+    case tensorflow::DT_DOUBLE: return t.data<double>()[i];
+    case tensorflow::DT_INT32: return t.data<int32_t>()[i];
+    case tensorflow::DT_INT64: return static_cast<double>(t.data<int64_t>()[i]);
+    case tensorflow::DT_UINT8: return t.data<uint8_t>()[i];
+    default: return 0;
+  }
+}
+int64_t ElementAsInt64(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case tensorflow::DT_INT32: return t.data<int32_t>()[i];
+    case tensorflow::DT_INT64: return t.data<int64_t>()[i];
+    default: return static_cast<int64_t>(ElementAsDouble(t, i));
+  }
+}
+}  // namespace
+
+Tensor LabelRuleColumn::Gather(std::span<const int64_t> indices) const {
+  const Tensor examples = source_->Gather(indices);
+  const int64_t rows = static_cast<int64_t>(indices.size());
+  const int64_t per_example = rows == 0 ? 0 : examples.num_elements() / rows;
+  Tensor out(dtype(), TensorShape{rows});
+  std::vector<double> values;
+  std::vector<int64_t> ids;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t label = 0;
+    if (rule_ == Rule::kArgmaxPrefix) {
+      const int64_t n = std::min(per_example, classes_);
+      values.resize(static_cast<size_t>(n));
+      for (int64_t k = 0; k < n; ++k) values[static_cast<size_t>(k)] = ElementAsDouble(examples, r * per_example + k);
+      label = ArgmaxPrefix(values, classes_);
+    } else {
+      ids.resize(static_cast<size_t>(per_example));
+      for (int64_t k = 0; k < per_example; ++k) {
+        ids[static_cast<size_t>(k)] = ElementAsInt64(examples, r * per_example + k);
+      }
+      label = TokenVote(ids, classes_);
+    }
+    if (dtype() == tensorflow::DT_INT32) {
+      out.data<int32_t>()[r] = static_cast<int32_t>(label);
+    } else {
+      out.data<int64_t>()[r] = label;
     }
   }
   return out;

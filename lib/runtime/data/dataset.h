@@ -67,11 +67,13 @@ class TensorColumn : public Column {
 };
 
 // Random examples: floats uniform in [0, 1); integers uniform in [0, num_classes);
-// bools fair coin flips.
+// bools fair coin flips. WithRange: floats uniform in [lo, hi), integers in [lo, hi).
 class SyntheticColumn : public Column {
  public:
   SyntheticColumn(DataType dtype, TensorShape example_shape, uint64_t seed,
                   int64_t num_classes = 10);
+  static std::shared_ptr<SyntheticColumn> WithRange(DataType dtype, TensorShape example_shape,
+                                                    uint64_t seed, double lo, double hi);
   int64_t num_examples() const override { return kUnboundedExamples; }
   Tensor Gather(std::span<const int64_t> indices) const override;
   int64_t num_classes() const { return num_classes_; }
@@ -79,6 +81,33 @@ class SyntheticColumn : public Column {
  private:
   uint64_t seed_;
   int64_t num_classes_;
+  double lo_ = 0;   // floats: lo_ + (hi_ - lo_) * u; integers: lo_ + [0, num_classes_)
+  double hi_ = 1;
+};
+
+// Labels with a learnable signal (the model zoo's `_parallax_synthetic` rules; see
+// docs/models.md), computed per example from another column's example:
+//  - kArgmaxPrefix: the index of the largest of the example's first `classes` values,
+//    flattened row-major (the first on ties); the source is float or double;
+//  - kTokenVote: each token t votes for ((t * 2654435761) mod 2^32) mod classes; the
+//    label is the class with most votes (the lowest on ties); the source is integer ids.
+// Scalar examples, int32 when `dtype` is, else int64 (the feeder casts them to the
+// target). Bounded when the source is.
+class LabelRuleColumn : public Column {
+ public:
+  enum class Rule { kArgmaxPrefix, kTokenVote };
+  LabelRuleColumn(Rule rule, int64_t classes, DataType dtype, std::shared_ptr<const Column> source);
+  int64_t num_examples() const override { return source_->num_examples(); }
+  Tensor Gather(std::span<const int64_t> indices) const override;
+
+  // The rules on one example, as functions (lib/models/zoo.h has the generator's twins).
+  static int64_t ArgmaxPrefix(std::span<const double> example, int64_t classes);
+  static int64_t TokenVote(std::span<const int64_t> ids, int64_t classes);
+
+ private:
+  Rule rule_;
+  int64_t classes_;
+  std::shared_ptr<const Column> source_;
 };
 
 class Dataset {

@@ -1,6 +1,7 @@
 #include "lib/runtime/data/feeder.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <set>
@@ -247,9 +248,77 @@ bool FeedsDenseLabels(const Graph& graph, OutputRef ref) {
 }
 }  // namespace
 
+namespace {
+
+constexpr std::string_view kSyntheticAttr = "_parallax_synthetic";
+
+std::vector<std::string> SplitColons(std::string_view text) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (;;) {
+    const size_t colon = text.find(':', start);
+    parts.emplace_back(text.substr(start, colon == std::string_view::npos ? colon : colon - start));
+    if (colon == std::string_view::npos) return parts;
+    start = colon + 1;
+  }
+}
+
+std::optional<double> ParseNumber(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || !std::isfinite(value)) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+StatusOr<std::optional<SyntheticRule>> FindSyntheticRule(const Graph& graph,
+                                                         const FeedTarget& target) {
+  const Node& node = graph.node(target.ref.node);
+  const auto attr = node.FindAttr(kSyntheticAttr);
+  if (!attr || target.ref.port != 0) return std::optional<SyntheticRule>();
+  const std::string& text = attr->s();
+  const std::vector<std::string> parts = SplitColons(text);
+  auto bad = [&](std::string_view expected) {
+    return InvalidArgumentError("{}: {} '{}': expected {}", target.what, kSyntheticAttr, text,
+                                expected);
+  };
+  SyntheticRule rule;
+  const std::string& kind = parts[0];
+  if (kind == "uniform" || kind == "uniform_int") {
+    rule.kind = kind == "uniform" ? SyntheticRule::Kind::kUniform : SyntheticRule::Kind::kUniformInt;
+    const std::string form = kind + ":LO:HI with LO < HI";
+    if (parts.size() != 3) return bad(form);
+    std::optional<double> lo = ParseNumber(parts[1]), hi = ParseNumber(parts[2]);
+    if (!lo || !hi || !(*lo < *hi)) return bad(form);
+    if (rule.kind == SyntheticRule::Kind::kUniformInt &&
+        (*lo != std::floor(*lo) || *hi != std::floor(*hi))) {
+      return bad(form + ", both integers");
+    }
+    rule.lo = *lo;
+    rule.hi = *hi;
+    return std::optional<SyntheticRule>(rule);
+  }
+  if (kind == "argmax_prefix" || kind == "token_vote") {
+    rule.kind = kind == "argmax_prefix" ? SyntheticRule::Kind::kArgmaxPrefix
+                                        : SyntheticRule::Kind::kTokenVote;
+    const std::string form = kind + ":FEED:CLASSES with CLASSES >= 1";
+    if (parts.size() != 3 || parts[1].empty()) return bad(form);
+    std::optional<double> classes = ParseNumber(parts[2]);
+    if (!classes || *classes < 1 || *classes != std::floor(*classes)) return bad(form);
+    rule.feed = parts[1];
+    rule.classes = static_cast<int64_t>(*classes);
+    return std::optional<SyntheticRule>(rule);
+  }
+  return bad("one of uniform:LO:HI, uniform_int:LO:HI, argmax_prefix:FEED:CLASSES, "
+             "token_vote:FEED:CLASSES");
+}
+
 StatusOr<std::shared_ptr<const Column>> MakeSyntheticColumn(const Graph& graph,
                                                             const FeedTarget& target,
-                                                            uint64_t seed) {
+                                                            uint64_t seed,
+                                                            const ColumnLookup& lookup) {
   DataType dtype = target.dtype;
   if (dtype == tensorflow::DT_INVALID) {
     return InvalidArgumentError("{}: cannot make synthetic data: its dtype is unknown",
@@ -278,6 +347,52 @@ StatusOr<std::shared_ptr<const Column>> MakeSyntheticColumn(const Graph& graph,
                                 target.DebugString());
   }
   const uint64_t column_seed = Mix64(seed ^ std::hash<std::string>{}(target.tensor));
+  PX_ASSIGN_OR_RETURN(std::optional<SyntheticRule> rule, FindSyntheticRule(graph, target));
+  if (rule) {
+    const std::string rule_text = graph.node(target.ref.node).FindAttr(kSyntheticAttr)->s();
+    auto misfit = [&](std::string_view why) {
+      return InvalidArgumentError("{}: {} '{}' {}", target.DebugString(), kSyntheticAttr,
+                                  rule_text, why);
+    };
+    switch (rule->kind) {
+      case SyntheticRule::Kind::kUniform:
+        if (!IsFloat(dtype)) return misfit("needs a float or double input");
+        return std::shared_ptr<const Column>(
+            SyntheticColumn::WithRange(dtype, example, column_seed, rule->lo, rule->hi));
+      case SyntheticRule::Kind::kUniformInt:
+        if (!IsInteger(dtype)) return misfit("needs an integer input");
+        return std::shared_ptr<const Column>(
+            SyntheticColumn::WithRange(dtype, example, column_seed, rule->lo, rule->hi));
+      case SyntheticRule::Kind::kArgmaxPrefix:
+      case SyntheticRule::Kind::kTokenVote: {
+        // Class ids, one per example: integer labels [B], or one-hot float labels [B, K]
+        // (the feeder one-hot encodes the ids).
+        const bool ids = IsInteger(dtype) && example.rank() == 0;
+        const bool one_hot = IsFloat(dtype) && example.rank() == 1 && example.dim(0) >= rule->classes;
+        if (!ids && !one_hot) {
+          return misfit("needs integer labels [batch] or one-hot float labels [batch, classes]");
+        }
+        StatusOr<OutputRef> feed = ResolveTensorName(graph, rule->feed);
+        if (!feed.ok()) return misfit(fmt::format("reads '{}', which names no node", rule->feed));
+        std::shared_ptr<const Column> source = lookup ? lookup(*feed) : nullptr;
+        if (source == nullptr) {
+          PX_ASSIGN_OR_RETURN(FeedTarget feed_target, DescribeFeedTarget(graph, rule->feed));
+          PX_ASSIGN_OR_RETURN(std::optional<SyntheticRule> feed_rule,
+                              FindSyntheticRule(graph, feed_target));
+          if (feed_rule && feed_rule->reads_input()) {
+            return misfit(fmt::format("reads '{}', whose own rule reads another input",
+                                      rule->feed));
+          }
+          PX_ASSIGN_OR_RETURN(source, MakeSyntheticColumn(graph, feed_target, seed));
+        }
+        const auto kind = rule->kind == SyntheticRule::Kind::kArgmaxPrefix
+                              ? LabelRuleColumn::Rule::kArgmaxPrefix
+                              : LabelRuleColumn::Rule::kTokenVote;
+        return std::shared_ptr<const Column>(std::make_shared<LabelRuleColumn>(
+            kind, rule->classes, ids ? dtype : tensorflow::DT_INT64, std::move(source)));
+      }
+    }
+  }
   if (IsInteger(dtype)) {
     int64_t classes = InferNumClasses(graph, target.ref);
     if (classes <= 0) classes = kDefaultSyntheticClasses;
@@ -475,7 +590,14 @@ Status Feeder::Convert(const Plan& plan, const Tensor& in, std::span<const int64
     case Conversion::kScale: {
       *out = Tensor(plan.out_dtype, shape);
       const uint8_t* src = in.data<uint8_t>();
-      for (int64_t i = 0; i < in.num_elements(); ++i) SetFloat(out, i, src[i] / 255.0);
+      const int64_t n = in.num_elements();
+      // Typed loops (a batch of images is ~200K elements per step).
+      if (plan.out_dtype == tensorflow::DT_FLOAT) {
+        float* dst = out->data<float>();
+        for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i] / 255.0);
+      } else {
+        for (int64_t i = 0; i < n; ++i) SetFloat(out, i, src[i] / 255.0);
+      }
       return Status::Ok();
     }
     case Conversion::kOneHot: {

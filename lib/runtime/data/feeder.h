@@ -30,7 +30,9 @@
 #define PARALLAX_LIB_RUNTIME_DATA_FEEDER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -73,13 +75,38 @@ StatusOr<FeedTarget> DescribeFeedTarget(const Graph& graph, std::string_view nam
 // OneHot with a constant depth. -1 when it does not.
 int64_t InferNumClasses(const Graph& graph, OutputRef labels);
 
-// A synthetic column for `target`: class ids in [0, classes) for integer targets and
-// for float one-hot labels (targets of example shape [K] feeding a softmax
-// cross-entropy's labels), uniform [0, 1) floats otherwise. Errors for targets whose
-// example shape is not fully known.
+// A placeholder's `_parallax_synthetic` attr (the model zoo's rules, docs/models.md):
+// "uniform:LO:HI" (floats in [LO, HI)), "uniform_int:LO:HI" (integers in [LO, HI)),
+// "argmax_prefix:FEED:C" and "token_vote:FEED:C" (labels computed from the same
+// example of input FEED; LabelRuleColumn).
+struct SyntheticRule {
+  enum class Kind { kUniform, kUniformInt, kArgmaxPrefix, kTokenVote };
+  Kind kind = Kind::kUniform;
+  double lo = 0, hi = 1;  // uniform, uniform_int
+  std::string feed;       // argmax_prefix, token_vote: the input the labels are read from
+  int64_t classes = 0;    // argmax_prefix, token_vote
+  bool reads_input() const { return kind == Kind::kArgmaxPrefix || kind == Kind::kTokenVote; }
+};
+// The rule of `target`'s placeholder; nullopt when it has none (or is not a placeholder).
+// Errors name the placeholder and the attr: "placeholder 'y': _parallax_synthetic
+// 'argmax_prefix:x': expected argmax_prefix:FEED:CLASSES".
+StatusOr<std::optional<SyntheticRule>> FindSyntheticRule(const Graph& graph,
+                                                         const FeedTarget& target);
+
+// The column already bound to a tensor (for rules that read another input), or nullptr.
+using ColumnLookup = std::function<std::shared_ptr<const Column>(OutputRef tensor)>;
+
+// A synthetic column for `target`. With a `_parallax_synthetic` rule: the rule (labels
+// that read input FEED use the column `lookup` finds for it, else a synthetic column of
+// FEED made by its own rule; bind FEED first so that both agree). Without one: class ids
+// in [0, classes) for integer targets and for float one-hot labels (targets of example
+// shape [K] feeding a softmax cross-entropy's labels), uniform [0, 1) floats otherwise.
+// Errors for targets whose example shape is not fully known, and for rules that do not
+// fit the target (uniform on integers, labels of a shape other than [B] or [B, K]).
 StatusOr<std::shared_ptr<const Column>> MakeSyntheticColumn(const Graph& graph,
                                                             const FeedTarget& target,
-                                                            uint64_t seed);
+                                                            uint64_t seed,
+                                                            const ColumnLookup& lookup = nullptr);
 
 class Feeder {
  public:

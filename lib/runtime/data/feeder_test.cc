@@ -1,5 +1,8 @@
 #include "lib/runtime/data/feeder.h"
 
+#include <algorithm>
+#include <set>
+
 #include <catch2/catch.hpp>
 
 #include "lib/graph/graph_io.h"
@@ -225,6 +228,101 @@ TEST_CASE("synthetic data: class ids from the logits' shape, one-hot labels, flo
   CHECK(TensorsBitEqual((*feeds)[0].second, (*again)[0].second));
   CHECK(MakeSyntheticColumn(g, Target(g, "open"), 1).status().message() ==
         "placeholder 'open' (float [?,?]): cannot make synthetic data: dimension 1 is unknown");
+}
+
+// The zoo's rules on placeholders: x uniform in [2, 4), labels from x's first 3 values
+// (int64 and one-hot), ids uniform in [5, 50), labels voted by ids.
+constexpr const char* kRuleGraph = R"pb(
+  node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } }
+         attr { key: "shape" value { shape { dim { size: -1 } dim { size: 2 } dim { size: 3 } } } }
+         attr { key: "_parallax_synthetic" value { s: "uniform:2:4" } } }
+  node { name: "y" op: "Placeholder" attr { key: "dtype" value { type: DT_INT64 } }
+         attr { key: "shape" value { shape { dim { size: -1 } } } }
+         attr { key: "_parallax_synthetic" value { s: "argmax_prefix:x:3" } } }
+  node { name: "y1" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } }
+         attr { key: "shape" value { shape { dim { size: -1 } dim { size: 3 } } } }
+         attr { key: "_parallax_synthetic" value { s: "argmax_prefix:x:3" } } }
+  node { name: "ids" op: "Placeholder" attr { key: "dtype" value { type: DT_INT32 } }
+         attr { key: "shape" value { shape { dim { size: -1 } dim { size: 5 } } } }
+         attr { key: "_parallax_synthetic" value { s: "uniform_int:5:50" } } }
+  node { name: "v" op: "Placeholder" attr { key: "dtype" value { type: DT_INT32 } }
+         attr { key: "shape" value { shape { dim { size: -1 } } } }
+         attr { key: "_parallax_synthetic" value { s: "token_vote:ids:4" } } }
+  node { name: "bad" op: "Placeholder" attr { key: "dtype" value { type: DT_INT64 } }
+         attr { key: "shape" value { shape { dim { size: -1 } } } }
+         attr { key: "_parallax_synthetic" value { s: "argmax_prefix:x" } } }
+  node { name: "misfit" op: "Placeholder" attr { key: "dtype" value { type: DT_INT64 } }
+         attr { key: "shape" value { shape { dim { size: -1 } } } }
+         attr { key: "_parallax_synthetic" value { s: "uniform:0:1" } } }
+  node { name: "unknown" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } }
+         attr { key: "shape" value { shape { dim { size: -1 } } } }
+         attr { key: "_parallax_synthetic" value { s: "gaussian:0:1" } } }
+)pb";
+
+TEST_CASE("synthetic data follows _parallax_synthetic rules: ranges and learnable labels") {
+  StatusOr<Graph> parsed = ParseGraph(kRuleGraph, "rules.pbtxt");
+  REQUIRE(parsed.ok());
+  const Graph& g = *parsed;
+  StatusOr<std::shared_ptr<const Column>> x = MakeSyntheticColumn(g, Target(g, "x"), 3);
+  REQUIRE(x.ok());
+  // Labels read the column bound to x (the lookup), so they match what x is fed.
+  const ColumnLookup lookup = [&](OutputRef ref) -> std::shared_ptr<const Column> {
+    return ref == Target(g, "x").ref ? *x : nullptr;
+  };
+  StatusOr<std::shared_ptr<const Column>> y = MakeSyntheticColumn(g, Target(g, "y"), 3, lookup);
+  REQUIRE(y.ok());
+  StatusOr<std::shared_ptr<const Column>> y1 = MakeSyntheticColumn(g, Target(g, "y1"), 3, lookup);
+  REQUIRE(y1.ok());
+  StatusOr<std::shared_ptr<const Column>> ids = MakeSyntheticColumn(g, Target(g, "ids"), 3);
+  REQUIRE(ids.ok());
+  // Without a lookup the rule makes ids' column itself, from the same seed: the same data.
+  StatusOr<std::shared_ptr<const Column>> v = MakeSyntheticColumn(g, Target(g, "v"), 3);
+  REQUIRE(v.ok());
+
+  StatusOr<Feeder> f = Feeder::Create({{Target(g, "x"), *x}, {Target(g, "y"), *y},
+                                       {Target(g, "y1"), *y1}, {Target(g, "ids"), *ids},
+                                       {Target(g, "v"), *v}},
+                                      0);
+  REQUIRE(f.ok());
+  std::vector<int64_t> examples(200);
+  for (int i = 0; i < 200; ++i) examples[static_cast<size_t>(i)] = 7 * i + 1;
+  auto feeds = f->Feeds(examples);
+  REQUIRE(feeds.ok());
+  const Tensor& xs = (*feeds)[0].second;
+  const Tensor& ys = (*feeds)[1].second;
+  const Tensor& one_hot = (*feeds)[2].second;
+  const Tensor& tokens = (*feeds)[3].second;
+  const Tensor& votes = (*feeds)[4].second;
+  std::set<int64_t> seen_y, seen_v;
+  for (int64_t i = 0; i < 200; ++i) {
+    const float* row = xs.data<float>() + i * 6;
+    for (int k = 0; k < 6; ++k) REQUIRE((row[k] >= 2 && row[k] < 4));
+    // The index of the largest of the first 3 values (row-major over [2, 3]).
+    const int64_t want = std::max_element(row, row + 3) - row;
+    CHECK(ys.data<int64_t>()[i] == want);
+    for (int k = 0; k < 3; ++k) CHECK(one_hot.data<float>()[i * 3 + k] == (k == want ? 1 : 0));
+    seen_y.insert(want);
+    std::vector<int64_t> count(4, 0);
+    for (int k = 0; k < 5; ++k) {
+      const int32_t t = tokens.data<int32_t>()[i * 5 + k];
+      REQUIRE((t >= 5 && t < 50));
+      ++count[((static_cast<uint64_t>(t) * 2654435761ull) & 0xffffffffull) % 4];
+    }
+    CHECK(votes.data<int32_t>()[i] == std::max_element(count.begin(), count.end()) - count.begin());
+    seen_v.insert(votes.data<int32_t>()[i]);
+  }
+  CHECK(seen_y.size() == 3);
+  CHECK(seen_v.size() >= 3);
+
+  CHECK(MakeSyntheticColumn(g, Target(g, "bad"), 3).status().message() ==
+        "placeholder 'bad': _parallax_synthetic 'argmax_prefix:x': expected "
+        "argmax_prefix:FEED:CLASSES with CLASSES >= 1");
+  CHECK(MakeSyntheticColumn(g, Target(g, "misfit"), 3).status().message() ==
+        "placeholder 'misfit' (int64 [?]): _parallax_synthetic 'uniform:0:1' needs a float or "
+        "double input");
+  CHECK(MakeSyntheticColumn(g, Target(g, "unknown"), 3).status().message() ==
+        "placeholder 'unknown': _parallax_synthetic 'gaussian:0:1': expected one of "
+        "uniform:LO:HI, uniform_int:LO:HI, argmax_prefix:FEED:CLASSES, token_vote:FEED:CLASSES");
 }
 
 TEST_CASE("datasets: columns agree on the example count") {

@@ -7,6 +7,7 @@
 
 #include <dnnl.hpp>
 
+#include "lib/runtime/buffer_cache.h"
 #include "lib/runtime/kernels/cpu/blas_gemm.h"
 
 namespace parallax::conv {
@@ -281,7 +282,21 @@ template void Im2colBackwardFilter<double>(ThreadPool&, const Geometry&, const d
 
 // ---- oneDNN ----
 
+// libgomp's API, reached through libdnnl's dependency on it; weak, so that a oneDNN built
+// on another threading runtime still links (and set_num_threads does nothing).
+extern "C" {
+void omp_set_num_threads(int num_threads) __attribute__((weak));
+int omp_get_max_threads() __attribute__((weak));
+}
+
 namespace {
+
+// Sets the calling thread's OpenMP team size, which oneDNN reads when it builds and runs
+// primitives.
+void SetOmpThreads(int num_threads) {
+  if (num_threads <= 0 || omp_set_num_threads == nullptr || omp_get_max_threads == nullptr) return;
+  if (omp_get_max_threads() != num_threads) omp_set_num_threads(num_threads);
+}
 
 using dnnl::memory;
 using Tag = memory::format_tag;
@@ -291,13 +306,15 @@ dnnl::engine& Engine() {
   return engine;
 }
 
-// A 64-byte-aligned scratch buffer for oneDNN.
+// A 64-byte-aligned scratch buffer for oneDNN, from the tensors' BufferCache so that
+// the per-call scratchpad reuses mapped pages.
 struct AlignedBuffer {
   explicit AlignedBuffer(size_t bytes)
-      : data(bytes == 0 ? nullptr : std::aligned_alloc(64, (bytes + 63) / 64 * 64)) {}
-  ~AlignedBuffer() { std::free(data); }
+      : data(bytes == 0 ? nullptr : BufferCache::Global().Allocate(bytes, &capacity)) {}
+  ~AlignedBuffer() { BufferCache::Global().Free(data, capacity); }
   AlignedBuffer(const AlignedBuffer&) = delete;
   AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+  size_t capacity = 0;
   void* data;
 };
 
@@ -386,6 +403,7 @@ StatusOr<std::shared_ptr<const DnnlConv::Primitives>> DnnlConv::Get(const Geomet
 
 Status DnnlConv::Forward(const Geometry& g, const float* input, const float* filter,
                          float* output) const {
+  SetOmpThreads(num_threads_);
   PX_ASSIGN_OR_RETURN(std::shared_ptr<const Primitives> p, Get(g, Pass::kForward));
   try {
     dnnl::stream stream(Engine());
@@ -412,6 +430,7 @@ Status DnnlConv::Forward(const Geometry& g, const float* input, const float* fil
 
 Status DnnlConv::BackwardInput(const Geometry& g, const float* filter,
                                const float* out_backprop, float* in_backprop) const {
+  SetOmpThreads(num_threads_);
   PX_ASSIGN_OR_RETURN(std::shared_ptr<const Primitives> p, Get(g, Pass::kBackwardInput));
   try {
     dnnl::stream stream(Engine());
@@ -438,6 +457,7 @@ Status DnnlConv::BackwardInput(const Geometry& g, const float* filter,
 
 Status DnnlConv::BackwardFilter(const Geometry& g, const float* input,
                                 const float* out_backprop, float* filter_backprop) const {
+  SetOmpThreads(num_threads_);
   PX_ASSIGN_OR_RETURN(std::shared_ptr<const Primitives> p, Get(g, Pass::kBackwardFilter));
   try {
     dnnl::stream stream(Engine());

@@ -12,9 +12,11 @@
 //    reordered to the layout the primitive wants (and its gradient back to HWIO) every
 //    call, being small. float only. Primitives are built once per input shape and
 //    cached behind a mutex; the scratchpad is allocated per call, so concurrent Computes
-//    are safe. oneDNN runs on its own OpenMP threads (OMP_NUM_THREADS, default one per
-//    core); its filter gradient sums across those threads, so it can differ in the last
-//    bits between thread counts.
+//    are safe. oneDNN runs on its own OpenMP threads, as many as set_num_threads says
+//    (the device's thread count; OpenMP's ICV of the calling thread, set before the
+//    primitives are built and before each call, since oneDNN partitions work when it
+//    builds them); its filter gradient sums across those threads, so it can differ in
+//    the last bits between thread counts.
 //
 // bench/kernels_bench.cc measures both on the LeNet shapes; the Conv2D kernels use the
 // faster one for float (conv_ops.cc says which and what was measured).
@@ -100,6 +102,10 @@ class DnnlConv {
   DnnlConv(const DnnlConv&) = delete;
   DnnlConv& operator=(const DnnlConv&) = delete;
 
+  // oneDNN's OpenMP team size for this convolution's calls: the device's thread count,
+  // so that --threads holds for oneDNN too (thread_policy.h). 0: OpenMP's default.
+  void set_num_threads(int num_threads) { num_threads_ = num_threads; }
+
   Status Forward(const Geometry& g, const float* input, const float* filter,
                  float* output) const;
   Status BackwardInput(const Geometry& g, const float* filter, const float* out_backprop,
@@ -114,6 +120,7 @@ class DnnlConv {
   StatusOr<std::shared_ptr<const Primitives>> Get(const Geometry& g, Pass pass) const;
 
   using Key = std::tuple<Pass, decltype(Geometry().key())>;
+  int num_threads_ = 0;
   mutable std::mutex mutex_;
   mutable std::map<Key, std::shared_ptr<const Primitives>> cache_;
 };

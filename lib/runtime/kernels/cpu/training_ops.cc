@@ -140,12 +140,17 @@ struct Adam {
     const T beta1 = a.h[3], beta2 = a.h[4], epsilon = a.h[5];
     const T alpha = AdamAlpha(a.h[0], a.h[1], a.h[2]);
     const T one_minus_beta1 = T(1) - beta1, one_minus_beta2 = T(1) - beta2;
-    for (int64_t k = 0; k < n; ++k) {
-      m[k] += (g[k] - m[k]) * one_minus_beta1;
-      v[k] += (g[k] * g[k] - v[k]) * one_minus_beta2;
-      if (a.use_nesterov) {
+    // Two loops rather than a branch inside one, so that each vectorises.
+    if (a.use_nesterov) {
+      for (int64_t k = 0; k < n; ++k) {
+        m[k] += (g[k] - m[k]) * one_minus_beta1;
+        v[k] += (g[k] * g[k] - v[k]) * one_minus_beta2;
         var[k] -= ((g[k] * one_minus_beta1 + beta1 * m[k]) * alpha) / (std::sqrt(v[k]) + epsilon);
-      } else {
+      }
+    } else {
+      for (int64_t k = 0; k < n; ++k) {
+        m[k] += (g[k] - m[k]) * one_minus_beta1;
+        v[k] += (g[k] * g[k] - v[k]) * one_minus_beta2;
         var[k] -= (m[k] * alpha) / (std::sqrt(v[k]) + epsilon);
       }
     }

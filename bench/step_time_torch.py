@@ -1,0 +1,72 @@
+"""PyTorch side of bench/step_time_bench.cc: the zoo's mlp and lenet in eager mode.
+
+Prints one line per model, `<model>: <median ms per step>`, for the C++ bench to read.
+The architectures are the zoo's (lib/models/zoo.h): mlp 784-512-512-10 (ReLU), batch
+256, plain SGD; LeNet conv 5x5x32 SAME, ReLU, max-pool 2, conv 5x5x64 SAME, ReLU,
+max-pool 2, dense 1024 ReLU, dense 10, batch 64, Adam. The loss is the mean sparse
+softmax cross entropy (nn.CrossEntropyLoss). A step is zero_grad, forward, backward and
+optimizer.step on one fixed batch; initialisation does not matter for the time.
+
+Run by the C++ bench with /usr/bin/python3 and the environment it documents
+(torch.set_num_threads(2) is set here).
+"""
+import argparse
+import statistics
+import time
+
+import torch
+import torch.nn as nn
+
+
+def mlp():
+    return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                         nn.Linear(512, 10))
+
+
+def lenet():
+    return nn.Sequential(
+        nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(7 * 7 * 64, 1024), nn.ReLU(), nn.Linear(1024, 10))
+
+
+def median_step_ms(model, x, y, optimizer, warmup, steps):
+    loss_fn = nn.CrossEntropyLoss()
+    times = []
+    for i in range(warmup + steps):
+        start = time.perf_counter()
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+        if i >= warmup:
+            times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("models", nargs="*", default=["mlp", "lenet"])
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    for name in args.models:
+        if name == "mlp":
+            model = mlp()
+            x, y = torch.rand(256, 784), torch.randint(0, 10, (256,))
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        elif name == "lenet":
+            model = lenet()
+            x, y = torch.rand(64, 1, 28, 28), torch.randint(0, 10, (64,))
+            optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+        else:
+            raise SystemExit(f"unknown model {name}")
+        ms = median_step_ms(model, x, y, optimizer, args.warmup, args.steps)
+        print(f"{name}: {ms:.4f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
