@@ -10,37 +10,6 @@
 
 namespace parallax::testing {
 
-tensorflow::AttrValue TypeAttrValue(DataType type) {
-  tensorflow::AttrValue v;
-  v.set_type(type);
-  return v;
-}
-tensorflow::AttrValue IntAttrValue(int64_t value) {
-  tensorflow::AttrValue v;
-  v.set_i(value);
-  return v;
-}
-tensorflow::AttrValue BoolAttrValue(bool value) {
-  tensorflow::AttrValue v;
-  v.set_b(value);
-  return v;
-}
-tensorflow::AttrValue FloatAttrValue(float value) {
-  tensorflow::AttrValue v;
-  v.set_f(value);
-  return v;
-}
-tensorflow::AttrValue StringAttrValue(const std::string& value) {
-  tensorflow::AttrValue v;
-  v.set_s(value);
-  return v;
-}
-tensorflow::AttrValue IntListAttrValue(const std::vector<int64_t>& values) {
-  tensorflow::AttrValue v;
-  for (int64_t x : values) v.mutable_list()->add_i(x);
-  return v;
-}
-
 StatusOr<OpRun> RunOp(const std::string& op, const std::vector<Tensor>& inputs,
                       const AttrMap& attrs, const std::vector<int>& ref_inputs, int num_outputs,
                       int num_threads) {
@@ -55,18 +24,18 @@ StatusOr<OpRun> RunOp(const std::string& op, const std::vector<Tensor>& inputs,
                         ref_inputs.end();
     const std::string name = (is_ref ? "var_" : "input_") + std::to_string(i);
     NodeSpec feed{.name = name, .op = "Placeholder"};
-    feed.attrs["dtype"] = TypeAttrValue(inputs[i].dtype());
+    feed.attrs["dtype"] = TypeAttr(inputs[i].dtype());
     if (is_ref) {
       NodeSpec variable{.name = name, .op = "VariableV2"};
-      variable.attrs["dtype"] = TypeAttrValue(inputs[i].dtype());
+      variable.attrs["dtype"] = TypeAttr(inputs[i].dtype());
       variable.attrs["shape"].mutable_shape();
       PX_ASSIGN_OR_RETURN(NodeId var, graph.AddNode(variable));
       feed.name = name + "/value";
       PX_ASSIGN_OR_RETURN(NodeId value, graph.AddNode(feed));
       NodeSpec assign{.name = name + "/Assign", .op = "Assign",
                       .inputs = {OutputRef{var, 0}, OutputRef{value, 0}}};
-      assign.attrs["T"] = TypeAttrValue(inputs[i].dtype());
-      assign.attrs["validate_shape"] = BoolAttrValue(false);
+      assign.attrs["T"] = TypeAttr(inputs[i].dtype());
+      assign.attrs["validate_shape"] = BoolAttr(false);
       PX_RETURN_IF_ERROR(graph.AddNode(assign).status());
       init_targets.push_back(name + "/Assign");
       request.feeds.push_back({name + "/value", inputs[i]});

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "lib/base/status.h"
+#include "lib/graph/attr_values.h"
 #include "lib/runtime/tensor.h"
 #include "protos/graph.pb.h"
 
@@ -40,13 +41,7 @@ Tensor RandomTensor(DataType dtype, TensorShape shape, uint64_t seed, double lo 
 std::string CompareTensors(const Tensor& actual, const Tensor& expected, double rtol = 1e-5,
                            double atol = 1e-6);
 
-// Attr shorthands.
-tensorflow::AttrValue TypeAttrValue(DataType type);
-tensorflow::AttrValue IntAttrValue(int64_t value);
-tensorflow::AttrValue BoolAttrValue(bool value);
-tensorflow::AttrValue FloatAttrValue(float value);
-tensorflow::AttrValue StringAttrValue(const std::string& value);
-tensorflow::AttrValue IntListAttrValue(const std::vector<int64_t>& values);
+// Attrs are built with lib/graph/attr_values.h (TypeAttr, IntAttr, ...).
 
 }  // namespace parallax::testing
 

@@ -7,13 +7,13 @@ namespace {
 
 TEST_CASE("RunOp runs an op on fed inputs and on variables") {
   Tensor x = RandomTensor(tensorflow::DT_FLOAT, {3}, 1);
-  StatusOr<OpRun> identity = RunOp("Identity", {x}, {{"T", TypeAttrValue(tensorflow::DT_FLOAT)}});
+  StatusOr<OpRun> identity = RunOp("Identity", {x}, {{"T", TypeAttr(tensorflow::DT_FLOAT)}});
   REQUIRE(identity.ok());
   CHECK(CompareTensors(identity->outputs[0], x) == "");
 
   Tensor value = Tensor::FromVector<float>({1, 2, 3}, {3});
   StatusOr<OpRun> assign = RunOp("Assign", {RandomTensor(tensorflow::DT_FLOAT, {3}, 2), value},
-                                 {{"T", TypeAttrValue(tensorflow::DT_FLOAT)}}, {0});
+                                 {{"T", TypeAttr(tensorflow::DT_FLOAT)}}, {0});
   REQUIRE(assign.ok());
   CHECK(CompareTensors(assign->variables.at(0), value) == "");
   CHECK(CompareTensors(assign->outputs[0], value) == "");

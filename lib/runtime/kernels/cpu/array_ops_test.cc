@@ -23,19 +23,15 @@ using kernel_test::Ravel;
 using kernel_test::Run;
 using kernel_test::Unravel;
 using testing::AttrMap;
-using testing::BoolAttrValue;
 using testing::CompareTensors;
-using testing::IntAttrValue;
-using testing::IntListAttrValue;
 using testing::RandomTensor;
-using testing::TypeAttrValue;
 using tensorflow::DT_BOOL;
 using tensorflow::DT_DOUBLE;
 using tensorflow::DT_FLOAT;
 using tensorflow::DT_INT32;
 using tensorflow::DT_INT64;
 
-AttrMap T(DataType t) { return {{"T", TypeAttrValue(t)}}; }
+AttrMap T(DataType t) { return {{"T", TypeAttr(t)}}; }
 AttrMap With(AttrMap attrs, const std::string& name, tensorflow::AttrValue value) {
   attrs[name] = std::move(value);
   return attrs;
@@ -84,13 +80,13 @@ TEST_CASE("Shape, ShapeN, Size and Rank give int32 or int64 dims") {
   const Tensor x = RandomOf(DT_FLOAT, {2, 0, 3}, 1);
   const Tensor s = Tensor::Scalar<float>(1);
   for (DataType out : {DT_INT32, DT_INT64}) {
-    AttrMap attrs = With(T(DT_FLOAT), "out_type", TypeAttrValue(out));
+    AttrMap attrs = With(T(DT_FLOAT), "out_type", TypeAttr(out));
     const Tensor expected_shape = out == DT_INT32 ? I32Vec({2, 0, 3}) : I64Vec({2, 0, 3});
     CHECK(CompareTensors(Run("Shape", {x}, attrs)[0], expected_shape) == "");
     CHECK(Run("Shape", {s}, attrs)[0].shape() == TensorShape({0}));
     const Tensor zero = out == DT_INT32 ? Tensor::Scalar<int32_t>(0) : Tensor::Scalar<int64_t>(0);
     CHECK(CompareTensors(Run("Size", {x}, attrs)[0], zero) == "");
-    std::vector<Tensor> shapes = Run("ShapeN", {x, s}, With(attrs, "N", IntAttrValue(2)));
+    std::vector<Tensor> shapes = Run("ShapeN", {x, s}, With(attrs, "N", IntAttr(2)));
     REQUIRE(shapes.size() == 2);
     CHECK(CompareTensors(shapes[0], expected_shape) == "");
     CHECK(shapes[1].num_elements() == 0);
@@ -106,7 +102,7 @@ TEST_CASE("Reshape infers one -1 and shares the buffer; wrong sizes are errors")
   const AttrMap attrs = T(DT_FLOAT);
   for (DataType shape_type : {DT_INT32, DT_INT64}) {
     const Tensor shape = shape_type == DT_INT32 ? I32Vec({4, -1}) : I64Vec({4, -1});
-    const Tensor y = Run("Reshape", {x, shape}, With(attrs, "Tshape", TypeAttrValue(shape_type)))[0];
+    const Tensor y = Run("Reshape", {x, shape}, With(attrs, "Tshape", TypeAttr(shape_type)))[0];
     CHECK(y.shape() == TensorShape({4, 6}));
     CHECK(std::equal(y.flat<float>().begin(), y.flat<float>().end(), x.flat<float>().begin()));
   }
@@ -132,18 +128,18 @@ TEST_CASE("ExpandDims and Squeeze insert and drop size-1 dims") {
         TensorShape({1, 2, 1, 3, 1}));
   CHECK(Run("ExpandDims", {x, Tensor::Scalar<int32_t>(-1)}, attrs)[0].shape() ==
         TensorShape({2, 1, 3, 1, 1}));
-  CHECK(Run("ExpandDims", {x, I64Vec({-5})}, With(attrs, "Tdim", TypeAttrValue(DT_INT64)))[0]
+  CHECK(Run("ExpandDims", {x, I64Vec({-5})}, With(attrs, "Tdim", TypeAttr(DT_INT64)))[0]
             .shape() == TensorShape({1, 2, 1, 3, 1}));
   CHECK(ErrorOf("ExpandDims", {x, Tensor::Scalar<int32_t>(5)}, attrs) ==
         "node 'op' (ExpandDims): Tried to expand dim index 5 for tensor with 4 dimensions.");
   const Tensor all = Run("Squeeze", {x}, attrs)[0];
   CHECK(all.shape() == TensorShape({2, 3}));
   CHECK(CompareTensors(all, x.Reshaped(TensorShape({2, 3})).value()) == "");
-  CHECK(Run("Squeeze", {x}, With(attrs, "squeeze_dims", IntListAttrValue({-1})))[0].shape() ==
+  CHECK(Run("Squeeze", {x}, With(attrs, "squeeze_dims", IntListAttr({-1})))[0].shape() ==
         TensorShape({2, 1, 3}));
-  CHECK(ErrorOf("Squeeze", {x}, With(attrs, "squeeze_dims", IntListAttrValue({0}))) ==
+  CHECK(ErrorOf("Squeeze", {x}, With(attrs, "squeeze_dims", IntListAttr({0}))) ==
         "node 'op' (Squeeze): Can not squeeze dim[0], expected a dimension of 1, got 2");
-  CHECK(ErrorOf("Squeeze", {x}, With(attrs, "squeeze_dims", IntListAttrValue({4}))) ==
+  CHECK(ErrorOf("Squeeze", {x}, With(attrs, "squeeze_dims", IntListAttr({4}))) ==
         "node 'op' (Squeeze): Tried to squeeze dim index 4 for tensor with 4 dimensions.");
 }
 
@@ -164,7 +160,7 @@ TEST_CASE("Transpose matches a naive loop for random perms, dtypes and threads")
         for (size_t i = 0; i < perm.size(); ++i) in[static_cast<size_t>(perm[i])] = out[i];
         return in;
       });
-      const AttrMap attrs = With(T(dtype), "Tperm", TypeAttrValue(DT_INT64));
+      const AttrMap attrs = With(T(dtype), "Tperm", TypeAttr(DT_INT64));
       const Tensor one = Run("Transpose", {x, I64Vec(perm)}, attrs, 1)[0];
       const Tensor two = Run("Transpose", {x, I64Vec(perm)}, attrs, 2)[0];
       INFO("shape " << x.shape().DebugString() << " perm " << I64Vec(perm).DebugString());
@@ -235,7 +231,7 @@ TEST_CASE("ConcatV2 and Concat match a naive loop on every axis") {
           parts.push_back(RandomOf(dtype, dims, rng()));
         }
         const Tensor expected = NaiveConcat(parts, a);
-        AttrMap attrs = With(T(dtype), "N", IntAttrValue(3));
+        AttrMap attrs = With(T(dtype), "N", IntAttr(3));
         std::vector<Tensor> v2_inputs = parts;
         v2_inputs.push_back(Tensor::Scalar<int32_t>(axis));
         INFO("base " << TensorShape(base).DebugString() << " axis " << axis);
@@ -246,7 +242,7 @@ TEST_CASE("ConcatV2 and Concat match a naive loop on every axis") {
       }
     }
   }
-  const AttrMap attrs = With(T(DT_FLOAT), "N", IntAttrValue(2));
+  const AttrMap attrs = With(T(DT_FLOAT), "N", IntAttr(2));
   const Tensor a = RandomOf(DT_FLOAT, {2, 3}, 1), b = RandomOf(DT_FLOAT, {2, 4}, 2);
   CHECK(ErrorOf("ConcatV2", {a, b, Tensor::Scalar<int32_t>(0)}, attrs) ==
         "node 'op' (ConcatV2): ConcatOp : Dimension 1 in both shapes must be equal: shape[0] = "
@@ -263,13 +259,13 @@ TEST_CASE("ConcatOffset") {
   std::vector<Tensor> out =
       Run("ConcatOffset", {Tensor::Scalar<int32_t>(-2), I32Vec({2, 3, 5}), I32Vec({2, 7, 5}),
                            I32Vec({2, 0, 5})},
-          {{"N", IntAttrValue(3)}});
+          {{"N", IntAttr(3)}});
   REQUIRE(out.size() == 3);
   CHECK(CompareTensors(out[0], I32Vec({0, 0, 0})) == "");
   CHECK(CompareTensors(out[1], I32Vec({0, 3, 0})) == "");
   CHECK(CompareTensors(out[2], I32Vec({0, 10, 0})) == "");
   CHECK(ErrorOf("ConcatOffset", {Tensor::Scalar<int32_t>(1), I32Vec({2, 3}), I32Vec({3, 3})},
-                {{"N", IntAttrValue(2)}}) ==
+                {{"N", IntAttr(2)}}) ==
         "node 'op' (ConcatOffset): All dimensions except 1 must match. Input 1 has shape [3,3] "
         "and doesn't match input 0 with shape [2,3].");
 }
@@ -291,19 +287,19 @@ TEST_CASE("Pack and Unpack on every axis") {
         index.erase(index.begin() + a);
         Set(expected, i, At(parts[static_cast<size_t>(k)], Ravel(index, dims)));
       }
-      AttrMap attrs = With(With(T(DT_FLOAT), "N", IntAttrValue(3)), "axis", IntAttrValue(axis));
+      AttrMap attrs = With(With(T(DT_FLOAT), "N", IntAttr(3)), "axis", IntAttr(axis));
       INFO("dims " << TensorShape(dims).DebugString() << " axis " << axis);
       const Tensor packed = Run("Pack", parts, attrs)[0];
       CHECK(CompareTensors(packed, expected) == "");
       std::vector<Tensor> unpacked =
           Run("Unpack", {packed},
-              With(With(T(DT_FLOAT), "num", IntAttrValue(3)), "axis", IntAttrValue(axis)));
+              With(With(T(DT_FLOAT), "num", IntAttr(3)), "axis", IntAttr(axis)));
       REQUIRE(unpacked.size() == 3);
       for (int i = 0; i < 3; ++i) CHECK(CompareTensors(unpacked[static_cast<size_t>(i)], parts[static_cast<size_t>(i)]) == "");
     }
   }
   CHECK(ErrorOf("Pack", {RandomOf(DT_FLOAT, {2}, 1), RandomOf(DT_FLOAT, {3}, 1)},
-                With(T(DT_FLOAT), "N", IntAttrValue(2))) ==
+                With(T(DT_FLOAT), "N", IntAttr(2))) ==
         "node 'op' (Pack): Shapes of all inputs must match: values[0].shape = [2] != "
         "values[1].shape = [3]");
 }
@@ -311,18 +307,18 @@ TEST_CASE("Pack and Unpack on every axis") {
 TEST_CASE("Split and SplitV") {
   const Tensor x = Iota(DT_FLOAT, {4, 6});
   std::vector<Tensor> parts =
-      Run("Split", {Tensor::Scalar<int32_t>(-1), x}, With(T(DT_FLOAT), "num_split", IntAttrValue(3)));
+      Run("Split", {Tensor::Scalar<int32_t>(-1), x}, With(T(DT_FLOAT), "num_split", IntAttr(3)));
   REQUIRE(parts.size() == 3);
   CHECK(CompareTensors(parts[1], F32({2, 3, 8, 9, 14, 15, 20, 21}, {4, 2})) == "");
   CHECK(ErrorOf("Split", {Tensor::Scalar<int32_t>(0), x},
-                With(T(DT_FLOAT), "num_split", IntAttrValue(3))) ==
+                With(T(DT_FLOAT), "num_split", IntAttr(3))) ==
         "node 'op' (Split): Number of ways to split should evenly divide the split dimension, "
         "but got split_dim 0 (size = 4) and num_split 3");
   CHECK(ErrorOf("Split", {Tensor::Scalar<int32_t>(2), x},
-                With(T(DT_FLOAT), "num_split", IntAttrValue(2))) ==
+                With(T(DT_FLOAT), "num_split", IntAttr(2))) ==
         "node 'op' (Split): -input rank(-2) <= split_dim < input rank (2), but got 2");
-  const AttrMap v_attrs = With(With(T(DT_FLOAT), "num_split", IntAttrValue(3)), "Tlen",
-                               TypeAttrValue(DT_INT32));
+  const AttrMap v_attrs = With(With(T(DT_FLOAT), "num_split", IntAttr(3)), "Tlen",
+                               TypeAttr(DT_INT32));
   parts = Run("SplitV", {x, I32Vec({1, -1, 2}), Tensor::Scalar<int32_t>(1)}, v_attrs);
   REQUIRE(parts.size() == 3);
   CHECK(parts[1].shape() == TensorShape({4, 3}));
@@ -355,13 +351,13 @@ TEST_CASE("Slice matches a naive loop, with size -1") {
         for (size_t i = 0; i < index.size(); ++i) index[i] += begin[i];
         return index;
       });
-      const AttrMap attrs = With(T(DT_DOUBLE), "Index", TypeAttrValue(DT_INT64));
+      const AttrMap attrs = With(T(DT_DOUBLE), "Index", TypeAttr(DT_INT64));
       INFO("begin " << I64Vec(begin).DebugString() << " size " << I64Vec(size).DebugString());
       CHECK(CompareTensors(Run("Slice", {x, I64Vec(begin), I64Vec(size)}, attrs)[0], expected) == "");
     }
   }
   const Tensor x = RandomOf(DT_FLOAT, {3, 4}, 1);
-  const AttrMap attrs = With(T(DT_FLOAT), "Index", TypeAttrValue(DT_INT32));
+  const AttrMap attrs = With(T(DT_FLOAT), "Index", TypeAttr(DT_INT32));
   CHECK(ErrorOf("Slice", {x, I32Vec({4, 0}), I32Vec({0, 1})}, attrs) ==
         "node 'op' (Slice): Expected begin[0] in [0, 3], but got 4");
   CHECK(ErrorOf("Slice", {x, I32Vec({1, 1}), I32Vec({1, 4})}, attrs) ==
@@ -405,12 +401,12 @@ const std::vector<SliceCase> kSliceCases = {
 };
 
 AttrMap SliceAttrs(const SliceCase& c, DataType dtype) {
-  AttrMap attrs = With(T(dtype), "Index", TypeAttrValue(DT_INT32));
-  attrs["begin_mask"] = IntAttrValue(c.begin_mask);
-  attrs["end_mask"] = IntAttrValue(c.end_mask);
-  attrs["ellipsis_mask"] = IntAttrValue(c.ellipsis_mask);
-  attrs["new_axis_mask"] = IntAttrValue(c.new_axis_mask);
-  attrs["shrink_axis_mask"] = IntAttrValue(c.shrink_mask);
+  AttrMap attrs = With(T(dtype), "Index", TypeAttr(DT_INT32));
+  attrs["begin_mask"] = IntAttr(c.begin_mask);
+  attrs["end_mask"] = IntAttr(c.end_mask);
+  attrs["ellipsis_mask"] = IntAttr(c.ellipsis_mask);
+  attrs["new_axis_mask"] = IntAttr(c.new_axis_mask);
+  attrs["shrink_axis_mask"] = IntAttr(c.shrink_mask);
   return attrs;
 }
 
@@ -491,7 +487,7 @@ TEST_CASE("Fill, Tile and BroadcastTo match naive loops") {
   const Tensor filled = Run("Fill", {I32Vec({2, 0, 3}), Tensor::Scalar<float>(2.5f)}, T(DT_FLOAT))[0];
   CHECK(filled.shape() == TensorShape({2, 0, 3}));
   const Tensor fives = Run("Fill", {I64Vec({2, 3}), Tensor::Scalar<int32_t>(5)},
-                           With(T(DT_INT32), "index_type", TypeAttrValue(DT_INT64)))[0];
+                           With(T(DT_INT32), "index_type", TypeAttr(DT_INT64)))[0];
   CHECK(CompareTensors(fives, I32({5, 5, 5, 5, 5, 5}, {2, 3})) == "");
   CHECK(ErrorOf("Fill", {I32Vec({2}), F32Vec({1, 2})}, T(DT_FLOAT)) ==
         "node 'op' (Fill): value must be a scalar, got shape [2]");
@@ -511,7 +507,7 @@ TEST_CASE("Fill, Tile and BroadcastTo match naive loops") {
       });
       INFO("dims " << TensorShape(dims).DebugString() << " multiples " << I64Vec(multiples).DebugString());
       CHECK(CompareTensors(Run("Tile", {x, I64Vec(multiples)},
-                               With(T(dtype), "Tmultiples", TypeAttrValue(DT_INT64)))[0],
+                               With(T(dtype), "Tmultiples", TypeAttr(DT_INT64)))[0],
                            expected) == "");
     }
   }
@@ -529,7 +525,7 @@ TEST_CASE("Fill, Tile and BroadcastTo match naive loops") {
       return src;
     });
     CHECK(CompareTensors(Run("BroadcastTo", {x, I64Vec(out_dims)},
-                             With(T(DT_FLOAT), "Tidx", TypeAttrValue(DT_INT64)))[0],
+                             With(T(DT_FLOAT), "Tidx", TypeAttr(DT_INT64)))[0],
                          expected) == "");
   }
   CHECK(ErrorOf("BroadcastTo", {RandomOf(DT_FLOAT, {3}, 1), I32Vec({2, 4})}, T(DT_FLOAT)) ==
@@ -559,7 +555,7 @@ TEST_CASE("Pad and PadV2 match a naive loop") {
         expected.data<float>()[i] = inside ? x.data<float>()[Ravel(index, dims)] : constant;
       }
       const Tensor pads = I64(paddings, {rank, 2});
-      const AttrMap attrs = With(T(DT_FLOAT), "Tpaddings", TypeAttrValue(DT_INT64));
+      const AttrMap attrs = With(T(DT_FLOAT), "Tpaddings", TypeAttr(DT_INT64));
       const Tensor y = constant == 0 ? Run("Pad", {x, pads}, attrs)[0]
                                      : Run("PadV2", {x, pads, Tensor::Scalar<float>(constant)}, attrs)[0];
       CHECK(CompareTensors(y, expected) == "");
@@ -583,7 +579,7 @@ TEST_CASE("OneHot for every axis, out-of-range indices and on/off values") {
       index.erase(index.begin() + a);
       expected.data<float>()[i] = indices.data<int64_t>()[Ravel(index, {2, 3})] == d ? 5.0f : -1.0f;
     }
-    AttrMap attrs = With(With(T(DT_FLOAT), "TI", TypeAttrValue(DT_INT64)), "axis", IntAttrValue(axis));
+    AttrMap attrs = With(With(T(DT_FLOAT), "TI", TypeAttr(DT_INT64)), "axis", IntAttr(axis));
     INFO("axis " << axis);
     CHECK(CompareTensors(Run("OneHot", {indices, Tensor::Scalar<int32_t>(depth),
                                         Tensor::Scalar<float>(5), Tensor::Scalar<float>(-1)},
@@ -592,16 +588,16 @@ TEST_CASE("OneHot for every axis, out-of-range indices and on/off values") {
   }
   CHECK(ErrorOf("OneHot", {indices, Tensor::Scalar<int32_t>(-1), Tensor::Scalar<float>(1),
                            Tensor::Scalar<float>(0)},
-                With(T(DT_FLOAT), "TI", TypeAttrValue(DT_INT64))) ==
+                With(T(DT_FLOAT), "TI", TypeAttr(DT_INT64))) ==
         "node 'op' (OneHot): depth must be non-negative, got: -1");
   CHECK(ErrorOf("OneHot", {indices, Tensor::Scalar<int32_t>(2), Tensor::Scalar<float>(1),
                            Tensor::Scalar<float>(0)},
-                With(With(T(DT_FLOAT), "TI", TypeAttrValue(DT_INT64)), "axis", IntAttrValue(3))) ==
+                With(With(T(DT_FLOAT), "TI", TypeAttr(DT_INT64)), "axis", IntAttr(3))) ==
         "node 'op' (OneHot): Expected axis to be -1 or between [0, 3).  But received: 3");
 }
 
 TEST_CASE("Range for int32, int64, float and double") {
-  AttrMap attrs = {{"Tidx", TypeAttrValue(DT_INT32)}};
+  AttrMap attrs = {{"Tidx", TypeAttr(DT_INT32)}};
   CHECK(CompareTensors(Run("Range", {Tensor::Scalar<int32_t>(3), Tensor::Scalar<int32_t>(18),
                                      Tensor::Scalar<int32_t>(3)},
                            attrs)[0],
@@ -614,14 +610,14 @@ TEST_CASE("Range for int32, int64, float and double") {
             attrs)[0].num_elements() == 0);
   CHECK(CompareTensors(Run("Range", {Tensor::Scalar<int64_t>(0), Tensor::Scalar<int64_t>(4),
                                      Tensor::Scalar<int64_t>(1)},
-                           {{"Tidx", TypeAttrValue(DT_INT64)}})[0],
+                           {{"Tidx", TypeAttr(DT_INT64)}})[0],
                        I64Vec({0, 1, 2, 3})) == "");
   CHECK(CompareTensors(Run("Range", {Tensor::Scalar<float>(3), Tensor::Scalar<float>(1),
                                      Tensor::Scalar<float>(-0.5f)},
-                           {{"Tidx", TypeAttrValue(DT_FLOAT)}})[0],
+                           {{"Tidx", TypeAttr(DT_FLOAT)}})[0],
                        F32Vec({3, 2.5f, 2, 1.5f})) == "");
   CHECK(Run("Range", {Tensor::Scalar<double>(0), Tensor::Scalar<double>(1), Tensor::Scalar<double>(0.3)},
-            {{"Tidx", TypeAttrValue(DT_DOUBLE)}})[0].num_elements() == 4);
+            {{"Tidx", TypeAttr(DT_DOUBLE)}})[0].num_elements() == 4);
   CHECK(ErrorOf("Range", {Tensor::Scalar<int32_t>(0), Tensor::Scalar<int32_t>(4),
                           Tensor::Scalar<int32_t>(0)},
                 attrs) == "node 'op' (Range): Requires delta != 0: 0");

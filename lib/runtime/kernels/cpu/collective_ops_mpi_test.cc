@@ -25,12 +25,7 @@ namespace {
 
 using testing::AttrMap;
 using testing::CompareTensors;
-using testing::FloatAttrValue;
-using testing::IntAttrValue;
-using testing::IntListAttrValue;
-using testing::StringAttrValue;
 using testing::TestReport;
-using testing::TypeAttrValue;
 using tensorflow::DT_DOUBLE;
 using tensorflow::DT_FLOAT;
 using tensorflow::DT_INT32;
@@ -48,7 +43,7 @@ StatusOr<std::vector<Tensor>> RunOp(Device& device, const std::string& op,
     NodeSpec feed;
     feed.name = "input_" + std::to_string(i);
     feed.op = "Placeholder";
-    feed.attrs["dtype"] = TypeAttrValue(inputs[i].dtype());
+    feed.attrs["dtype"] = TypeAttr(inputs[i].dtype());
     PX_ASSIGN_OR_RETURN(NodeId id, graph.AddNode(feed));
     edges.push_back(OutputRef{id, 0});
     request.feeds.push_back({feed.name, inputs[i]});
@@ -140,9 +135,9 @@ void TestReduce(Device& device, Communicator& comm, TestReport& report) {
         const std::string name =
             fmt::format("CollectiveReduceV2 {}/{} {} {}", merge, final_op,
                         DataTypeShortName(dtype), shape.DebugString());
-        const AttrMap attrs = {{"T", TypeAttrValue(dtype)},
-                               {"merge_op", StringAttrValue(merge)},
-                               {"final_op", StringAttrValue(final_op)}};
+        const AttrMap attrs = {{"T", TypeAttr(dtype)},
+                               {"merge_op", StringAttr(merge)},
+                               {"final_op", StringAttr(final_op)}};
         StatusOr<std::vector<Tensor>> out = RunOp(
             device, "CollectiveReduceV2",
             V2Inputs(DenseInput(dtype, shape, comm.rank(), seed), size, 5), attrs);
@@ -157,9 +152,9 @@ void TestReduce(Device& device, Communicator& comm, TestReport& report) {
   StatusOr<std::vector<Tensor>> out =
       RunOp(device, "CollectiveReduceV2",
             V2Inputs(Tensor::Scalar<float>(1), size + 1, 6),
-            {{"T", TypeAttrValue(DT_FLOAT)},
-             {"merge_op", StringAttrValue("Add")},
-             {"final_op", StringAttrValue("Id")}});
+            {{"T", TypeAttr(DT_FLOAT)},
+             {"merge_op", StringAttr("Add")},
+             {"final_op", StringAttr("Id")}});
   report.ExpectError(out.status(),
                      fmt::format("node 'op' (CollectiveReduceV2): group_size is {}, but the job "
                                  "has {} ranks (collectives over a subset of the ranks are not "
@@ -188,7 +183,7 @@ void TestGather(Device& device, Communicator& comm, TestReport& report) {
           device, "CollectiveGatherV2",
           V2Inputs(DenseInput(dtype, TensorShape{rows_of(comm.rank()), 2}, comm.rank(), seed),
                    size, 8),
-          {{"T", TypeAttrValue(dtype)}});
+          {{"T", TypeAttr(dtype)}});
       if (!report.ExpectOk(out.status(), name)) continue;
       report.Expect(TensorsBitEqual((*out)[0], expected), name, (*out)[0].DebugString());
     }
@@ -200,10 +195,10 @@ void TestBroadcast(Device& device, Communicator& comm, TestReport& report) {
   for (int root : {0, size - 1}) {
     const uint64_t seed = 200 + static_cast<uint64_t>(root);
     const Tensor expected = DenseInput(DT_FLOAT, TensorShape{4, 3}, root, seed);
-    const AttrMap attrs = {{"T", TypeAttrValue(DT_FLOAT)},
-                           {"root_rank", IntAttrValue(root)},
-                           {"group_size", IntAttrValue(size)},
-                           {"instance_key", IntAttrValue(9)}};
+    const AttrMap attrs = {{"T", TypeAttr(DT_FLOAT)},
+                           {"root_rank", IntAttr(root)},
+                           {"group_size", IntAttr(size)},
+                           {"instance_key", IntAttr(9)}};
     const Tensor input = DenseInput(DT_FLOAT, TensorShape{4, 3}, comm.rank(), seed);
     const Tensor before = input.DeepCopy();
     const std::string name = fmt::format("ParallaxBroadcast root {}", root);
@@ -307,13 +302,13 @@ Tensor PushValues(int rank, uint64_t seed, int64_t n) {
 }
 
 AttrMap PartitionAttrs(const Layout& layout, DataType index_type, int size) {
-  return {{"T", TypeAttrValue(DT_FLOAT)},
-          {"Tindices", TypeAttrValue(index_type)},
-          {"num_rows", IntAttrValue(kRows)},
-          {"row_splits", IntListAttrValue(layout.splits)},
-          {"owners", IntListAttrValue(layout.owners)},
-          {"group_size", IntAttrValue(size)},
-          {"instance_key", IntAttrValue(11)}};
+  return {{"T", TypeAttr(DT_FLOAT)},
+          {"Tindices", TypeAttr(index_type)},
+          {"num_rows", IntAttr(kRows)},
+          {"row_splits", IntListAttr(layout.splits)},
+          {"owners", IntListAttr(layout.owners)},
+          {"group_size", IntAttr(size)},
+          {"instance_key", IntAttr(11)}};
 }
 
 void TestSparse(Device& device, Communicator& comm, TestReport& report) {
@@ -345,7 +340,7 @@ void TestSparse(Device& device, Communicator& comm, TestReport& report) {
 
       // Push: what each rank sent to me, by source rank, in the sender's order.
       AttrMap push_attrs = attrs;
-      push_attrs["scale"] = FloatAttrValue(0.25f);
+      push_attrs["scale"] = FloatAttr(0.25f);
       std::vector<float> expected_values;
       std::vector<int64_t> expected_indices;
       Tensor dense_sum(DT_FLOAT, TensorShape{kRows, kWidth});  // every push, summed by row

@@ -16,21 +16,16 @@ using kernel_test::I64Vec;
 using kernel_test::Iota;
 using kernel_test::Run;
 using testing::AttrMap;
-using testing::FloatAttrValue;
-using testing::IntAttrValue;
-using testing::IntListAttrValue;
 using testing::RandomTensor;
-using testing::StringAttrValue;
-using testing::TypeAttrValue;
 using tensorflow::DT_DOUBLE;
 using tensorflow::DT_FLOAT;
 using tensorflow::DT_INT32;
 using tensorflow::DT_INT64;
 
 AttrMap ReduceAttrs(DataType dtype, const std::string& merge, const std::string& final_op) {
-  return {{"T", TypeAttrValue(dtype)},
-          {"merge_op", StringAttrValue(merge)},
-          {"final_op", StringAttrValue(final_op)}};
+  return {{"T", TypeAttr(dtype)},
+          {"merge_op", StringAttr(merge)},
+          {"final_op", StringAttr(final_op)}};
 }
 
 // input, group_size, group_key, instance_key
@@ -41,13 +36,13 @@ std::vector<Tensor> V2Inputs(const Tensor& input, int32_t group_size) {
 
 AttrMap PartitionAttrs(DataType dtype, DataType index_type, const std::vector<int64_t>& splits,
                        const std::vector<int64_t>& owners, int64_t group_size = 1) {
-  return {{"T", TypeAttrValue(dtype)},
-          {"Tindices", TypeAttrValue(index_type)},
-          {"num_rows", IntAttrValue(splits.back())},
-          {"row_splits", IntListAttrValue(splits)},
-          {"owners", IntListAttrValue(owners)},
-          {"group_size", IntAttrValue(group_size)},
-          {"instance_key", IntAttrValue(3)}};
+  return {{"T", TypeAttr(dtype)},
+          {"Tindices", TypeAttr(index_type)},
+          {"num_rows", IntAttr(splits.back())},
+          {"row_splits", IntListAttr(splits)},
+          {"owners", IntListAttr(owners)},
+          {"group_size", IntAttr(group_size)},
+          {"instance_key", IntAttr(3)}};
 }
 
 TEST_CASE("CollectiveReduceV2 over one rank is its input") {
@@ -87,32 +82,32 @@ TEST_CASE("CollectiveReduceV2 checks its attrs and inputs") {
 TEST_CASE("CollectiveGatherV2 over one rank is its input") {
   const Tensor input = Iota(DT_FLOAT, {4, 2});
   const std::vector<Tensor> out =
-      Run("CollectiveGatherV2", V2Inputs(input, 1), {{"T", TypeAttrValue(DT_FLOAT)}});
+      Run("CollectiveGatherV2", V2Inputs(input, 1), {{"T", TypeAttr(DT_FLOAT)}});
   CHECK(TensorsBitEqual(out[0], input));
   const Tensor empty = Iota(DT_INT64, {0, 3});
   CHECK(TensorsBitEqual(
-      Run("CollectiveGatherV2", V2Inputs(empty, 1), {{"T", TypeAttrValue(DT_INT64)}})[0], empty));
+      Run("CollectiveGatherV2", V2Inputs(empty, 1), {{"T", TypeAttr(DT_INT64)}})[0], empty));
   CHECK(ErrorOf("CollectiveGatherV2", V2Inputs(Tensor::Scalar<float>(1), 1),
-                {{"T", TypeAttrValue(DT_FLOAT)}}) ==
+                {{"T", TypeAttr(DT_FLOAT)}}) ==
         "node 'op' (CollectiveGatherV2): all-gather needs a tensor of rank >= 1 (it moves rows "
         "of dimension 0), got a scalar float");
-  CHECK(ErrorOf("CollectiveGatherV2", V2Inputs(input, 3), {{"T", TypeAttrValue(DT_FLOAT)}}) ==
+  CHECK(ErrorOf("CollectiveGatherV2", V2Inputs(input, 3), {{"T", TypeAttr(DT_FLOAT)}}) ==
         "node 'op' (CollectiveGatherV2): CollectiveGatherV2 with group_size 3 needs a "
         "communicator: run the job under mpirun (parallax launch)");
 }
 
 TEST_CASE("ParallaxBroadcast over one rank is its input") {
   const Tensor input = Iota(DT_INT32, {2, 3});
-  AttrMap attrs = {{"T", TypeAttrValue(DT_INT32)},
-                   {"root_rank", IntAttrValue(0)},
-                   {"group_size", IntAttrValue(1)},
-                   {"instance_key", IntAttrValue(1)}};
+  AttrMap attrs = {{"T", TypeAttr(DT_INT32)},
+                   {"root_rank", IntAttr(0)},
+                   {"group_size", IntAttr(1)},
+                   {"instance_key", IntAttr(1)}};
   CHECK(TensorsBitEqual(Run("ParallaxBroadcast", {input}, attrs)[0], input));
-  attrs["root_rank"] = IntAttrValue(1);
+  attrs["root_rank"] = IntAttr(1);
   CHECK(ErrorOf("ParallaxBroadcast", {input}, attrs) ==
         "node 'op' (ParallaxBroadcast): attr 'root_rank' is 1, outside the group of 1 rank");
-  attrs["root_rank"] = IntAttrValue(0);
-  attrs["group_size"] = IntAttrValue(2);
+  attrs["root_rank"] = IntAttr(0);
+  attrs["group_size"] = IntAttr(2);
   CHECK(ErrorOf("ParallaxBroadcast", {input}, attrs) ==
         "node 'op' (ParallaxBroadcast): ParallaxBroadcast with group_size 2 needs a "
         "communicator: run the job under mpirun (parallax launch)");
@@ -192,7 +187,7 @@ TEST_CASE("ParallaxSparsePush over one rank scales the values and keeps duplicat
   for (int partitions = 1; partitions <= 3; ++partitions) {
     const std::vector<int64_t> owners(static_cast<size_t>(partitions), 0);
     AttrMap attrs = PartitionAttrs(DT_FLOAT, DT_INT64, Splits(partitions), owners);
-    attrs["scale"] = FloatAttrValue(0.5f);
+    attrs["scale"] = FloatAttr(0.5f);
     const Tensor values = F32({1, 2, 3, 4, 5, 6}, {3, 2});
     const std::vector<Tensor> out =
         Run("ParallaxSparsePush", {values, I64Vec({5, 0, 5})}, attrs);
@@ -214,11 +209,11 @@ TEST_CASE("ParallaxSparsePush checks values, indices and scale") {
         "node 'op' (ParallaxSparsePush): values [1,2] do not start with the shape of indices "
         "[2]");
   AttrMap ints = PartitionAttrs(DT_INT32, DT_INT32, {0, 3}, {0});
-  ints["scale"] = FloatAttrValue(0.5f);
+  ints["scale"] = FloatAttr(0.5f);
   CHECK(ErrorOf("ParallaxSparsePush", {I32({1}, {1}), I32Vec({0})}, ints) ==
         "node 'op' (ParallaxSparsePush): attr 'scale' 0.5 on int32 values (scaling needs float "
         "or double)");
-  ints["scale"] = FloatAttrValue(1.0f);
+  ints["scale"] = FloatAttr(1.0f);
   const std::vector<Tensor> out = Run("ParallaxSparsePush", {I32({4}, {1}), I32Vec({2})}, ints);
   CHECK(TensorsBitEqual(out[0], I32({4}, {1})));
 }

@@ -14,11 +14,8 @@ namespace {
 
 using testing::AttrMap;
 using testing::CompareTensors;
-using testing::IntListAttrValue;
 using testing::RandomTensor;
 using testing::RunOp;
-using testing::StringAttrValue;
-using testing::TypeAttrValue;
 
 constexpr DataType kF32 = tensorflow::DT_FLOAT;
 constexpr DataType kF64 = tensorflow::DT_DOUBLE;
@@ -81,9 +78,9 @@ const std::vector<ConvCase> kConvCases = {
 };
 
 AttrMap ConvAttrs(DataType dtype, const std::string& padding, int64_t sh, int64_t sw) {
-  return {{"T", TypeAttrValue(dtype)},
-          {"padding", StringAttrValue(padding)},
-          {"strides", IntListAttrValue({1, sh, sw, 1})}};
+  return {{"T", TypeAttr(dtype)},
+          {"padding", StringAttr(padding)},
+          {"strides", IntListAttr({1, sh, sw, 1})}};
 }
 
 TEST_CASE("Conv2D and its backprops match naive loops (SAME/VALID x strides, both impls)") {
@@ -212,7 +209,7 @@ TEST_CASE("Conv2D reports bad shapes and unsupported attrs") {
   CHECK(run.status().message() ==
         "node 'op' (Conv2D): rows: computed output size would be negative: input 1, window 3, "
         "stride 1");
-  attrs["dilations"] = IntListAttrValue({1, 2, 2, 1});
+  attrs["dilations"] = IntListAttr({1, 2, 2, 1});
   run = RunOp("Conv2D", {x, RandomTensor(kF32, {3, 3, 2, 4}, 2)}, attrs);
   REQUIRE_FALSE(run.ok());
   CHECK(run.status().code() == StatusCode::kUnimplemented);
@@ -221,10 +218,10 @@ TEST_CASE("Conv2D reports bad shapes and unsupported attrs") {
 // ---- Pooling ----
 
 AttrMap PoolAttrs(DataType dtype, const std::string& padding, int64_t k, int64_t s) {
-  return {{"T", TypeAttrValue(dtype)},
-          {"padding", StringAttrValue(padding)},
-          {"ksize", IntListAttrValue({1, k, k, 1})},
-          {"strides", IntListAttrValue({1, s, s, 1})}};
+  return {{"T", TypeAttr(dtype)},
+          {"padding", StringAttr(padding)},
+          {"ksize", IntListAttr({1, k, k, 1})},
+          {"strides", IntListAttr({1, s, s, 1})}};
 }
 
 // Naive pooling of NHWC `x`: fn(output index, list of in-bounds input indices in

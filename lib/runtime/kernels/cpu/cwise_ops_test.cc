@@ -25,7 +25,6 @@ using testing::CompareTensors;
 using testing::OpRun;
 using testing::RandomTensor;
 using testing::RunOp;
-using testing::TypeAttrValue;
 using tensorflow::DataType;
 using tensorflow::DT_BOOL;
 using tensorflow::DT_DOUBLE;
@@ -403,7 +402,7 @@ StatusOr<OpRun> RunWithThreads(const std::string& op, const std::vector<Tensor>&
 void CheckCase(const OpSpec& spec, const std::vector<Tensor>& inputs, double rtol, double atol) {
   std::vector<Tensor> before;
   for (const Tensor& t : inputs) before.push_back(t.DeepCopy());
-  const AttrMap attrs = {{"T", TypeAttrValue(inputs[0].dtype())}};
+  const AttrMap attrs = {{"T", TypeAttr(inputs[0].dtype())}};
   StatusOr<OpRun> one = RunWithThreads(spec.op, inputs, attrs, 1);
   REQUIRE(one.ok());
   StatusOr<OpRun> two = RunWithThreads(spec.op, inputs, attrs, 2);
@@ -516,7 +515,7 @@ TEST_CASE("Cast matches the reference between every pair of types") {
         INFO(DataTypeShortName(src) << " to " << DataTypeShortName(dst) << " "
                                     << shape.DebugString());
         const Tensor x = RandomTensor(src, shape, 7, -300, 300);
-        const AttrMap attrs = {{"SrcT", TypeAttrValue(src)}, {"DstT", TypeAttrValue(dst)}};
+        const AttrMap attrs = {{"SrcT", TypeAttr(src)}, {"DstT", TypeAttr(dst)}};
         StatusOr<OpRun> one = RunWithThreads("Cast", {x}, attrs, 1);
         StatusOr<OpRun> two = RunWithThreads("Cast", {x}, attrs, 2);
         REQUIRE(one.ok());
@@ -564,7 +563,7 @@ TEST_CASE("SelectV2 broadcasts condition, then and else") {
       const std::vector<Tensor> in = {RandomTensor(DT_BOOL, c, seed), RandomTensor(dtype, t, seed + 1),
                                       RandomTensor(dtype, e, seed + 2)};
       seed += 3;
-      const AttrMap attrs = {{"T", TypeAttrValue(dtype)}};
+      const AttrMap attrs = {{"T", TypeAttr(dtype)}};
       StatusOr<OpRun> one = RunWithThreads("SelectV2", in, attrs, 1);
       StatusOr<OpRun> two = RunWithThreads("SelectV2", in, attrs, 2);
       REQUIRE(one.ok());
@@ -596,7 +595,7 @@ TEST_CASE("Select takes a same-shaped, scalar or dim-0 vector condition") {
       }
       const Tensor cond = *in[0].Reshaped(aligned);
       const Tensor expected = RefSelect(cond, in[1], in[2], c.value);
-      const AttrMap attrs = {{"T", TypeAttrValue(dtype)}};
+      const AttrMap attrs = {{"T", TypeAttr(dtype)}};
       for (int threads : {1, 2}) {
         StatusOr<OpRun> run = RunWithThreads("Select", in, attrs, threads);
         REQUIRE(run.ok());
@@ -619,7 +618,7 @@ TEST_CASE("AddN sums its inputs in order") {
           expected = Elementwise<NUMBER>([](auto x, auto y) { return static_cast<decltype(x)>(x + y); })(
               {expected, in[static_cast<size_t>(i)]});
         }
-        const AttrMap attrs = {{"T", TypeAttrValue(dtype)}, {"N", testing::IntAttrValue(n)}};
+        const AttrMap attrs = {{"T", TypeAttr(dtype)}, {"N", IntAttr(n)}};
         StatusOr<OpRun> one = RunWithThreads("AddN", in, attrs, 1);
         StatusOr<OpRun> two = RunWithThreads("AddN", in, attrs, 2);
         REQUIRE(one.ok());
@@ -637,7 +636,7 @@ TEST_CASE("ZerosLike and OnesLike fill the input's shape") {
     for (const TensorShape& shape : kUnaryShapes) {
       INFO(DataTypeShortName(dtype) << " " << shape.DebugString());
       const Tensor x = RandomTensor(dtype, shape, 5);
-      const AttrMap attrs = {{"T", TypeAttrValue(dtype)}};
+      const AttrMap attrs = {{"T", TypeAttr(dtype)}};
       StatusOr<OpRun> zeros = RunOp("ZerosLike", {x}, attrs);
       StatusOr<OpRun> ones = RunOp("OnesLike", {x}, attrs);
       REQUIRE(zeros.ok());
@@ -657,7 +656,7 @@ template <typename T>
 Tensor Run2(const std::string& op, std::vector<T> x, std::vector<T> y) {
   const TensorShape xs{static_cast<int64_t>(x.size())}, ys{static_cast<int64_t>(y.size())};
   StatusOr<OpRun> run = RunOp(op, {Tensor::FromVector(x, xs), Tensor::FromVector(y, ys)},
-                              {{"T", TypeAttrValue(DataTypeOf<T>::value)}});
+                              {{"T", TypeAttr(DataTypeOf<T>::value)}});
   REQUIRE(run.ok());
   return run->outputs[0];
 }
@@ -665,7 +664,7 @@ Tensor Run2(const std::string& op, std::vector<T> x, std::vector<T> y) {
 template <typename T>
 Tensor Run1(const std::string& op, std::vector<T> x) {
   StatusOr<OpRun> run = RunOp(op, {Tensor::FromVector(x, {static_cast<int64_t>(x.size())})},
-                              {{"T", TypeAttrValue(DataTypeOf<T>::value)}});
+                              {{"T", TypeAttr(DataTypeOf<T>::value)}});
   REQUIRE(run.ok());
   return run->outputs[0];
 }
@@ -711,22 +710,22 @@ TEST_CASE("float edge cases: NaN through Maximum/Minimum, Sign(NaN) = 0, FloorMo
 TEST_CASE("Cast truncates toward zero and maps NaN and overflow to the minimum") {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const Tensor x = Vec<float>({-1.7f, 1.7f, 3e9f, nan, -0.0f, 255.9f, 256.5f});
-  StatusOr<OpRun> to_int = RunOp("Cast", {x}, {{"SrcT", TypeAttrValue(DT_FLOAT)}, {"DstT", TypeAttrValue(DT_INT32)}});
+  StatusOr<OpRun> to_int = RunOp("Cast", {x}, {{"SrcT", TypeAttr(DT_FLOAT)}, {"DstT", TypeAttr(DT_INT32)}});
   REQUIRE(to_int.ok());
   const int32_t kMin = std::numeric_limits<int32_t>::min();
   CHECK(CompareTensors(to_int->outputs[0], Vec<int32_t>({-1, 1, kMin, kMin, 0, 255, 256})) == "");
-  StatusOr<OpRun> to_u8 = RunOp("Cast", {x}, {{"SrcT", TypeAttrValue(DT_FLOAT)}, {"DstT", TypeAttrValue(DT_UINT8)}});
+  StatusOr<OpRun> to_u8 = RunOp("Cast", {x}, {{"SrcT", TypeAttr(DT_FLOAT)}, {"DstT", TypeAttr(DT_UINT8)}});
   REQUIRE(to_u8.ok());
   CHECK(CompareTensors(to_u8->outputs[0], Vec<uint8_t>({255, 1, 0, 0, 0, 255, 0})) == "");
-  StatusOr<OpRun> to_bool = RunOp("Cast", {x}, {{"SrcT", TypeAttrValue(DT_FLOAT)}, {"DstT", TypeAttrValue(DT_BOOL)}});
+  StatusOr<OpRun> to_bool = RunOp("Cast", {x}, {{"SrcT", TypeAttr(DT_FLOAT)}, {"DstT", TypeAttr(DT_BOOL)}});
   REQUIRE(to_bool.ok());
   CHECK(CompareTensors(to_bool->outputs[0], Vec<bool>({true, true, true, true, false, true, true})) == "");
 }
 
 TEST_CASE("Equal and NotEqual with incompatible_shape_error=false give a scalar") {
   const std::vector<Tensor> in = {RandomTensor(DT_FLOAT, {2, 3}, 1), RandomTensor(DT_FLOAT, {4}, 2)};
-  AttrMap attrs = {{"T", TypeAttrValue(DT_FLOAT)},
-                   {"incompatible_shape_error", testing::BoolAttrValue(false)}};
+  AttrMap attrs = {{"T", TypeAttr(DT_FLOAT)},
+                   {"incompatible_shape_error", BoolAttr(false)}};
   StatusOr<OpRun> eq = RunOp("Equal", in, attrs);
   StatusOr<OpRun> ne = RunOp("NotEqual", in, attrs);
   REQUIRE(eq.ok());
@@ -742,8 +741,8 @@ Status RunStatus(const std::string& op, const std::vector<Tensor>& inputs, const
 }
 
 TEST_CASE("errors name the op and what is wrong") {
-  const AttrMap f32 = {{"T", TypeAttrValue(DT_FLOAT)}};
-  const AttrMap i32 = {{"T", TypeAttrValue(DT_INT32)}};
+  const AttrMap f32 = {{"T", TypeAttr(DT_FLOAT)}};
+  const AttrMap i32 = {{"T", TypeAttr(DT_INT32)}};
   const Tensor a = RandomTensor(DT_FLOAT, {2, 3}, 1);
   const Tensor b = RandomTensor(DT_FLOAT, {4}, 2);
 
@@ -761,7 +760,7 @@ TEST_CASE("errors name the op and what is wrong") {
   CHECK(RunStatus("SqrtGrad", {a, b}, f32) ==
         Status(StatusCode::kInvalidArgument,
                "node 'op' (SqrtGrad): y [2,3] and dy [4] must have the same number of elements"));
-  CHECK(RunStatus("AddN", {a, b}, {{"T", TypeAttrValue(DT_FLOAT)}, {"N", testing::IntAttrValue(2)}}) ==
+  CHECK(RunStatus("AddN", {a, b}, {{"T", TypeAttr(DT_FLOAT)}, {"N", IntAttr(2)}}) ==
         Status(StatusCode::kInvalidArgument,
                "node 'op' (AddN): inputs must have the same shape: input 0 is [2,3], input 1 is [4]"));
 
@@ -780,16 +779,16 @@ TEST_CASE("errors name the op and what is wrong") {
 
 TEST_CASE("unsupported dtypes have no kernel") {
   Tensor strings(DT_STRING, {2});
-  CHECK(RunStatus("Add", {strings, strings}, {{"T", TypeAttrValue(DT_STRING)}}) ==
+  CHECK(RunStatus("Add", {strings, strings}, {{"T", TypeAttr(DT_STRING)}}) ==
         Status(StatusCode::kUnimplemented,
                "op-test: no CPU kernel for 1 op in the subgraph to run: Add (node 'op')"));
-  CHECK(RunStatus("Sqrt", {Vec<int32_t>({4})}, {{"T", TypeAttrValue(DT_INT32)}}) ==
+  CHECK(RunStatus("Sqrt", {Vec<int32_t>({4})}, {{"T", TypeAttr(DT_INT32)}}) ==
         Status(StatusCode::kUnimplemented,
                "op-test: no CPU kernel for 1 op in the subgraph to run: Sqrt (node 'op')"));
-  CHECK(RunStatus("Cast", {strings}, {{"SrcT", TypeAttrValue(DT_STRING)}, {"DstT", TypeAttrValue(DT_FLOAT)}}) ==
+  CHECK(RunStatus("Cast", {strings}, {{"SrcT", TypeAttr(DT_STRING)}, {"DstT", TypeAttr(DT_FLOAT)}}) ==
         Status(StatusCode::kUnimplemented, "node 'op' (Cast): no cast from string to float"));
   CHECK(RunStatus("SelectV2", {Tensor::Scalar<bool>(true), strings, strings},
-                  {{"T", TypeAttrValue(DT_STRING)}}) ==
+                  {{"T", TypeAttr(DT_STRING)}}) ==
         Status(StatusCode::kUnimplemented, "node 'op' (SelectV2): no CPU kernel for T=string"));
 }
 

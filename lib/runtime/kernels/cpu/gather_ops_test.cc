@@ -24,9 +24,7 @@ using kernel_test::Run;
 using kernel_test::Unravel;
 using testing::AttrMap;
 using testing::CompareTensors;
-using testing::IntAttrValue;
 using testing::RandomTensor;
-using testing::TypeAttrValue;
 using tensorflow::DT_BOOL;
 using tensorflow::DT_DOUBLE;
 using tensorflow::DT_FLOAT;
@@ -34,10 +32,10 @@ using tensorflow::DT_INT32;
 using tensorflow::DT_INT64;
 
 AttrMap GatherAttrs(DataType params, DataType indices, int64_t batch_dims = 0) {
-  return {{"Tparams", TypeAttrValue(params)},
-          {"Tindices", TypeAttrValue(indices)},
-          {"Taxis", TypeAttrValue(DT_INT32)},
-          {"batch_dims", IntAttrValue(batch_dims)}};
+  return {{"Tparams", TypeAttr(params)},
+          {"Tindices", TypeAttr(indices)},
+          {"Taxis", TypeAttr(DT_INT32)},
+          {"batch_dims", IntAttr(batch_dims)}};
 }
 
 // Bitwise element copy for the reference (every test dtype is 1, 4 or 8 bytes).
@@ -153,12 +151,12 @@ TEST_CASE("ResourceGather reads the variable's rows") {
   };
   tensorflow::AttrValue shape;
   shape.mutable_shape();
-  const NodeId v = add("v", "VarHandleOp", {}, {{"dtype", TypeAttrValue(DT_FLOAT)}, {"shape", shape}});
-  const NodeId f = add("value", "Placeholder", {}, {{"dtype", TypeAttrValue(DT_FLOAT)}});
-  add("assign", "AssignVariableOp", {OutputRef{v, 0}, OutputRef{f, 0}}, {{"dtype", TypeAttrValue(DT_FLOAT)}});
-  const NodeId i = add("indices", "Placeholder", {}, {{"dtype", TypeAttrValue(DT_INT64)}});
+  const NodeId v = add("v", "VarHandleOp", {}, {{"dtype", TypeAttr(DT_FLOAT)}, {"shape", shape}});
+  const NodeId f = add("value", "Placeholder", {}, {{"dtype", TypeAttr(DT_FLOAT)}});
+  add("assign", "AssignVariableOp", {OutputRef{v, 0}, OutputRef{f, 0}}, {{"dtype", TypeAttr(DT_FLOAT)}});
+  const NodeId i = add("indices", "Placeholder", {}, {{"dtype", TypeAttr(DT_INT64)}});
   add("gather", "ResourceGather", {OutputRef{v, 0}, OutputRef{i, 0}},
-      {{"dtype", TypeAttrValue(DT_FLOAT)}, {"Tindices", TypeAttrValue(DT_INT64)}});
+      {{"dtype", TypeAttr(DT_FLOAT)}, {"Tindices", TypeAttr(DT_INT64)}});
   CpuDevice device(2);
   Executor executor(graph, device);
   RunRequest init;
@@ -177,7 +175,7 @@ TEST_CASE("ResourceGather reads the variable's rows") {
 TEST_CASE("Unique lists values in first-occurrence order") {
   for (DataType out_idx : {DT_INT32, DT_INT64}) {
     const Tensor x = I64Vec({4, 1, 4, 7, 1, 1, -3});
-    const AttrMap attrs = {{"T", TypeAttrValue(DT_INT64)}, {"out_idx", TypeAttrValue(out_idx)}};
+    const AttrMap attrs = {{"T", TypeAttr(DT_INT64)}, {"out_idx", TypeAttr(out_idx)}};
     std::vector<Tensor> out = Run("Unique", {x}, attrs);
     CHECK(CompareTensors(out[0], I64Vec({4, 1, 7, -3})) == "");
     const std::vector<int64_t> idx = {0, 1, 0, 2, 1, 1, 3};
@@ -185,26 +183,26 @@ TEST_CASE("Unique lists values in first-occurrence order") {
     out = Run("UniqueWithCounts", {x}, attrs);
     CHECK(CompareTensors(out[2], out_idx == DT_INT32 ? I32Vec({2, 3, 1, 1}) : I64Vec({2, 3, 1, 1})) == "");
   }
-  std::vector<Tensor> out = Run("Unique", {F32({0.0f, 2.0f, -0.0f, 2.0f}, {4})}, {{"T", TypeAttrValue(DT_FLOAT)}});
+  std::vector<Tensor> out = Run("Unique", {F32({0.0f, 2.0f, -0.0f, 2.0f}, {4})}, {{"T", TypeAttr(DT_FLOAT)}});
   CHECK(out[0].num_elements() == 2);
   CHECK(CompareTensors(out[1], I32Vec({0, 1, 0, 1})) == "");
-  out = Run("Unique", {RandomTensor(DT_FLOAT, TensorShape({0}), 1)}, {{"T", TypeAttrValue(DT_FLOAT)}});
+  out = Run("Unique", {RandomTensor(DT_FLOAT, TensorShape({0}), 1)}, {{"T", TypeAttr(DT_FLOAT)}});
   CHECK(out[0].num_elements() == 0);
   // Random ints: y[idx[i]] == x[i] and y is in first-occurrence order.
   const Tensor x = RandomTensor(DT_INT32, TensorShape({500}), 25, 0, 40);
-  out = Run("Unique", {x}, {{"T", TypeAttrValue(DT_INT32)}});
+  out = Run("Unique", {x}, {{"T", TypeAttr(DT_INT32)}});
   std::vector<int32_t> expected;
   for (int32_t v : x.flat<int32_t>()) {
     if (std::find(expected.begin(), expected.end(), v) == expected.end()) expected.push_back(v);
   }
   CHECK(CompareTensors(out[0], I32Vec(expected)) == "");
   for (int i = 0; i < 500; ++i) CHECK(out[0].data<int32_t>()[out[1].data<int32_t>()[i]] == x.data<int32_t>()[i]);
-  CHECK(ErrorOf("Unique", {I32({1, 2}, {1, 2})}, {{"T", TypeAttrValue(DT_INT32)}}) ==
+  CHECK(ErrorOf("Unique", {I32({1, 2}, {1, 2})}, {{"T", TypeAttr(DT_INT32)}}) ==
         "node 'op' (Unique): unique expects a 1D vector.");
 }
 
 AttrMap SegmentAttrs(DataType t, DataType ids) {
-  return {{"T", TypeAttrValue(t)}, {"Tindices", TypeAttrValue(ids)}, {"Tnumsegments", TypeAttrValue(DT_INT32)}};
+  return {{"T", TypeAttr(t)}, {"Tindices", TypeAttr(ids)}, {"Tnumsegments", TypeAttr(DT_INT32)}};
 }
 
 TEST_CASE("UnsortedSegment reductions match a naive loop; negative ids are dropped") {
@@ -312,20 +310,20 @@ TEST_CASE("DynamicStitch merges in order, later indices winning") {
   const std::vector<Tensor> in = {
       Tensor::Scalar<int32_t>(6), I32Vec({4, 1}), I32({5, 2, 0, 3}, {2, 2}),
       F32({61, 62}, {2}), F32({41, 42, 11, 12}, {2, 2}), F32({51, 52, 21, 22, 1, 2, 31, 32}, {2, 2, 2})};
-  const AttrMap attrs = {{"T", TypeAttrValue(DT_FLOAT)}, {"N", IntAttrValue(3)}};
+  const AttrMap attrs = {{"T", TypeAttr(DT_FLOAT)}, {"N", IntAttr(3)}};
   const Tensor expected = F32({1, 2, 11, 12, 21, 22, 31, 32, 41, 42, 51, 52, 61, 62}, {7, 2});
   CHECK(CompareTensors(Run("DynamicStitch", in, attrs)[0], expected) == "");
   CHECK(CompareTensors(Run("ParallelDynamicStitch", in, attrs)[0], expected) == "");
   const std::vector<Tensor> overlap = {I32Vec({0, 1, 2}), I32Vec({1, 2}), F32({1, 2, 3}, {3}), F32({20, 30}, {2})};
-  CHECK(CompareTensors(Run("DynamicStitch", overlap, {{"T", TypeAttrValue(DT_FLOAT)}, {"N", IntAttrValue(2)}})[0],
+  CHECK(CompareTensors(Run("DynamicStitch", overlap, {{"T", TypeAttr(DT_FLOAT)}, {"N", IntAttr(2)}})[0],
                        F32({1, 20, 30}, {3})) == "");
   CHECK(ErrorOf("DynamicStitch", {I32Vec({0, 1}), F32({1, 2, 3}, {3})},
-                {{"T", TypeAttrValue(DT_FLOAT)}, {"N", IntAttrValue(1)}}) ==
+                {{"T", TypeAttr(DT_FLOAT)}, {"N", IntAttr(1)}}) ==
         "node 'op' (DynamicStitch): data[0].shape = [3] does not start with indices[0].shape = [2]");
 }
 
 AttrMap SparseAttrs(DataType t) {
-  return {{"T", TypeAttrValue(t)}, {"Tidx", TypeAttrValue(DT_INT32)}, {"Tsegmentids", TypeAttrValue(DT_INT32)}};
+  return {{"T", TypeAttr(t)}, {"Tidx", TypeAttr(DT_INT32)}, {"Tsegmentids", TypeAttr(DT_INT32)}};
 }
 
 TEST_CASE("SparseSegmentSum, Mean and SqrtN and their gradients match naive loops") {

@@ -9,11 +9,9 @@ namespace parallax {
 namespace {
 
 using testing::AttrMap;
-using testing::BoolAttrValue;
 using testing::CompareTensors;
 using testing::RandomTensor;
 using testing::RunOp;
-using testing::TypeAttrValue;
 
 // Element (r, c) of op(M) for a row-major matrix M stored at `data` with `cols` columns.
 template <typename T>
@@ -81,8 +79,8 @@ TEMPLATE_TEST_CASE("MatMul matches a naive loop for every transpose combination"
       Tensor b = RandomTensor(dtype, tb ? TensorShape{n, k} : TensorShape{k, n}, seed++);
       StatusOr<testing::OpRun> run =
           RunOp("MatMul", {a, b},
-                {{"T", TypeAttrValue(dtype)}, {"transpose_a", BoolAttrValue(ta)},
-                 {"transpose_b", BoolAttrValue(tb)}});
+                {{"T", TypeAttr(dtype)}, {"transpose_a", BoolAttr(ta)},
+                 {"transpose_b", BoolAttr(tb)}});
       REQUIRE(run.ok());
       // A 2-D MatMul is a batch product without batch dimensions.
       Tensor expected = NaiveBatchMatMul<TestType>(a, b, ta, tb);
@@ -92,7 +90,7 @@ TEMPLATE_TEST_CASE("MatMul matches a naive loop for every transpose combination"
 }
 
 TEST_CASE("MatMul reports shape errors naming both inputs") {
-  const AttrMap attrs = {{"T", TypeAttrValue(tensorflow::DT_FLOAT)}};
+  const AttrMap attrs = {{"T", TypeAttr(tensorflow::DT_FLOAT)}};
   Tensor a = RandomTensor(tensorflow::DT_FLOAT, {2, 3}, 1);
   Tensor b = RandomTensor(tensorflow::DT_FLOAT, {4, 5}, 2);
   StatusOr<testing::OpRun> run = RunOp("MatMul", {a, b}, attrs);
@@ -135,8 +133,8 @@ TEMPLATE_TEST_CASE("BatchMatMulV2 broadcasts batch dimensions", "", float, doubl
       Tensor y = RandomTensor(dtype, ys, seed++);
       StatusOr<testing::OpRun> run =
           RunOp("BatchMatMulV2", {x, y},
-                {{"T", TypeAttrValue(dtype)}, {"adj_x", BoolAttrValue(ax)},
-                 {"adj_y", BoolAttrValue(ay)}});
+                {{"T", TypeAttr(dtype)}, {"adj_x", BoolAttr(ax)},
+                 {"adj_y", BoolAttr(ay)}});
       REQUIRE(run.ok());
       CHECK(CompareTensors(run->outputs[0], NaiveBatchMatMul<TestType>(x, y, ax, ay), rtol,
                            1e-5) == "");
@@ -145,7 +143,7 @@ TEMPLATE_TEST_CASE("BatchMatMulV2 broadcasts batch dimensions", "", float, doubl
 }
 
 TEST_CASE("BatchMatMul requires equal batch dimensions; V2 requires broadcastable ones") {
-  const AttrMap attrs = {{"T", TypeAttrValue(tensorflow::DT_FLOAT)}};
+  const AttrMap attrs = {{"T", TypeAttr(tensorflow::DT_FLOAT)}};
   Tensor x = RandomTensor(tensorflow::DT_FLOAT, {2, 3, 4}, 1);
   Tensor y = RandomTensor(tensorflow::DT_FLOAT, {2, 4, 5}, 2);
   StatusOr<testing::OpRun> run = RunOp("BatchMatMul", {x, y}, attrs);

@@ -14,13 +14,11 @@ using testing::AttrMap;
 using testing::CompareTensors;
 using testing::RandomTensor;
 using testing::RunOp;
-using testing::StringAttrValue;
-using testing::TypeAttrValue;
 
 constexpr DataType kF32 = tensorflow::DT_FLOAT;
 constexpr DataType kF64 = tensorflow::DT_DOUBLE;
 
-AttrMap TAttr(DataType t) { return {{"T", TypeAttrValue(t)}}; }
+AttrMap TAttr(DataType t) { return {{"T", TypeAttr(t)}}; }
 
 // Runs an op that must succeed and returns its outputs.
 std::vector<Tensor> Run(const std::string& op, const std::vector<Tensor>& inputs,
@@ -137,7 +135,7 @@ TEST_CASE("BiasAdd and BiasAddGrad match naive loops in NHWC and NCHW") {
       Tensor x = RandomTensor(dtype, c.shape, seed++);
       Tensor bias = RandomTensor(dtype, {channels}, seed++);
       AttrMap attrs = TAttr(dtype);
-      attrs["data_format"] = StringAttrValue(c.format);
+      attrs["data_format"] = StringAttr(c.format);
       Tensor expected(dtype, c.shape);
       std::vector<double> sums(static_cast<size_t>(channels), 0.0);
       for (int64_t i = 0; i < x.num_elements(); ++i) {
@@ -278,14 +276,14 @@ TEMPLATE_TEST_CASE("SparseSoftmaxCrossEntropyWithLogits matches the dense op on 
       else onehot.data<double>()[i] = hot;
     }
     AttrMap attrs = TAttr(dtype);
-    attrs["Tlabels"] = TypeAttrValue(label_type);
+    attrs["Tlabels"] = TypeAttr(label_type);
     std::vector<Tensor> sparse = Run("SparseSoftmaxCrossEntropyWithLogits", {logits, labels}, attrs);
     std::vector<Tensor> dense = Run("SoftmaxCrossEntropyWithLogits", {logits, onehot}, TAttr(dtype));
     CHECK(CompareTensors(sparse[0], dense[0], 1e-6, 1e-6) == "");
     CHECK(CompareTensors(sparse[1], dense[1], 1e-6, 1e-6) == "");
   }
   AttrMap attrs = TAttr(kF32);
-  attrs["Tlabels"] = TypeAttrValue(label_type);
+  attrs["Tlabels"] = TypeAttr(label_type);
   Tensor labels(label_type, {3});
   labels.data<TestType>()[0] = 1;
   labels.data<TestType>()[1] = 10;

@@ -12,18 +12,16 @@ namespace parallax {
 namespace {
 
 using testing::AttrMap;
-using testing::IntAttrValue;
 using testing::RunOp;
-using testing::TypeAttrValue;
 
 constexpr DataType kF32 = tensorflow::DT_FLOAT;
 constexpr DataType kF64 = tensorflow::DT_DOUBLE;
 
 AttrMap Attrs(const std::string& op, DataType dtype, int64_t seed, int64_t seed2) {
-  AttrMap attrs = {{"seed", IntAttrValue(seed)},
-                   {"seed2", IntAttrValue(seed2)},
-                   {"T", TypeAttrValue(tensorflow::DT_INT32)}};
-  attrs[op == "RandomUniformInt" ? "Tout" : "dtype"] = TypeAttrValue(dtype);
+  AttrMap attrs = {{"seed", IntAttr(seed)},
+                   {"seed2", IntAttr(seed2)},
+                   {"T", TypeAttr(tensorflow::DT_INT32)}};
+  attrs[op == "RandomUniformInt" ? "Tout" : "dtype"] = TypeAttr(dtype);
   return attrs;
 }
 
@@ -114,7 +112,7 @@ TEST_CASE("A random kernel draws new values on every run") {
   NodeSpec shape;
   shape.name = "shape";
   shape.op = "Placeholder";
-  shape.attrs["dtype"] = TypeAttrValue(tensorflow::DT_INT32);
+  shape.attrs["dtype"] = TypeAttr(tensorflow::DT_INT32);
   StatusOr<NodeId> shape_id = graph.AddNode(shape);
   REQUIRE(shape_id.ok());
   NodeSpec random;

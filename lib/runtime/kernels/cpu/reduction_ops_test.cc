@@ -22,10 +22,8 @@ using kernel_test::Ravel;
 using kernel_test::Run;
 using kernel_test::Unravel;
 using testing::AttrMap;
-using testing::BoolAttrValue;
 using testing::CompareTensors;
 using testing::RandomTensor;
-using testing::TypeAttrValue;
 using tensorflow::DT_BOOL;
 using tensorflow::DT_DOUBLE;
 using tensorflow::DT_FLOAT;
@@ -109,8 +107,8 @@ Tensor NaiveReduce(const std::string& op, const Tensor& x, const std::vector<int
 }
 
 AttrMap ReduceAttrs(DataType t, DataType tidx, bool keep_dims) {
-  AttrMap attrs = {{"Tidx", TypeAttrValue(tidx)}, {"keep_dims", BoolAttrValue(keep_dims)}};
-  if (t != DT_BOOL) attrs["T"] = TypeAttrValue(t);
+  AttrMap attrs = {{"Tidx", TypeAttr(tidx)}, {"keep_dims", BoolAttr(keep_dims)}};
+  if (t != DT_BOOL) attrs["T"] = TypeAttr(t);
   return attrs;
 }
 
@@ -284,9 +282,9 @@ TEST_CASE("ArgMax and ArgMin return the first extreme index") {
               }
               Put(expected, o, static_cast<double>(best));
             }
-            const AttrMap attrs = {{"T", TypeAttrValue(dtype)},
-                                   {"Tidx", TypeAttrValue(DT_INT32)},
-                                   {"output_type", TypeAttrValue(out_type)}};
+            const AttrMap attrs = {{"T", TypeAttr(dtype)},
+                                   {"Tidx", TypeAttr(DT_INT32)},
+                                   {"output_type", TypeAttr(out_type)}};
             INFO(op << " " << x.DebugString(30) << " axis " << axis);
             CHECK(CompareTensors(Run(op, {x, Tensor::Scalar<int32_t>(axis)}, attrs)[0], expected) == "");
           }
@@ -294,7 +292,7 @@ TEST_CASE("ArgMax and ArgMin return the first extreme index") {
       }
     }
   }
-  const AttrMap attrs = {{"T", TypeAttrValue(DT_FLOAT)}, {"Tidx", TypeAttrValue(DT_INT32)}};
+  const AttrMap attrs = {{"T", TypeAttr(DT_FLOAT)}, {"Tidx", TypeAttr(DT_INT32)}};
   CHECK(ErrorOf("ArgMax", {RandomTensor(DT_FLOAT, TensorShape({2, 3}), 1), Tensor::Scalar<int32_t>(2)}, attrs) ==
         "node 'op' (ArgMax): Expected dimension in the range [-2, 2), but got 2");
   CHECK(ErrorOf("ArgMin", {RandomTensor(DT_FLOAT, TensorShape({0, 3}), 1), Tensor::Scalar<int32_t>(0)}, attrs) ==

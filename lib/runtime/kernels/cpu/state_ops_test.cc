@@ -22,11 +22,9 @@ using tensorflow::DT_INT32;
 using tensorflow::DT_INT64;
 using testing::AttrMap;
 using testing::CompareTensors;
-using testing::IntAttrValue;
 using testing::OpRun;
 using testing::RandomTensor;
 using testing::RunOp;
-using testing::TypeAttrValue;
 using testing::VariableOpGraph;
 
 const DataType kTypes[] = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64};
@@ -120,12 +118,12 @@ TEST_CASE("AssignAdd and AssignSub update the variable, ref and resource forms")
         const Tensor var = Values(dtype, shape, ++seed);
         const Tensor value = Values(dtype, shape, ++seed);
         const Tensor expected = AssignReference(kind, var, value);
-        StatusOr<OpRun> run = RunOp(op, {var, value}, {{"T", TypeAttrValue(dtype)}}, {0});
+        StatusOr<OpRun> run = RunOp(op, {var, value}, {{"T", TypeAttr(dtype)}}, {0});
         REQUIRE(run.status().message() == "");
         CHECK(CompareTensors(run->variables.at(0), expected, 0, 0) == "");
         CHECK(CompareTensors(run->outputs.at(0), expected, 0, 0) == "");
 
-        VariableOpGraph graph(op + "VariableOp", {var, value}, {{"dtype", TypeAttrValue(dtype)}}, 1,
+        VariableOpGraph graph(op + "VariableOp", {var, value}, {{"dtype", TypeAttr(dtype)}}, 1,
                               /*resource=*/true);
         REQUIRE(graph.Init().message() == "");
         REQUIRE(graph.Run().message() == "");
@@ -170,15 +168,15 @@ TEST_CASE("Scatter ops apply rows in index order; duplicates accumulate") {
             Values(dtype, c.scalar_updates ? TensorShape() : updates_shape, ++seed);
         const Tensor expected = ScatterReference(kind, var, c.indices, updates);
 
-        const AttrMap attrs = {{"T", TypeAttrValue(dtype)},
-                               {"Tindices", TypeAttrValue(index_type)}};
+        const AttrMap attrs = {{"T", TypeAttr(dtype)},
+                               {"Tindices", TypeAttr(index_type)}};
         StatusOr<OpRun> run = RunOp(op, {var, indices, updates}, attrs, {0});
         REQUIRE(run.status().message() == "");
         CHECK(CompareTensors(run->variables.at(0), expected, 0, 0) == "");
         CHECK(CompareTensors(run->outputs.at(0), expected, 0, 0) == "");
 
-        const AttrMap resource_attrs = {{"dtype", TypeAttrValue(dtype)},
-                                        {"Tindices", TypeAttrValue(index_type)}};
+        const AttrMap resource_attrs = {{"dtype", TypeAttr(dtype)},
+                                        {"Tindices", TypeAttr(index_type)}};
         VariableOpGraph graph("Resource" + op, {var, indices, updates}, resource_attrs, 1, true);
         REQUIRE(graph.Init().message() == "");
         REQUIRE(graph.Run().message() == "");
@@ -197,7 +195,7 @@ TEST_CASE("state updates are bit-identical for 1, 2 and 3 threads") {
   const Tensor value = Values(DT_FLOAT, shape, 2);
   const Tensor index_tensor = Indices(indices, {5000}, DT_INT64);
   const Tensor updates = Values(DT_FLOAT, {5000, 33}, 3);
-  const AttrMap attrs = {{"dtype", TypeAttrValue(DT_FLOAT)}, {"Tindices", TypeAttrValue(DT_INT64)}};
+  const AttrMap attrs = {{"dtype", TypeAttr(DT_FLOAT)}, {"Tindices", TypeAttr(DT_INT64)}};
   for (const std::string op : {"AssignAddVariableOp", "ResourceScatterAdd", "ResourceScatterSub",
                                "ResourceScatterUpdate"}) {
     const bool scatter = op.starts_with("ResourceScatter");
@@ -224,7 +222,7 @@ TEST_CASE("state updates are bit-identical for 1, 2 and 3 threads") {
 
 TEST_CASE("ref forms write the variable's buffer in place") {
   const Tensor var = Values(DT_FLOAT, {4, 3}, 1);
-  const AttrMap attrs = {{"T", TypeAttrValue(DT_FLOAT)}, {"Tindices", TypeAttrValue(DT_INT32)}};
+  const AttrMap attrs = {{"T", TypeAttr(DT_FLOAT)}, {"Tindices", TypeAttr(DT_INT32)}};
   struct Case {
     std::string op;
     std::vector<Tensor> inputs;
@@ -253,7 +251,7 @@ TEST_CASE("CountUpTo returns the old value and increments up to the limit") {
   for (DataType dtype : {DT_INT32, DT_INT64}) {
     const Tensor start =
         dtype == DT_INT32 ? Tensor::Scalar<int32_t>(3) : Tensor::Scalar<int64_t>(3);
-    const AttrMap attrs = {{"T", TypeAttrValue(dtype)}, {"limit", IntAttrValue(4)}};
+    const AttrMap attrs = {{"T", TypeAttr(dtype)}, {"limit", IntAttr(4)}};
     StatusOr<OpRun> run = RunOp("CountUpTo", {start}, attrs, {0});
     REQUIRE(run.status().message() == "");
     CHECK(run->outputs.at(0).DebugString() == DataTypeShortName(dtype) + "[] {3}");
@@ -269,7 +267,7 @@ TEST_CASE("CountUpTo returns the old value and increments up to the limit") {
 
 TEST_CASE("state update errors name the input at fault") {
   auto message = [](const StatusOr<OpRun>& run) { return run.status().message(); };
-  const AttrMap f32 = {{"T", TypeAttrValue(DT_FLOAT)}, {"Tindices", TypeAttrValue(DT_INT32)}};
+  const AttrMap f32 = {{"T", TypeAttr(DT_FLOAT)}, {"Tindices", TypeAttr(DT_INT32)}};
   CHECK(message(RunOp("AssignAdd", {Values(DT_FLOAT, {2, 3}, 1), Values(DT_FLOAT, {3}, 2)}, f32,
                       {0})) ==
         "node 'op' (AssignAdd): ref and value do not have the same shape: [2,3] vs [3]");
@@ -297,8 +295,8 @@ TEST_CASE("state update errors name the input at fault") {
 
   // Resource forms: a bad index leaves the variable untouched; dtypes must agree.
   const Tensor var = Values(DT_FLOAT, {5, 2}, 1);
-  const AttrMap resource_f32 = {{"dtype", TypeAttrValue(DT_FLOAT)},
-                                {"Tindices", TypeAttrValue(DT_INT32)}};
+  const AttrMap resource_f32 = {{"dtype", TypeAttr(DT_FLOAT)},
+                                {"Tindices", TypeAttr(DT_INT32)}};
   VariableOpGraph bad_index("ResourceScatterAdd",
                             {var, Indices({0, 7}, {2}, DT_INT32), Values(DT_FLOAT, {2, 2}, 2)},
                             resource_f32, 1, true);
@@ -308,14 +306,14 @@ TEST_CASE("state update errors name the input at fault") {
   CHECK(TensorsBitEqual(*bad_index.variable(0), var));
 
   VariableOpGraph wrong_type("AssignAddVariableOp", {var, Values(DT_FLOAT, {5, 2}, 2)},
-                             {{"dtype", TypeAttrValue(DT_DOUBLE)}}, 1, true);
+                             {{"dtype", TypeAttr(DT_DOUBLE)}}, 1, true);
   REQUIRE(wrong_type.Init().message() == "");
   CHECK(wrong_type.Run().message() ==
         "node 'op' (AssignAddVariableOp): input 0 (resource) is a float variable, expected "
         "double");
 
   VariableOpGraph uninitialised("AssignSubVariableOp", {var, Values(DT_FLOAT, {5, 2}, 2)},
-                                {{"dtype", TypeAttrValue(DT_FLOAT)}}, 1, true);
+                                {{"dtype", TypeAttr(DT_FLOAT)}}, 1, true);
   CHECK(uninitialised.Run().message() ==
         "node 'op' (AssignSubVariableOp): input 0 (resource): variable 'var_0' is not "
         "initialised (run the init op first)");

@@ -24,12 +24,10 @@ using tensorflow::DT_FLOAT;
 using tensorflow::DT_INT32;
 using tensorflow::DT_INT64;
 using testing::AttrMap;
-using testing::BoolAttrValue;
 using testing::CompareTensors;
 using testing::OpRun;
 using testing::RandomTensor;
 using testing::RunOp;
-using testing::TypeAttrValue;
 using testing::VariableOpGraph;
 
 // One update rule as the schema writes it.
@@ -125,11 +123,11 @@ std::vector<Tensor> MakeInputs(const OpSpec& spec, DataType dtype, const TensorS
 
 AttrMap MakeAttrs(const OpSpec& spec, DataType dtype, bool nesterov, bool update_slots,
                   DataType index_type = DT_INT32) {
-  AttrMap attrs = {{"T", TypeAttrValue(dtype)}};
-  if (spec.nesterov) attrs["use_nesterov"] = BoolAttrValue(nesterov);
-  if (spec.update_slots) attrs["update_slots"] = BoolAttrValue(update_slots);
+  AttrMap attrs = {{"T", TypeAttr(dtype)}};
+  if (spec.nesterov) attrs["use_nesterov"] = BoolAttr(nesterov);
+  if (spec.update_slots) attrs["update_slots"] = BoolAttr(update_slots);
   if (spec.inputs.find("indices") != std::string::npos) {
-    attrs["Tindices"] = TypeAttrValue(index_type);
+    attrs["Tindices"] = TypeAttr(index_type);
   }
   return attrs;
 }
@@ -444,7 +442,7 @@ TEST_CASE("updates match the textbook formulas within rounding") {
 }
 
 TEST_CASE("errors name the input at fault") {
-  const AttrMap f32 = {{"T", TypeAttrValue(DT_FLOAT)}};
+  const AttrMap f32 = {{"T", TypeAttr(DT_FLOAT)}};
   auto message = [](const StatusOr<OpRun>& run) { return run.status().message(); };
   CHECK(message(RunOp("ApplyGradientDescent",
                       {RandomTensor(DT_FLOAT, {2, 3}, 1), Tensor::Scalar<float>(0.1f),
@@ -466,7 +464,7 @@ TEST_CASE("errors name the input at fault") {
   CHECK(message(RunOp("ApplyAdam", inputs, f32, {0, 1, 2})) ==
         "node 'op' (ApplyAdam): lr is not a scalar: [2]");
   inputs = MakeInputs(adam, DT_FLOAT, {2, 3}, 3);
-  CHECK(message(RunOp("ApplyAdam", inputs, {{"T", TypeAttrValue(DT_DOUBLE)}}, {0, 1, 2})) ==
+  CHECK(message(RunOp("ApplyAdam", inputs, {{"T", TypeAttr(DT_DOUBLE)}}, {0, 1, 2})) ==
         "node 'op' (ApplyAdam): input 0 (var) is a float variable, expected double");
   inputs[4] = Tensor::Scalar<double>(0.5);
   CHECK(message(RunOp("ApplyAdam", inputs, f32, {0, 1, 2})) ==

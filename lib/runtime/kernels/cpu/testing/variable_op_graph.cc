@@ -49,7 +49,7 @@ Status VariableOpGraph::Build(const std::string& op, const std::vector<Tensor>& 
     const bool is_variable = static_cast<int>(i) < num_variables;
     const std::string name = (is_variable ? "var_" : "input_") + std::to_string(i);
     NodeSpec feed = Spec(name, "Placeholder");
-    feed.attrs["dtype"] = TypeAttrValue(inputs[i].dtype());
+    feed.attrs["dtype"] = TypeAttr(inputs[i].dtype());
     if (!is_variable) {
       PX_ASSIGN_OR_RETURN(NodeId id, graph_.AddNode(feed));
       spec.inputs.push_back({id, 0});
@@ -57,15 +57,15 @@ Status VariableOpGraph::Build(const std::string& op, const std::vector<Tensor>& 
       continue;
     }
     NodeSpec variable = Spec(name, resource ? "VarHandleOp" : "VariableV2");
-    variable.attrs["dtype"] = TypeAttrValue(inputs[i].dtype());
+    variable.attrs["dtype"] = TypeAttr(inputs[i].dtype());
     variable.attrs["shape"].mutable_shape();
     PX_ASSIGN_OR_RETURN(NodeId var, graph_.AddNode(variable));
     feed.name = name + "/value";
     PX_ASSIGN_OR_RETURN(NodeId value, graph_.AddNode(feed));
     NodeSpec assign = Spec(name + "/Assign", resource ? "AssignVariableOp" : "Assign");
     assign.inputs = {{var, 0}, {value, 0}};
-    assign.attrs[resource ? "dtype" : "T"] = TypeAttrValue(inputs[i].dtype());
-    if (!resource) assign.attrs["validate_shape"] = BoolAttrValue(false);
+    assign.attrs[resource ? "dtype" : "T"] = TypeAttr(inputs[i].dtype());
+    if (!resource) assign.attrs["validate_shape"] = BoolAttr(false);
     PX_RETURN_IF_ERROR(graph_.AddNode(assign).status());
     init_feeds_.push_back({feed.name, inputs[i]});
     init_targets_.push_back(assign.name);
