@@ -14,35 +14,11 @@ namespace {
 
 using testing::CollectiveSequence;
 using testing::LoadAnalysisGraph;
+using testing::NodeInput;
 using testing::RunOnRank;
 
-const char* const kSparseGraphs[] = {"sparse_momentum", "sparse_adagrad", "scatter_sub_sgd",
-                                     "resource", "sparse_adam"};
-
-std::string NodeInput(const Graph& g, std::string_view node, int index) {
-  NodeId id = g.FindNode(node);
-  REQUIRE(id != kNoNode);
-  return g.InputString(g.node(id).input(index));
-}
-
 TEST_CASE("densify-sparse: golden rank graphs, same collectives on every rank") {
-  for (const char* name : kSparseGraphs) {
-    INFO(name);
-    Graph input = LoadAnalysisGraph(name);
-    Plan plan = PlanForTests(input, 2, SyncMethod::kDensify);
-    bool changed = false;
-    StatusOr<Graph> rank0 = RunOnRank(CreateDensifySparsePass, input, plan, 0, &changed);
-    REQUIRE(rank0.ok());
-    CHECK(changed);
-    StatusOr<Graph> rank1 = RunOnRank(CreateDensifySparsePass, input, plan, 1, &changed);
-    REQUIRE(rank1.ok());
-    CHECK(changed);
-    CHECK(testing::DiffAgainstGolden(
-              *rank0, testing::RepoPath(std::string("lib/passes/testdata/densify_sparse/") +
-                                        name + ".expected.pbtxt")) == "");
-    CHECK(!CollectiveSequence(*rank0).empty());
-    CHECK(CollectiveSequence(*rank0) == CollectiveSequence(*rank1));
-  }
+  testing::CheckTwoRankGoldens(CreateDensifySparsePass, SyncMethod::kDensify, "densify_sparse");
 }
 
 TEST_CASE("densify-sparse: the apply op reads the touched rows of the all-reduced gradient") {

@@ -8,7 +8,11 @@
 #include "lib/ops/op_registry.h"
 #include "lib/passes/pipeline.h"
 #include "lib/passes/testing/pass_runner.h"
+#include "lib/passes/testing/plan_for_tests.h"
+#include "lib/testing/golden.h"
 #include "lib/testing/testdata.h"
+
+#include <catch2/catch.hpp>
 
 namespace parallax::testing {
 
@@ -65,6 +69,32 @@ std::vector<std::string> CollectiveSequence(const Graph& graph) {
     sequence.push_back(std::string(node.op()) + "#" + InstanceKey(graph, node));
   }
   return sequence;
+}
+
+std::string NodeInput(const Graph& graph, std::string_view node, int index) {
+  const NodeId id = graph.FindNode(node);
+  REQUIRE(id != kNoNode);
+  return graph.InputString(graph.node(id).input(index));
+}
+
+void CheckTwoRankGoldens(const std::function<std::unique_ptr<Pass>()>& make_pass,
+                         SyncMethod method, const std::string& golden_dir) {
+  for (const char* name : kSparseGraphs) {
+    INFO(name);
+    Graph input = LoadAnalysisGraph(name);
+    Plan plan = PlanForTests(input, 2, method);
+    bool changed = false;
+    StatusOr<Graph> rank0 = RunOnRank(make_pass, input, plan, 0, &changed);
+    REQUIRE(rank0.ok());
+    CHECK(changed);
+    StatusOr<Graph> rank1 = RunOnRank(make_pass, input, plan, 1, &changed);
+    REQUIRE(rank1.ok());
+    CHECK(changed);
+    CHECK(DiffAgainstGolden(*rank0, RepoPath("lib/passes/testdata/" + golden_dir + "/" + name +
+                                             ".expected.pbtxt")) == "");
+    CHECK(!CollectiveSequence(*rank0).empty());
+    CHECK(CollectiveSequence(*rank0) == CollectiveSequence(*rank1));
+  }
 }
 
 }  // namespace parallax::testing

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lib/base/status.h"
@@ -26,6 +27,20 @@ StatusOr<Graph> RunOnRank(const std::function<std::unique_ptr<Pass>()>& make_pas
 
 // "op#instance_key" for every collective node, in topological order.
 std::vector<std::string> CollectiveSequence(const Graph& graph);
+
+// The analysis graphs with sparse updates that the sparse passes are tested on.
+inline const char* const kSparseGraphs[] = {"sparse_momentum", "sparse_adagrad",
+                                            "scatter_sub_sgd", "resource", "sparse_adam"};
+
+// Node `node`'s input `index` as an input string ("x:1").
+std::string NodeInput(const Graph& graph, std::string_view node, int index);
+
+// For each of kSparseGraphs: runs the pass on ranks 0 and 1 of a 2-rank plan with
+// `method`; both must report a change, rank 0 must equal
+// lib/passes/testdata/<golden_dir>/<graph>.expected.pbtxt, and both ranks must issue the
+// same, non-empty sequence of collectives (Catch2 checks).
+void CheckTwoRankGoldens(const std::function<std::unique_ptr<Pass>()>& make_pass,
+                         SyncMethod method, const std::string& golden_dir);
 
 }  // namespace parallax::testing
 
