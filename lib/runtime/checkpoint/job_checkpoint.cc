@@ -1,0 +1,298 @@
+#include "lib/runtime/checkpoint/job_checkpoint.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "lib/runtime/checkpoint/checkpoint.h"
+#include "lib/runtime/checkpoint/safetensors.h"
+
+namespace parallax {
+namespace {
+
+std::optional<int64_t> ParseInt(std::string_view text) {
+  int64_t value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end || text.empty()) return std::nullopt;
+  return value;
+}
+
+StatusOr<int64_t> MetadataCount(const SafetensorsContents& contents, const std::string& key,
+                                std::string_view path) {
+  auto it = contents.metadata.find(key);
+  if (it == contents.metadata.end()) {
+    return InvalidArgumentError("{}: __metadata__ has no '{}' (not a job checkpoint)", path, key);
+  }
+  std::optional<int64_t> value = ParseInt(it->second);
+  if (!value || *value < 0) {
+    return InvalidArgumentError("{}: __metadata__ '{}' is '{}', not a non-negative integer",
+                                path, key, it->second);
+  }
+  return *value;
+}
+
+std::string RankFile(const std::string& dir, int64_t rank, int64_t step) {
+  return CheckpointPath((std::filesystem::path(dir) / fmt::format("rank-{}", rank)).string(),
+                        step);
+}
+
+int64_t RowBytes(const Tensor& t) {
+  return t.dim(0) == 0 ? 0 : static_cast<int64_t>(t.bytes()) / t.dim(0);
+}
+
+TensorShape RowShape(const Tensor& t) {
+  TensorShape shape = t.shape();
+  shape.RemoveDim(0);
+  return shape;
+}
+
+// One file's rows of a partitioned tensor.
+struct Piece {
+  std::string file;
+  Tensor tensor;
+  std::vector<RowRange> ranges;
+};
+
+}  // namespace
+
+StatusOr<std::vector<RowRange>> ParseRowRanges(std::string_view text) {
+  std::vector<RowRange> out;
+  if (text.empty()) return out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string_view::npos) comma = text.size();
+    const std::string_view part = text.substr(start, comma - start);
+    const size_t dash = part.find('-');
+    std::optional<int64_t> begin, end;
+    if (dash != std::string_view::npos) {
+      begin = ParseInt(part.substr(0, dash));
+      end = ParseInt(part.substr(dash + 1));
+    }
+    if (!begin || !end || *begin < 0 || *end <= *begin) {
+      return InvalidArgumentError("row ranges '{}': '{}' is not BEGIN-END with 0 <= BEGIN < END",
+                                  text, part);
+    }
+    out.push_back({*begin, *end});
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::string FormatRowRanges(std::span<const RowRange> ranges) {
+  std::string out;
+  for (const RowRange& r : ranges) {
+    out += fmt::format("{}{}-{}", out.empty() ? "" : ",", r.begin, r.end);
+  }
+  return out;
+}
+
+StatusOr<Tensor> SliceRows(const Tensor& full, std::span<const RowRange> ranges) {
+  if (full.rank() < 1) {
+    return InvalidArgumentError("cannot take rows of a scalar ({})", full.shape().DebugString());
+  }
+  int64_t rows = 0;
+  for (const RowRange& r : ranges) {
+    if (r.begin < 0 || r.end > full.dim(0) || r.end < r.begin) {
+      return InvalidArgumentError("rows {}-{} are outside the tensor's {} rows", r.begin, r.end,
+                                  full.dim(0));
+    }
+    rows += r.rows();
+  }
+  TensorShape shape = full.shape();
+  shape.set_dim(0, rows);
+  Tensor out(full.dtype(), shape);
+  const int64_t row_bytes = RowBytes(full);
+  auto* dst = static_cast<char*>(out.raw_data());
+  const auto* src = static_cast<const char*>(full.raw_data());
+  for (const RowRange& r : ranges) {
+    if (r.rows() == 0 || row_bytes == 0) continue;
+    std::memcpy(dst, src + r.begin * row_bytes, static_cast<size_t>(r.rows() * row_bytes));
+    dst += r.rows() * row_bytes;
+  }
+  return out;
+}
+
+StatusOr<std::optional<int64_t>> JobSizeOfNewestCheckpoint(const std::string& dir) {
+  const std::string rank0 = (std::filesystem::path(dir) / "rank-0").string();
+  PX_ASSIGN_OR_RETURN(std::optional<std::string> newest, LatestCheckpoint(rank0));
+  if (!newest) return std::optional<int64_t>();
+  PX_ASSIGN_OR_RETURN(SafetensorsContents contents, ReadSafetensors(*newest));
+  auto it = contents.metadata.find("job_size");
+  if (it == contents.metadata.end()) return std::optional<int64_t>();
+  std::optional<int64_t> size = ParseInt(it->second);
+  if (!size || *size < 1) {
+    return InvalidArgumentError("{}: __metadata__ 'job_size' is '{}', not a rank count", *newest,
+                                it->second);
+  }
+  return size;
+}
+
+StatusOr<std::optional<int64_t>> NewestCompleteJobStep(const std::string& dir) {
+  PX_ASSIGN_OR_RETURN(std::optional<int64_t> size, JobSizeOfNewestCheckpoint(dir));
+  PX_ASSIGN_OR_RETURN(auto steps,
+                      ListCheckpoints((std::filesystem::path(dir) / "rank-0").string()));
+  if (steps.empty()) return std::optional<int64_t>();
+  const int64_t job_size = size.value_or(1);
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    bool everywhere = true;
+    for (int64_t r = 1; r < job_size && everywhere; ++r) {
+      everywhere = std::filesystem::exists(RankFile(dir, r, it->first));
+    }
+    if (everywhere) return std::optional<int64_t>(it->first);
+  }
+  return FailedPreconditionError("{}: no checkpoint step is on every one of the {} ranks that "
+                                 "wrote it",
+                                 dir, job_size);
+}
+
+StatusOr<JobCheckpoint> ReadJobCheckpoint(const std::string& dir) {
+  PX_ASSIGN_OR_RETURN(std::optional<int64_t> step, NewestCompleteJobStep(dir));
+  if (!step) {
+    return FailedPreconditionError("{}: no job checkpoint (no file in {}/rank-0)", dir, dir);
+  }
+  return ReadJobCheckpoint(dir, *step);
+}
+
+StatusOr<JobCheckpoint> ReadJobCheckpoint(const std::string& dir, int64_t step) {
+  JobCheckpoint out;
+  out.dir = dir;
+  out.step = step;
+  const std::string first = RankFile(dir, 0, step);
+  if (!std::filesystem::exists(first)) {
+    return FailedPreconditionError("{}: missing: the job checkpoint of step {} has no rank 0 "
+                                   "file",
+                                   first, step);
+  }
+  PX_ASSIGN_OR_RETURN(SafetensorsContents rank0, ReadSafetensors(first));
+  PX_ASSIGN_OR_RETURN(out.job_size, MetadataCount(rank0, "job_size", first));
+  if (out.job_size < 1) {
+    return InvalidArgumentError("{}: __metadata__ 'job_size' is 0, not a rank count", first);
+  }
+  // Partitioned tensors by their full name V, each file's piece in rank order.
+  std::map<std::string, std::vector<Piece>> pieces;
+  for (int64_t r = 0; r < out.job_size; ++r) {
+    const std::string path = RankFile(dir, r, step);
+    out.files.push_back(path);
+    SafetensorsContents contents;
+    if (r == 0) {
+      contents = std::move(rank0);
+    } else {
+      if (!std::filesystem::exists(path)) {
+        return FailedPreconditionError("{}: missing: the job checkpoint of step {} was written "
+                                       "by {} ranks (rank 0's job_size) but rank {} has no file",
+                                       path, step, out.job_size, r);
+      }
+      PX_ASSIGN_OR_RETURN(contents, ReadSafetensors(path));
+      PX_ASSIGN_OR_RETURN(int64_t size, MetadataCount(contents, "job_size", path));
+      if (size != out.job_size) {
+        return InvalidArgumentError("{}: __metadata__ 'job_size' is {}, rank 0's file says {}",
+                                    path, size, out.job_size);
+      }
+    }
+    PX_ASSIGN_OR_RETURN(int64_t job_rank, MetadataCount(contents, "job_rank", path));
+    if (job_rank != r) {
+      return InvalidArgumentError("{}: __metadata__ 'job_rank' is {}, expected {} (the rank of "
+                                  "its directory)",
+                                  path, job_rank, r);
+    }
+    for (const auto& [key, value] : contents.metadata) {
+      if (!key.starts_with(kRowsMetadataPrefix)) continue;
+      const std::string local = key.substr(kRowsMetadataPrefix.size());
+      if (!std::string_view(local).ends_with(kLocalStorageSuffix)) {
+        return InvalidArgumentError("{}: __metadata__ '{}': '{}' is not a parameter server's "
+                                    "local storage (<var>{})",
+                                    path, key, local, kLocalStorageSuffix);
+      }
+      StatusOr<std::vector<RowRange>> ranges = ParseRowRanges(value);
+      if (!ranges.ok()) return ranges.status().WithPrefix(fmt::format("{}: {}", path, key));
+      auto tensor = contents.tensors.find(local);
+      if (tensor == contents.tensors.end()) {
+        if (ranges->empty()) continue;  // owns nothing
+        return InvalidArgumentError("{}: variable '{}' is missing (its rows '{}' are named in "
+                                    "the metadata)",
+                                    path, local, value);
+      }
+      const Tensor& t = tensor->second;
+      int64_t rows = 0;
+      for (const RowRange& range : *ranges) rows += range.rows();
+      if (t.rank() < 1 || t.dim(0) != rows) {
+        return InvalidArgumentError("{}: variable '{}' is {}, its row ranges '{}' hold {} rows",
+                                    path, local, t.shape().DebugString(), value, rows);
+      }
+      const std::string name = local.substr(0, local.size() - kLocalStorageSuffix.size());
+      pieces[name].push_back({path, t, std::move(ranges).value()});
+    }
+    if (r == 0) {
+      out.metadata = contents.metadata;
+      for (auto& [name, tensor] : contents.tensors) {
+        if (!contents.metadata.contains(std::string(kRowsMetadataPrefix) + name)) {
+          out.variables.emplace(name, tensor);
+        }
+      }
+    }
+  }
+
+  for (auto& [name, list] : pieces) {
+    if (out.variables.contains(name)) {
+      return InvalidArgumentError("{}: variable '{}' is both replicated (in rank 0's file) and "
+                                  "partitioned ('{}{}' in {})",
+                                  out.files[0], name, name, kLocalStorageSuffix, list[0].file);
+    }
+    const Tensor& model = list[0].tensor;
+    // Which file holds each row range; checked to cover [0, rows) exactly once.
+    std::vector<std::pair<RowRange, const Piece*>> ranges;
+    for (const Piece& piece : list) {
+      if (piece.tensor.dtype() != model.dtype() || RowShape(piece.tensor) != RowShape(model)) {
+        return InvalidArgumentError(
+            "{}: variable '{}{}' is {} with rows {}, {} holds {} with rows {}", piece.file, name,
+            kLocalStorageSuffix, SafetensorsDtypeName(piece.tensor.dtype()),
+            RowShape(piece.tensor).DebugString(), list[0].file,
+            SafetensorsDtypeName(model.dtype()), RowShape(model).DebugString());
+      }
+      for (const RowRange& range : piece.ranges) ranges.push_back({range, &piece});
+    }
+    std::sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) {
+      return a.first.begin < b.first.begin;
+    });
+    int64_t next = 0;
+    const std::string* previous_file = nullptr;
+    for (const auto& [range, piece] : ranges) {
+      if (range.begin > next) {
+        return InvalidArgumentError("{}: variable '{}': no file of step {} holds rows {}-{} (the "
+                                    "row ranges have a gap)",
+                                    dir, name, step, next, range.begin);
+      }
+      if (range.begin < next) {
+        return InvalidArgumentError("{}: variable '{}{}': rows {}-{} are also in {}", piece->file,
+                                    name, kLocalStorageSuffix, range.begin,
+                                    std::min(next, range.end), *previous_file);
+      }
+      next = range.end;
+      previous_file = &piece->file;
+    }
+    TensorShape shape = model.shape();
+    shape.set_dim(0, next);
+    Tensor full(model.dtype(), shape);
+    const int64_t row_bytes = RowBytes(model);
+    for (const Piece& piece : list) {
+      const auto* src = static_cast<const char*>(piece.tensor.raw_data());
+      for (const RowRange& range : piece.ranges) {
+        if (row_bytes > 0) {
+          std::memcpy(static_cast<char*>(full.raw_data()) + range.begin * row_bytes, src,
+                      static_cast<size_t>(range.rows() * row_bytes));
+        }
+        src += range.rows() * row_bytes;
+      }
+    }
+    out.variables.emplace(name, std::move(full));
+    out.partitioned.insert(name);
+  }
+  return out;
+}
+
+}  // namespace parallax

@@ -1,0 +1,157 @@
+#include "lib/runtime/checkpoint/job_checkpoint.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "lib/runtime/checkpoint/checkpoint.h"
+#include "lib/runtime/checkpoint/safetensors.h"
+
+namespace parallax {
+namespace {
+
+std::string FreshDir(const std::string& name) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/" + name;
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+// Row i of the full [5, 2] variable is {10i, 10i+1}.
+Tensor Rows(std::vector<int64_t> rows) {
+  std::vector<float> values;
+  for (int64_t i : rows) {
+    values.push_back(10.0f * static_cast<float>(i));
+    values.push_back(10.0f * static_cast<float>(i) + 1);
+  }
+  return Tensor::FromVector(values, {static_cast<int64_t>(rows.size()), 2});
+}
+
+struct RankFile {
+  std::map<std::string, Tensor> tensors;
+  std::map<std::string, std::string> rows;  // local name -> ranges
+};
+
+void WriteJob(const std::string& dir, int64_t step, const std::vector<RankFile>& ranks) {
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    SafetensorsContents contents;
+    contents.tensors = ranks[r].tensors;
+    contents.metadata = {{"format", "parallax-checkpoint-1"}, {"step", std::to_string(step)},
+                         {"job_rank", std::to_string(r)},
+                         {"job_size", std::to_string(ranks.size())}};
+    for (const auto& [name, ranges] : ranks[r].rows) contents.metadata["rows:" + name] = ranges;
+    const std::string rank_dir = fmt::format("{}/rank-{}", dir, r);
+    std::filesystem::create_directories(rank_dir);
+    REQUIRE(WriteSafetensors(CheckpointPath(rank_dir, step), contents).ok());
+  }
+}
+
+// 3 ranks: V's rows 0-2 on rank 0, 3-4 on rank 1, 2-3 and 4-5 on rank 2; rank 1 holds
+// no slot rows (empty ranges, no tensor); b replicated.
+std::vector<RankFile> ThreeRanks() {
+  const Tensor b = Tensor::FromVector<float>({7, 8}, {2});
+  return {
+      {{{"V/parallax/local", Rows({0, 1})}, {"S/parallax/local", Rows({0, 1, 2})}, {"b", b}},
+       {{"V/parallax/local", "0-2"}, {"S/parallax/local", "0-3"}}},
+      {{{"V/parallax/local", Rows({3})}, {"b", b}},
+       {{"V/parallax/local", "3-4"}, {"S/parallax/local", ""}}},
+      {{{"V/parallax/local", Rows({2, 4})}, {"S/parallax/local", Rows({3, 4})}, {"b", b}},
+       {{"V/parallax/local", "2-3,4-5"}, {"S/parallax/local", "3-5"}}},
+  };
+}
+
+bool SameBytes(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() && a.bytes() == b.bytes() &&
+         std::memcmp(a.raw_data(), b.raw_data(), a.bytes()) == 0;
+}
+
+TEST_CASE("ParseRowRanges") {
+  auto ranges = ParseRowRanges("0-500,700-1000");
+  REQUIRE(ranges.ok());
+  CHECK(*ranges == std::vector<RowRange>{{0, 500}, {700, 1000}});
+  CHECK(FormatRowRanges(*ranges) == "0-500,700-1000");
+  CHECK(ParseRowRanges("")->empty());
+  CHECK(ParseRowRanges("500-200").status().message() ==
+        "row ranges '500-200': '500-200' is not BEGIN-END with 0 <= BEGIN < END");
+  CHECK(!ParseRowRanges("1-2,").ok());
+  CHECK(!ParseRowRanges("x").ok());
+}
+
+TEST_CASE("SliceRows") {
+  auto sliced = SliceRows(Rows({0, 1, 2, 3, 4}), std::vector<RowRange>{{3, 5}, {0, 1}});
+  REQUIRE(sliced.ok());
+  CHECK(SameBytes(*sliced, Rows({3, 4, 0})));
+  CHECK(SliceRows(Rows({0, 1}), std::vector<RowRange>{{1, 3}}).status().message() ==
+        "rows 1-3 are outside the tensor's 2 rows");
+}
+
+TEST_CASE("ReadJobCheckpoint reassembles partitioned variables") {
+  const std::string dir = FreshDir("job_ok");
+  WriteJob(dir, 10, ThreeRanks());
+  WriteJob(dir, 20, {ThreeRanks()[0]});  // only rank 0 wrote 20 (as if the others died)
+  // rank 0's newest file (step 20) says 1 rank: step 20 is complete for that job.
+  auto newest = NewestCompleteJobStep(dir);
+  REQUIRE(newest.ok());
+  CHECK(newest->value() == 20);
+
+  auto job = ReadJobCheckpoint(dir, 10);
+  REQUIRE(job.ok());
+  CHECK(job->job_size == 3);
+  CHECK(job->files.size() == 3);
+  CHECK(job->partitioned == std::set<std::string>{"S", "V"});
+  CHECK(job->variables.size() == 3);
+  CHECK(SameBytes(job->variables.at("V"), Rows({0, 1, 2, 3, 4})));
+  CHECK(SameBytes(job->variables.at("S"), Rows({0, 1, 2, 3, 4})));
+  CHECK(SameBytes(job->variables.at("b"), Tensor::FromVector<float>({7, 8}, {2})));
+}
+
+TEST_CASE("ReadJobCheckpoint errors") {
+  const std::string dir = FreshDir("job_bad");
+  SECTION("a missing rank file") {
+    WriteJob(dir, 10, ThreeRanks());
+    std::filesystem::remove(dir + "/rank-1/checkpoint-10.safetensors");
+    CHECK(ReadJobCheckpoint(dir, 10).status().message() ==
+          dir + "/rank-1/checkpoint-10.safetensors: missing: the job checkpoint of step 10 was "
+                "written by 3 ranks (rank 0's job_size) but rank 1 has no file");
+    CHECK(NewestCompleteJobStep(dir).status().message() ==
+          dir + ": no checkpoint step is on every one of the 3 ranks that wrote it");
+  }
+  SECTION("overlapping rows") {
+    auto ranks = ThreeRanks();
+    ranks[1].tensors["V/parallax/local"] = Rows({1});
+    ranks[1].rows["V/parallax/local"] = "1-2";
+    WriteJob(dir, 10, ranks);
+    CHECK(ReadJobCheckpoint(dir, 10).status().message() ==
+          dir + "/rank-1/checkpoint-10.safetensors: variable 'V/parallax/local': rows 1-2 are "
+                "also in " + dir + "/rank-0/checkpoint-10.safetensors");
+  }
+  SECTION("a gap") {
+    auto ranks = ThreeRanks();
+    ranks[1].tensors.erase("V/parallax/local");
+    ranks[1].rows.erase("V/parallax/local");
+    WriteJob(dir, 10, ranks);
+    CHECK(ReadJobCheckpoint(dir, 10).status().message() ==
+          dir + ": variable 'V': no file of step 10 holds rows 3-4 (the row ranges have a gap)");
+  }
+  SECTION("rows that disagree in dtype") {
+    auto ranks = ThreeRanks();
+    ranks[1].tensors["V/parallax/local"] = Tensor::FromVector<double>({30, 31}, {1, 2});
+    WriteJob(dir, 10, ranks);
+    CHECK(ReadJobCheckpoint(dir, 10).status().message() ==
+          dir + "/rank-1/checkpoint-10.safetensors: variable 'V/parallax/local' is F64 with rows "
+                "[2], " + dir + "/rank-0/checkpoint-10.safetensors holds F32 with rows [2]");
+  }
+  SECTION("a tensor that does not hold its ranges") {
+    auto ranks = ThreeRanks();
+    ranks[2].rows["V/parallax/local"] = "2-3";
+    WriteJob(dir, 10, ranks);
+    CHECK(ReadJobCheckpoint(dir, 10).status().message() ==
+          dir + "/rank-2/checkpoint-10.safetensors: variable 'V/parallax/local' is [2,2], its "
+                "row ranges '2-3' hold 1 rows");
+  }
+}
+
+}  // namespace
+}  // namespace parallax
