@@ -18,6 +18,7 @@
 #include "lib/analysis/training_analysis.h"
 #include "lib/base/json_writer.h"
 #include "lib/graph/graph_io.h"
+#include "lib/runtime/checkpoint/job_checkpoint.h"
 #include "lib/runtime/checkpoint/safetensors.h"
 #include "lib/runtime/comm/communicator.h"
 
@@ -146,28 +147,44 @@ int64_t FailAtStep(int rank, bool* error) {
   return s;
 }
 
+// The rows of the full variable that `rank` holds in the local storage `local`
+// ("<var or slot>/parallax/local"): the plan's partitions it owns, in partition order;
+// nullopt when `local` is not a partitioned variable of the plan.
+std::optional<std::vector<RowRange>> OwnedRows(const Plan& plan, int rank,
+                                               std::string_view local) {
+  if (!local.ends_with(kLocalStorageSuffix)) return std::nullopt;
+  const std::string_view base = local.substr(0, local.size() - kLocalStorageSuffix.size());
+  for (const VariablePlan& v : plan.variables) {
+    if (v.name != base && std::find(v.slots.begin(), v.slots.end(), base) == v.slots.end()) {
+      continue;
+    }
+    std::vector<RowRange> ranges;
+    for (const Partition& p : v.partitions) {
+      if (p.owner == rank) ranges.push_back({p.row_begin, p.row_end});
+    }
+    return ranges;
+  }
+  return std::nullopt;
+}
+
 // "rows:<name>" metadata of a job rank's checkpoint: the row ranges of the plan's
 // partitions that `rank` owns, for the local storage "<var or slot>/parallax/local".
 std::map<std::string, std::string> RowRanges(const Plan& plan, int rank,
                                              const std::vector<CheckpointVariable>& variables) {
-  constexpr std::string_view kLocal = "/parallax/local";
   std::map<std::string, std::string> out;
   for (const CheckpointVariable& cv : variables) {
-    if (!std::string_view(cv.name).ends_with(kLocal)) continue;
-    const std::string base = cv.name.substr(0, cv.name.size() - kLocal.size());
-    for (const VariablePlan& v : plan.variables) {
-      if (v.name != base && std::find(v.slots.begin(), v.slots.end(), base) == v.slots.end()) {
-        continue;
-      }
-      std::vector<std::string> ranges;
-      for (const Partition& p : v.partitions) {
-        if (p.owner == rank) ranges.push_back(fmt::format("{}-{}", p.row_begin, p.row_end));
-      }
-      out.emplace("rows:" + cv.name, fmt::format("{}", fmt::join(ranges, ",")));
-      break;
+    if (auto ranges = OwnedRows(plan, rank, cv.name)) {
+      out.emplace(std::string(kRowsMetadataPrefix) + cv.name, FormatRowRanges(*ranges));
     }
   }
   return out;
+}
+
+// PARALLAX_TEST_SAVE_RESTORED=DIR (tests only): the directory into which a resumed run
+// writes the checkpoint it restored, as it holds it (DIR/rank-R in a job); "" when unset.
+std::string SaveRestoredDir() {
+  const char* text = std::getenv("PARALLAX_TEST_SAVE_RESTORED");
+  return text == nullptr ? "" : text;
 }
 
 }  // namespace
@@ -340,20 +357,29 @@ Status Trainer::Initialize() {
   if (options_.resume) {
     Communicator* comm = options_.communicator;
     // A job checkpoint written by another number of ranks (rank 0's newest file says):
-    // restored from rank 0's files when nothing is partitioned (every rank's replicated
-    // variables are identical), with the data position converted between shard sizes.
+    // every rank reads all the old ranks' files of the newest step that they all wrote,
+    // reassembles the parameter-server variables from their row ranges and takes the rows
+    // it owns in this job's plan (job_checkpoint.h; the directory must be shared between
+    // the hosts); the replicated variables are rank 0's. The data position is converted
+    // between shard sizes below.
     int64_t old_job_size = 0;
-    std::optional<std::string> resliced;
+    std::optional<SafetensorsContents> resliced;
+    std::optional<std::string> latest;
     if (comm != nullptr) {
-      PX_ASSIGN_OR_RETURN(old_job_size, JobSizeOfNewestCheckpoint());
+      PX_ASSIGN_OR_RETURN(std::optional<int64_t> size,
+                          JobSizeOfNewestCheckpoint(options_.checkpoint_dir));
+      old_job_size = size.value_or(0);
       if (old_job_size > 0 && old_job_size != comm->size()) {
-        PX_ASSIGN_OR_RETURN(resliced, CheckpointForOtherRankCount(old_job_size));
+        PX_ASSIGN_OR_RETURN(JobCheckpoint job, ReadJobCheckpoint(options_.checkpoint_dir));
+        PX_ASSIGN_OR_RETURN(resliced, ContentsForThisRank(job));
+        old_job_size = job.job_size;
+        latest = job.files[0];
       }
     }
-    PX_ASSIGN_OR_RETURN(std::optional<std::string> latest, LatestCheckpoint(RankCheckpointDir()));
-    if (resliced) {
-      latest = resliced;
-    } else if (comm != nullptr) {
+    if (!resliced) {
+      PX_ASSIGN_OR_RETURN(latest, LatestCheckpoint(RankCheckpointDir()));
+    }
+    if (!resliced && comm != nullptr) {
       // One consistent job checkpoint: the newest step that every rank has (a rank that
       // died while the others wrote step k leaves k incomplete; k is then skipped).
       PX_ASSIGN_OR_RETURN(auto list, ListCheckpoints(RankCheckpointDir()));
@@ -388,7 +414,10 @@ Status Trainer::Initialize() {
     }
     if (latest) {
       PX_ASSIGN_OR_RETURN(CheckpointState state,
-                          RestoreCheckpoint(*latest, variables_, executor_->variables()));
+                          resliced ? RestoreCheckpointFrom(*resliced, *latest, variables_,
+                                                           executor_->variables())
+                                   : RestoreCheckpoint(*latest, variables_,
+                                                       executor_->variables()));
       if (auto size = state.extra.find("job_size");
           !resliced && options_.communicator != nullptr && size != state.extra.end() &&
           size->second != std::to_string(options_.communicator->size())) {
@@ -428,6 +457,9 @@ Status Trainer::Initialize() {
       resumed_from_ = *latest;
       spdlog::info("restored {} variables from {} (step {}, epoch {}, index {})", variables_.size(),
                    *latest, state.step, state.position.epoch, state.position.index);
+      if (const std::string dir = SaveRestoredDir(); !dir.empty()) {
+        PX_RETURN_IF_ERROR(CheckpointTo(RankDir(dir)).status());
+      }
       return Status::Ok();
     }
     spdlog::warn("{}: no checkpoint to resume from; starting from the init op",
@@ -457,7 +489,9 @@ StatusOr<std::optional<double>> Trainer::Step() {
   return MeanValue(out->at(0));
 }
 
-StatusOr<std::string> Trainer::Checkpoint() {
+StatusOr<std::string> Trainer::Checkpoint() { return CheckpointTo(RankCheckpointDir()); }
+
+StatusOr<std::string> Trainer::CheckpointTo(const std::string& dir) {
   CheckpointState state{.step = step_,
                         .position = sampler_->position(),
                         .shuffle_seed = sampler_->seed(),
@@ -470,71 +504,67 @@ StatusOr<std::string> Trainer::Checkpoint() {
       state.extra.merge(RowRanges(*options_.plan, comm->rank(), variables_));
     }
   }
-  return SaveCheckpoint(RankCheckpointDir(), variables_, executor_->variables(), state,
+  return SaveCheckpoint(dir, variables_, executor_->variables(), state,
                         options_.keep_checkpoints);
 }
 
-StatusOr<int64_t> Trainer::JobSizeOfNewestCheckpoint() const {
-  const std::string rank0 = (std::filesystem::path(options_.checkpoint_dir) / "rank-0").string();
-  PX_ASSIGN_OR_RETURN(std::optional<std::string> newest, LatestCheckpoint(rank0));
-  if (!newest) return int64_t{0};
-  PX_ASSIGN_OR_RETURN(SafetensorsContents contents, ReadSafetensors(*newest));
-  auto it = contents.metadata.find("job_size");
-  if (it == contents.metadata.end()) return int64_t{0};
-  int64_t size = 0;
-  const char* end = it->second.data() + it->second.size();
-  if (auto [ptr, ec] = std::from_chars(it->second.data(), end, size);
-      ec != std::errc() || ptr != end || size < 1) {
-    return InvalidArgumentError("{}: __metadata__ 'job_size' is '{}', not a rank count", *newest,
-                                it->second);
-  }
-  return size;
-}
-
-StatusOr<std::string> Trainer::CheckpointForOtherRankCount(int64_t old_size) const {
-  const int size = options_.communicator->size();
-  const std::filesystem::path dir(options_.checkpoint_dir);
+StatusOr<SafetensorsContents> Trainer::ContentsForThisRank(const JobCheckpoint& job) const {
+  const int rank = options_.communicator->rank();
+  const std::string source = fmt::format("{} (step {}, written by {} ranks)", job.dir, job.step,
+                                         job.job_size);
+  SafetensorsContents out;
+  out.metadata = job.metadata;
+  std::erase_if(out.metadata, [](const auto& entry) {
+    return entry.first.starts_with(kRowsMetadataPrefix);
+  });
   for (const CheckpointVariable& v : variables_) {
-    if (std::string_view(v.name).ends_with("/parallax/local")) {
-      return UnimplementedError("{}: checkpoint written by {} ranks, this job has {}: restoring "
-                                "the partitioned variable '{}' on another rank count "
-                                "(re-slicing its rows) is not implemented",
-                                options_.checkpoint_dir, old_size, size, v.name);
+    if (!std::string_view(v.name).ends_with(kLocalStorageSuffix)) {
+      // Replicated here: the full variable (rank 0's, or reassembled when the old job
+      // partitioned it). A missing one is reported by RestoreCheckpointFrom.
+      if (auto it = job.variables.find(v.name); it != job.variables.end()) {
+        out.tensors.emplace(v.name, it->second);
+      }
+      continue;
     }
-  }
-  // The newest step that every rank of the old job wrote.
-  PX_ASSIGN_OR_RETURN(auto steps, ListCheckpoints((dir / "rank-0").string()));
-  std::optional<int64_t> step;
-  for (auto it = steps.rbegin(); it != steps.rend() && !step; ++it) {
-    bool everywhere = true;
-    for (int64_t r = 1; r < old_size && everywhere; ++r) {
-      everywhere = std::filesystem::exists(CheckpointPath(
-          (dir / fmt::format("rank-{}", r)).string(), it->first));
+    const std::string base = v.name.substr(0, v.name.size() - kLocalStorageSuffix.size());
+    std::optional<std::vector<RowRange>> ranges;
+    if (options_.plan != nullptr) ranges = OwnedRows(*options_.plan, rank, v.name);
+    if (!ranges) {
+      return InvalidArgumentError("{}: cannot restore '{}' on another rank count: the job's "
+                                  "plan has no partitions for '{}'",
+                                  source, v.name, base);
     }
-    if (everywhere) step = it->first;
-  }
-  if (!step) {
-    return FailedPreconditionError("{}: no checkpoint step is on every one of the {} ranks that "
-                                   "wrote it",
-                                   options_.checkpoint_dir, old_size);
-  }
-  const std::string path = CheckpointPath((dir / "rank-0").string(), *step);
-  PX_ASSIGN_OR_RETURN(SafetensorsContents contents, ReadSafetensors(path));
-  for (const auto& [key, value] : contents.metadata) {
-    if (key.starts_with("rows:")) {
-      return UnimplementedError("{}: checkpoint written by {} ranks, this job has {}: restoring "
-                                "the partitioned variable '{}' on another rank count "
-                                "(re-slicing its rows) is not implemented",
-                                options_.checkpoint_dir, old_size, size, key.substr(5));
+    auto it = job.variables.find(base);
+    if (it == job.variables.end()) {
+      return InvalidArgumentError("{}: variable '{}' (whose rows '{}' holds) is in no rank's "
+                                  "file",
+                                  source, base, v.name);
     }
+    const Tensor& full = it->second;
+    for (const VariablePlan& plan_variable : options_.plan->variables) {
+      const bool mine = plan_variable.name == base ||
+                        std::find(plan_variable.slots.begin(), plan_variable.slots.end(),
+                                  base) != plan_variable.slots.end();
+      if (mine && !plan_variable.shape.empty() && plan_variable.shape[0] >= 0 &&
+          (full.rank() < 1 || full.dim(0) != plan_variable.shape[0])) {
+        return InvalidArgumentError("{}: variable '{}' has {} rows in the checkpoint ({}), the "
+                                    "plan's has {}",
+                                    source, base, full.rank() < 1 ? 0 : full.dim(0),
+                                    full.shape().DebugString(), plan_variable.shape[0]);
+      }
+    }
+    StatusOr<Tensor> rows = SliceRows(full, *ranges);
+    if (!rows.ok()) return rows.status().WithPrefix(fmt::format("{}: variable '{}'", source, base));
+    out.tensors.emplace(v.name, std::move(rows).value());
   }
-  return path;
+  return out;
 }
 
-std::string Trainer::RankCheckpointDir() const {
-  if (options_.communicator == nullptr) return options_.checkpoint_dir;
-  return (std::filesystem::path(options_.checkpoint_dir) /
-          fmt::format("rank-{}", options_.communicator->rank()))
+std::string Trainer::RankCheckpointDir() const { return RankDir(options_.checkpoint_dir); }
+
+std::string Trainer::RankDir(const std::string& dir) const {
+  if (options_.communicator == nullptr) return dir;
+  return (std::filesystem::path(dir) / fmt::format("rank-{}", options_.communicator->rank()))
       .string();
 }
 

@@ -26,7 +26,13 @@
 //    over ranks (one scalar all-reduce at report, first and last steps), and checkpoints
 //    go to CHECKPOINT_DIR/rank-R/ (each rank its own variables, with job_rank, job_size
 //    and the row ranges of parameter-server storage in the metadata); a resume restores the
-//    newest step that every rank has, and refuses a job of another rank count.
+//    newest step that every rank has. A checkpoint of another rank count is restored from
+//    all the old ranks' files (job_checkpoint.h): replicated variables from rank 0's,
+//    parameter-server variables reassembled and re-sliced for this job's plan, the data
+//    position converted between shard sizes.
+//  - test hook: PARALLAX_TEST_SAVE_RESTORED=DIR makes a resumed run write the checkpoint
+//    it just restored, as this rank holds it, to DIR (DIR/rank-R in a job), so tests can
+//    compare a re-sliced restore bit for bit.
 //  - test hook: PARALLAX_TEST_FAIL_AT_STEP=R:S makes rank R (0 when not a job) kill
 //    itself with SIGKILL before step S; R:S:error makes Run return an error there
 //    instead (for failure tests; never set it otherwise).
@@ -44,6 +50,7 @@
 #include "lib/graph/graph.h"
 #include "lib/plan/plan.h"
 #include "lib/runtime/checkpoint/checkpoint.h"
+#include "lib/runtime/checkpoint/job_checkpoint.h"
 #include "lib/runtime/data/feeder.h"
 #include "lib/runtime/data/sampler.h"
 #include "lib/runtime/device.h"
@@ -150,11 +157,12 @@ class Trainer {
   Trainer(const Graph& graph, TrainerOptions options);
   Status Plan();
   std::string RankCheckpointDir() const;
-  // job_size of the newest file in CHECKPOINT_DIR/rank-0 (0: none, or not a job's).
-  StatusOr<int64_t> JobSizeOfNewestCheckpoint() const;
-  // Rank 0's file of the newest step that all `old_size` ranks wrote, when the variables
-  // need no re-slicing; Unimplemented naming a partitioned variable otherwise.
-  StatusOr<std::string> CheckpointForOtherRankCount(int64_t old_size) const;
+  std::string RankDir(const std::string& dir) const;  // dir/rank-R in a job, else dir
+  StatusOr<std::string> CheckpointTo(const std::string& dir);
+  // This rank's variables from a job checkpoint of another rank count: replicated ones as
+  // they are, each local storage "V/parallax/local" the rows of the reassembled V that
+  // this rank owns in options_.plan. Errors name the checkpoint and the variable.
+  StatusOr<SafetensorsContents> ContentsForThisRank(const JobCheckpoint& job) const;
   // The mean of `loss` over the job's ranks (collective); `loss` itself outside a job.
   StatusOr<std::optional<double>> JobLoss(std::optional<double> loss);
 

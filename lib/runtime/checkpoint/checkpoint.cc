@@ -125,6 +125,13 @@ StatusOr<CheckpointState> RestoreCheckpoint(const std::string& path,
                                             const std::vector<CheckpointVariable>& variables,
                                             VariableStore& store) {
   PX_ASSIGN_OR_RETURN(SafetensorsContents contents, ReadSafetensors(path));
+  return RestoreCheckpointFrom(contents, path, variables, store);
+}
+
+StatusOr<CheckpointState> RestoreCheckpointFrom(const SafetensorsContents& contents,
+                                                std::string_view path,
+                                                const std::vector<CheckpointVariable>& variables,
+                                                VariableStore& store) {
   CheckpointState state;
   auto format = contents.metadata.find("format");
   if (format == contents.metadata.end() || format->second != kCheckpointFormat) {
@@ -146,8 +153,10 @@ StatusOr<CheckpointState> RestoreCheckpoint(const std::string& path,
                                   seed->second);
     }
   }
-  state.shuffle = contents.metadata["shuffle"] != "false";
-  state.graph_fingerprint = contents.metadata["graph_fingerprint"];
+  auto shuffle = contents.metadata.find("shuffle");
+  state.shuffle = shuffle == contents.metadata.end() || shuffle->second != "false";
+  auto fingerprint = contents.metadata.find("graph_fingerprint");
+  if (fingerprint != contents.metadata.end()) state.graph_fingerprint = fingerprint->second;
   for (const auto& [key, value] : contents.metadata) {
     if (key != "format" && key != "step" && key != "data_epoch" && key != "data_index" &&
         key != "shuffle_seed" && key != "shuffle" && key != "graph_fingerprint") {

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "lib/base/status.h"
+#include "lib/runtime/checkpoint/safetensors.h"
 #include "lib/runtime/data/sampler.h"
 #include "lib/runtime/kernel.h"
 #include "lib/runtime/tensor.h"
@@ -79,6 +80,12 @@ StatusOr<std::string> SaveCheckpoint(const std::string& dir,
 StatusOr<CheckpointState> RestoreCheckpoint(const std::string& path,
                                             const std::vector<CheckpointVariable>& variables,
                                             VariableStore& store);
+// The same for contents already read (e.g. assembled from a job checkpoint of another
+// rank count, job_checkpoint.h); `path` names them in messages.
+StatusOr<CheckpointState> RestoreCheckpointFrom(const SafetensorsContents& contents,
+                                                std::string_view path,
+                                                const std::vector<CheckpointVariable>& variables,
+                                                VariableStore& store);
 
 // 16 lower-case hex digits of FNV-1a 64 over `bytes`.
 std::string Fingerprint(std::string_view bytes);

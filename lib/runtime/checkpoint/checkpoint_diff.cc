@@ -1,20 +1,53 @@
 // checkpoint_diff A B [--tolerance T] [--exact]: compares the float tensors of two
-// checkpoint (safetensors) files, for tests. Every tensor of A must be in B with the same
-// dtype and shape. Per tensor it prints the max relative difference
+// checkpoints, for tests. A and B are each a checkpoint (safetensors) file, or a job
+// checkpoint: a directory holding rank-R/ folders (its newest step that every rank
+// wrote) or DIR@STEP, read with ReadJobCheckpoint — parameter-server variables
+// reassembled to full size under their own names (job_checkpoint.h), so a job can be
+// compared with one process or with a job of another rank count. Every tensor of A must
+// be in B with the same dtype and shape. Per tensor it prints the max relative difference
 //   max_i |a_i - b_i| / max(max_i |a_i|, 1e-30)
 // (normalised by the tensor's largest magnitude, so elements near zero do not blow it
 // up). Exit status 0 when every tensor is within T (default 1e-5; --exact: bit-identical
-// bytes), 1 otherwise, 2 on unreadable files.
+// bytes), 1 otherwise, 2 on unreadable files or an invalid job checkpoint.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <optional>
 #include <string>
 
+#include "lib/runtime/checkpoint/job_checkpoint.h"
 #include "lib/runtime/checkpoint/safetensors.h"
 
 namespace parallax {
 namespace {
+
+// A file, a job checkpoint directory, or DIR@STEP (see the file comment).
+StatusOr<SafetensorsContents> ReadAny(const std::string& path) {
+  std::string dir = path;
+  std::optional<int64_t> step;
+  if (const size_t at = path.rfind('@'); at != std::string::npos &&
+                                         std::filesystem::is_directory(path.substr(0, at))) {
+    dir = path.substr(0, at);
+    try {
+      step = std::stoll(path.substr(at + 1));
+    } catch (...) {
+      return InvalidArgumentError("{}: expected DIR@STEP", path);
+    }
+  }
+  if (!std::filesystem::is_directory(dir)) return ReadSafetensors(path);
+  StatusOr<JobCheckpoint> job = step ? ReadJobCheckpoint(dir, *step) : ReadJobCheckpoint(dir);
+  if (!job.ok()) return job.status();
+  std::printf("%s: job checkpoint of step %lld, %lld ranks, %zu variables (%zu reassembled)\n",
+              path.c_str(), static_cast<long long>(job->step),
+              static_cast<long long>(job->job_size), job->variables.size(),
+              job->partitioned.size());
+  SafetensorsContents out;
+  out.tensors = std::move(job->variables);
+  out.metadata = std::move(job->metadata);
+  return out;
+}
 
 double ValueAt(const Tensor& t, int64_t i) {
   if (t.dtype() == tensorflow::DT_FLOAT) return t.data<float>()[i];
@@ -41,11 +74,11 @@ int Main(int argc, char** argv) {
     }
   }
   if (b_path.empty()) {
-    std::fprintf(stderr, "usage: checkpoint_diff A B [--tolerance T] [--exact]\n");
+    std::fprintf(stderr, "usage: checkpoint_diff A B [--tolerance T] [--exact] (A, B: a file, a job dir or DIR@STEP)\n");
     return 2;
   }
-  StatusOr<SafetensorsContents> a = ReadSafetensors(a_path);
-  StatusOr<SafetensorsContents> b = ReadSafetensors(b_path);
+  StatusOr<SafetensorsContents> a = ReadAny(a_path);
+  StatusOr<SafetensorsContents> b = ReadAny(b_path);
   if (!a.ok() || !b.ok()) {
     std::fprintf(stderr, "checkpoint_diff: %s\n",
                  (!a.ok() ? a.status() : b.status()).ToString().c_str());

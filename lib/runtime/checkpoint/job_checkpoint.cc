@@ -138,16 +138,19 @@ StatusOr<std::optional<int64_t>> NewestCompleteJobStep(const std::string& dir) {
                       ListCheckpoints((std::filesystem::path(dir) / "rank-0").string()));
   if (steps.empty()) return std::optional<int64_t>();
   const int64_t job_size = size.value_or(1);
+  std::string first_missing;  // of the newest step
   for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
     bool everywhere = true;
     for (int64_t r = 1; r < job_size && everywhere; ++r) {
-      everywhere = std::filesystem::exists(RankFile(dir, r, it->first));
+      const std::string file = RankFile(dir, r, it->first);
+      everywhere = std::filesystem::exists(file);
+      if (!everywhere && first_missing.empty()) first_missing = file;
     }
     if (everywhere) return std::optional<int64_t>(it->first);
   }
   return FailedPreconditionError("{}: no checkpoint step is on every one of the {} ranks that "
-                                 "wrote it",
-                                 dir, job_size);
+                                 "wrote it ({} is missing)",
+                                 dir, job_size, first_missing);
 }
 
 StatusOr<JobCheckpoint> ReadJobCheckpoint(const std::string& dir) {

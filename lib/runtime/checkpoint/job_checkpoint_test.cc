@@ -116,7 +116,8 @@ TEST_CASE("ReadJobCheckpoint errors") {
           dir + "/rank-1/checkpoint-10.safetensors: missing: the job checkpoint of step 10 was "
                 "written by 3 ranks (rank 0's job_size) but rank 1 has no file");
     CHECK(NewestCompleteJobStep(dir).status().message() ==
-          dir + ": no checkpoint step is on every one of the 3 ranks that wrote it");
+          dir + ": no checkpoint step is on every one of the 3 ranks that wrote it (" + dir +
+              "/rank-1/checkpoint-10.safetensors is missing)");
   }
   SECTION("overlapping rows") {
     auto ranks = ThreeRanks();
