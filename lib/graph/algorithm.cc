@@ -11,12 +11,17 @@ bool IsLoopBackEdgeSource(const Node& node) {
 
 StatusOr<std::vector<NodeId>> TopologicalOrder(const Graph& graph) {
   const NodeId limit = graph.id_limit();
+  // Inputs to wait for: all of them, less loop back-edges (counted from their sources, so
+  // no edge needs a look at its producer).
   std::vector<int32_t> pending(static_cast<size_t>(limit), 0);
   for (NodeId id = 0; id < limit; ++id) {
-    if (!graph.IsLive(id)) continue;
-    for (const OutputRef& in : graph.node(id).inputs()) {
-      if (!IsLoopBackEdgeSource(graph.node(in.node))) ++pending[static_cast<size_t>(id)];
+    if (graph.IsLive(id)) {
+      pending[static_cast<size_t>(id)] = static_cast<int32_t>(graph.node(id).inputs().size());
     }
+  }
+  for (NodeId id = 0; id < limit; ++id) {
+    if (!graph.IsLive(id) || !IsLoopBackEdgeSource(graph.node(id))) continue;
+    for (const InputRef& out : graph.node(id).fanout()) --pending[static_cast<size_t>(out.node)];
   }
   // Kahn's algorithm with a FIFO seeded in id order keeps the result stable.
   std::vector<NodeId> order;

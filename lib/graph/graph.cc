@@ -180,6 +180,7 @@ StatusOr<NodeId> Graph::AddNode(const NodeSpec& spec) {
   }
   name_index_.Insert(nodes_.back().name_, id, NameOf());
   ++num_live_;
+  ++structure_version_;
   return id;
 }
 
@@ -212,6 +213,7 @@ Status Graph::ReplaceInput(NodeId consumer, int index, OutputRef source) {
   EraseFanout(nodes_[static_cast<size_t>(old.node)].fanout_, InputRef{consumer, index});
   n.inputs_[static_cast<size_t>(index)] = source;
   nodes_[static_cast<size_t>(source.node)].fanout_.push_back(InputRef{consumer, index});
+  ++structure_version_;
   return Status::Ok();
 }
 
@@ -226,6 +228,7 @@ Status Graph::AddControlInput(NodeId consumer, NodeId source) {
   n.inputs_.push_back(OutputRef{source, kControlPort});
   nodes_[static_cast<size_t>(source)].fanout_.push_back(
       InputRef{consumer, static_cast<int32_t>(n.inputs_.size() - 1)});
+  ++structure_version_;
   return Status::Ok();
 }
 
@@ -246,6 +249,7 @@ Status Graph::RemoveControlInput(NodeId consumer, NodeId source) {
       }
     }
     n.inputs_.erase(n.inputs_.begin() + static_cast<std::ptrdiff_t>(i));
+    ++structure_version_;
     return Status::Ok();
   }
   return Status::Ok();
@@ -269,6 +273,7 @@ Status Graph::RemoveNode(NodeId id) {
   n.num_data_inputs_ = 0;
   n.removed_ = true;
   --num_live_;
+  ++structure_version_;
   return Status::Ok();
 }
 
@@ -298,6 +303,7 @@ void Graph::SetAttr(NodeId id, std::string_view key, const tensorflow::AttrValue
   }
   if (!replaced) AppendAttrRecord(&records, key, value);
   n.attrs_ = arena_->Store(records);
+  ++structure_version_;
 }
 
 std::string Graph::UniqueName(std::string_view base) const {

@@ -188,6 +188,11 @@ class Graph {
   // Memory held by the graph's own structures (not the shared file bytes), for benches.
   size_t ApproximateBytes() const;
 
+  // Counts the edits that can change what VerifyGraph checks: added and removed nodes,
+  // rewired inputs and attrs (an attr can change an op's output count). SetDevice does
+  // not count. Equal versions before and after a pass: nothing it did needs verifying.
+  uint64_t structure_version() const { return structure_version_; }
+
  private:
   friend class GraphBuilder;
 
@@ -196,6 +201,7 @@ class Graph {
   GraphContainer container_ = GraphContainer::kGraphDef;
   std::vector<Node> nodes_;
   int num_live_ = 0;
+  uint64_t structure_version_ = 0;
   NameIndex::NameOf NameOf() const {
     return [this](int32_t id) { return nodes_[static_cast<size_t>(id)].name_; };
   }

@@ -31,31 +31,41 @@ std::string Plural(int n, std::string_view word) {
 
 }  // namespace
 
-Status VerifyGraph(const Graph& graph) {
+Status VerifyGraph(const Graph& graph, VerifyScope scope) {
+  const bool check_names = scope == VerifyScope::kFull;
   const std::string& source = graph.source();
   const NodeId limit = graph.id_limit();
-  // Output counts, computed once per producer: -2 = not yet known, -1 = opaque op.
-  std::vector<int> num_outputs(static_cast<size_t>(limit), -2);
+  // Per id, filled in one sequential pass so that the edge loop reads one int per edge
+  // rather than its producer's node: kRemoved, or kUnknown until the output count of a
+  // node that something reads is computed (-1: opaque op).
+  constexpr int kRemoved = -3, kUnknown = -2;
+  std::vector<int> num_outputs(static_cast<size_t>(limit), kRemoved);
+  for (NodeId id = 0; id < limit; ++id) {
+    if (graph.IsLive(id)) num_outputs[static_cast<size_t>(id)] = kUnknown;
+  }
   size_t num_edges = 0;
   for (NodeId id = 0; id < limit; ++id) {
     if (!graph.IsLive(id)) continue;
     const Node& node = graph.node(id);
-    if (!IsValidNodeName(node.name())) {
-      return InvalidArgumentError("{}: node #{}: '{}' is not a valid node name", source, id,
-                                  QuoteForMessage(node.name()));
-    }
-    if (graph.FindNode(node.name()) != id) {
-      return InvalidArgumentError("{}: node '{}' is defined twice", source, node.name());
-    }
-    if (!IsValidOpName(node.op())) {
-      return InvalidArgumentError("{}: node '{}': '{}' is not a valid op name", source,
-                                  node.name(), QuoteForMessage(node.op()));
+    if (check_names) {
+      if (!IsValidNodeName(node.name())) {
+        return InvalidArgumentError("{}: node #{}: '{}' is not a valid node name", source, id,
+                                    QuoteForMessage(node.name()));
+      }
+      if (graph.FindNode(node.name()) != id) {
+        return InvalidArgumentError("{}: node '{}' is defined twice", source, node.name());
+      }
+      if (!IsValidOpName(node.op())) {
+        return InvalidArgumentError("{}: node '{}': '{}' is not a valid op name", source,
+                                    node.name(), QuoteForMessage(node.op()));
+      }
     }
     const auto inputs = node.inputs();
     num_edges += inputs.size();
     for (size_t k = 0; k < inputs.size(); ++k) {
       const OutputRef in = inputs[k];
-      if (!graph.IsLive(in.node)) {
+      if (in.node < 0 || in.node >= limit ||
+          num_outputs[static_cast<size_t>(in.node)] == kRemoved) {
         return InternalError("{}: node '{}': input {} refers to removed node id {}", source,
                              node.name(), k, in.node);
       }
@@ -66,9 +76,9 @@ Status VerifyGraph(const Graph& graph) {
                              in.is_control() ? "control" : "data");
       }
       if (in.is_control()) continue;
-      const Node& producer = graph.node(in.node);
       int& count = num_outputs[static_cast<size_t>(in.node)];
-      if (count == -2) {
+      if (count == kUnknown) {
+        const Node& producer = graph.node(in.node);
         StatusOr<int> counted = NumOutputsOf(producer);
         if (!counted.ok()) {
           return InvalidArgumentError("{}: node '{}' ({}): {}", source, producer.name(),
@@ -77,6 +87,7 @@ Status VerifyGraph(const Graph& graph) {
         count = *counted;
       }
       if (count >= 0 && in.port >= count) {
+        const Node& producer = graph.node(in.node);
         return InvalidArgumentError(
             "{}: node '{}': input {} '{}' names output {} of '{}' ({}), which has {}", source,
             node.name(), k, graph.InputString(in), in.port, producer.name(), producer.op(),
@@ -85,12 +96,14 @@ Status VerifyGraph(const Graph& graph) {
     }
   }
   // Fanout mirrors fanin: every fanout entry points at an input that points back, and
-  // the totals agree (so no input is missing from its producer's fanout).
+  // the totals agree (so no input is missing from its producer's fanout). Graph's edits
+  // keep the entries in step, so after edits (kEdits) only the totals are compared.
   size_t num_fanout = 0;
   for (NodeId id = 0; id < limit; ++id) {
     if (!graph.IsLive(id)) continue;
+    num_fanout += graph.node(id).fanout().size();
+    if (scope == VerifyScope::kEdits) continue;
     for (const InputRef& out : graph.node(id).fanout()) {
-      ++num_fanout;
       if (!graph.IsLive(out.node) || out.index < 0 ||
           out.index >= static_cast<int>(graph.node(out.node).inputs().size()) ||
           graph.node(out.node).input(out.index).node != id) {

@@ -17,7 +17,15 @@
 
 namespace parallax {
 
-Status VerifyGraph(const Graph& graph);
+// How much VerifyGraph checks.
+//  kFull   everything above: after loading, and wherever a graph's origin is unknown.
+//  kEdits  what edits through Graph's API can break: edges, ports, cycles. Node and op
+//          names are checked by Graph::AddNode and never change afterwards, and the edits
+//          keep fanout in step with fanin (only the totals are compared), so a graph that
+//          passed kFull keeps those valid. The pass pipeline verifies with it.
+enum class VerifyScope { kFull, kEdits };
+
+Status VerifyGraph(const Graph& graph, VerifyScope scope = VerifyScope::kFull);
 
 // The number of outputs of `node` per its op's schema; -1 for opaque ops.
 StatusOr<int> NumOutputsOf(const Node& node);

@@ -111,6 +111,71 @@ TEST_CASE("edits keep fanout in step and the graph valid") {
         "cannot add node 'z': data input 1 comes after a control input");
 }
 
+TEST_CASE("structure_version counts the edits the verifier checks, not device strings") {
+  Graph g = Parse(R"pb(
+    node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+    node { name: "y" op: "Relu" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "init" op: "NoOp" }
+  )pb");
+  const NodeId x = g.FindNode("x"), y = g.FindNode("y"), init = g.FindNode("init");
+  uint64_t version = g.structure_version();
+  auto bumped = [&]() {
+    const bool changed = g.structure_version() != version;
+    version = g.structure_version();
+    return changed;
+  };
+  g.SetDevice(y, "/device:CPU:0");
+  CHECK_FALSE(bumped());
+  tensorflow::AttrValue flag;
+  flag.set_b(true);
+  g.SetAttr(y, "_parallax_test", flag);
+  CHECK(bumped());
+  REQUIRE(g.AddControlInput(y, init).ok());
+  CHECK(bumped());
+  REQUIRE(g.AddControlInput(y, init).ok());  // already there: no edit
+  CHECK_FALSE(bumped());
+  REQUIRE(g.RemoveControlInput(y, init).ok());
+  CHECK(bumped());
+  NodeSpec spec;
+  spec.name = "x2";
+  spec.op = "Identity";
+  spec.inputs = {OutputRef{x, 0}};
+  StatusOr<NodeId> id = g.AddNode(spec);
+  REQUIRE(id.ok());
+  CHECK(bumped());
+  REQUIRE(g.ReplaceInput(y, 0, OutputRef{*id, 0}).ok());
+  CHECK(bumped());
+  REQUIRE(g.ReplaceInput(y, 0, OutputRef{x, 0}).ok());
+  REQUIRE(g.RemoveNode(*id).ok());
+  CHECK(bumped());
+  // A copy carries the count on.
+  Graph copy = g;
+  CHECK(copy.structure_version() == g.structure_version());
+}
+
+TEST_CASE("VerifyScope::kEdits still catches bad ports and cycles") {
+  Graph g = Parse(R"pb(
+    node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+    node { name: "y" op: "Relu" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "z" op: "Relu" input: "y" attr { key: "T" value { type: DT_FLOAT } } }
+  )pb");
+  const NodeId x = g.FindNode("x"), y = g.FindNode("y"), z = g.FindNode("z");
+  CHECK(VerifyGraph(g, VerifyScope::kEdits).ok());
+  NodeSpec spec;
+  spec.name = "bad";
+  spec.op = "Identity";
+  spec.inputs = {OutputRef{x, 2}};
+  REQUIRE(g.AddNode(spec).ok());
+  CHECK(VerifyGraph(g, VerifyScope::kEdits).message() ==
+        "test.pbtxt: node 'bad': input 0 'x:2' names output 2 of 'x' (Placeholder), which has "
+        "1 output");
+  REQUIRE(g.RemoveNode(g.FindNode("bad")).ok());
+  REQUIRE(g.AddControlInput(y, z).ok());
+  CHECK(VerifyGraph(g, VerifyScope::kEdits).message() ==
+        VerifyGraph(g, VerifyScope::kFull).message());
+  CHECK_FALSE(VerifyGraph(g, VerifyScope::kEdits).ok());
+}
+
 TEST_CASE("a text graph in a file named .pb loads: formats are sniffed, not guessed") {
   const std::string dir = testing::TempDir();
   REQUIRE(WriteFileAtomically(dir + "/text.pb", "node { name: \"a\" op: \"NoOp\" }\n").ok());

@@ -217,10 +217,17 @@ bool HasControlInput(const Graph& graph, NodeId consumer, NodeId source) {
 }
 
 StatusOr<bool> OrderCollectivesPass::RunImpl(Graph& graph, PassContext& context) {
+  // One schema lookup per node.
+  std::vector<bool> is_collective(static_cast<size_t>(graph.id_limit()), false);
   std::vector<Collective> collectives;
-  for (NodeId id : graph.NodeIds()) {
-    if (IsCollective(graph.node(id))) {
-      collectives.push_back(Collective{id, std::string(graph.node(id).name())});
+  bool has_switch = false;
+  for (NodeId id = 0; id < graph.id_limit(); ++id) {
+    if (!graph.IsLive(id)) continue;
+    const Node& node = graph.node(id);
+    has_switch |= IsSwitch(node.op());
+    if (IsCollective(node)) {
+      is_collective[static_cast<size_t>(id)] = true;
+      collectives.push_back(Collective{id, std::string(node.name())});
     }
   }
   if (collectives.empty()) return false;
@@ -238,9 +245,10 @@ StatusOr<bool> OrderCollectivesPass::RunImpl(Graph& graph, PassContext& context)
         level = std::max(level, best[static_cast<size_t>(in.node)]);
       }
     }
-    best[static_cast<size_t>(id)] = IsCollective(node) ? level + 1 : level;
+    best[static_cast<size_t>(id)] = is_collective[static_cast<size_t>(id)] ? level + 1 : level;
   }
-  const std::vector<Guards> guards = LiveGuards(graph, topo);
+  // Without a Switch every node is live whenever its run is.
+  const std::vector<Guards> guards = has_switch ? LiveGuards(graph, topo) : std::vector<Guards>();
 
   // Target sets, as the executor chooses the needed nodes of each run.
   const Plan& plan = *context.plan;
@@ -264,7 +272,7 @@ StatusOr<bool> OrderCollectivesPass::RunImpl(Graph& graph, PassContext& context)
     c.level = best[i];
     if (!init_needs.empty() && init_needs[i]) c.targets |= kInit;
     if (!train_needs.empty() && train_needs[i]) c.targets |= kTrain;
-    c.conditional = !guards[i].empty();
+    c.conditional = has_switch && !guards[i].empty();
     PX_RETURN_IF_ERROR(FindKey(graph, c));
   }
   std::sort(collectives.begin(), collectives.end(), [](const Collective& a, const Collective& b) {

@@ -3,8 +3,10 @@
 // Written as data (see lib/transform/pipelines.cc for the transformer's list), so the
 // debugging flags fall out of it: --print-passes (Describe), --disable-pass=NAME,
 // --dump-after=NAME (write the graph as text after that pass), --stop-after=N (run only
-// the first N passes, to bisect a bad rewrite). After every pass that changed the graph
-// the verifier runs, and its error names the pass: "after insert-allreduce: ...".
+// the first N passes, to bisect a bad rewrite). After every pass that changed the graph's
+// structure (Graph::structure_version: nodes, edges, attrs — not device strings) the
+// verifier runs with VerifyScope::kEdits, and its error names the pass: "after
+// insert-allreduce: ...". The input must have passed the full verifier.
 //
 // FixedPoint runs one pass until it reports no change, with a cap: passes never loop on
 // their own.
