@@ -8,7 +8,8 @@
 #     missing on one rank is skipped on resume; PS files name their row ranges; a PS
 #     job's checkpoint resumed on 1 and 3 ranks restores the 2-rank variables bit for
 #     bit (reassembled, re-sliced) and continues like one process (1e-5); an all-reduce
-#     job's too (2 ranks x 32 for 10 steps + 1 rank x 64 to 20 == 1 x 64 x 20);
+#     job's too (2 ranks x 32 for 10 steps + 1 rank x 64 to 20 == 1 x 64 x 20); PS
+#     pushes aggregated per host (4 ranks as 2 fake hosts) == one host == one process;
 #  3. equivalence: the zoo mlp (open batch, SGD lr 0.1) trained 10 steps in one process
 #     with --batch 64 and as a 2-rank all-reduce job with --batch 32 on the same synthetic
 #     data in file order ends with the same variables (max relative difference <= 1e-5).
@@ -148,6 +149,7 @@ rs_flags=(--synthetic --no-shuffle --seed 3 --log-every 5)
 "${mpirun[@]}" "$parallax" run ps_open2/ "${rs_flags[@]}" --batch 24 --steps 10 \
   --checkpoint-dir rs2 >rs2.log 2>&1 || { cat rs2.log; fail "PS 2 ranks x 24, 10 steps"; }
 "$parallax" run emb_open.pb "${rs_flags[@]}" --batch 48 --steps 20 --checkpoint-dir rs_single \
+  --checkpoint-every 10 --keep-checkpoints 0 \
   >rs_single.log 2>&1 || { cat rs_single.log; fail "one process x 48, 20 steps"; }
 for n in 1 3; do
   if (( n == 1 )); then yaml=one.yaml; else yaml=three.yaml; fi
@@ -173,6 +175,25 @@ for n in 1 3; do
     fail "PS 2 ranks then $n ranks != one process"
   fi
 done
+# Per-host push aggregation (docs/comm.md): 4 ranks x 12 as 2 hosts of 2 (test hook
+# PARALLAX_TEST_RANKS_PER_HOST=2) == 4 ranks on one host == one process x 48, 10 steps.
+sed 's/cpus: 2 .*/cpus: 4/' "$cluster" >four.yaml
+"$parallax" transform emb_open.pb --cluster four.yaml --strategy ps -o ps_open4 >/dev/null ||
+  exit 1
+mpirun4=(timeout 120 mpirun -np 4 --oversubscribe --mca btl self,vader)
+"${mpirun4[@]}" "$parallax" run ps_open4/ "${rs_flags[@]}" --batch 12 --steps 10 \
+  --checkpoint-dir agg1 >agg1.log 2>&1 || { cat agg1.log; fail "PS 4 ranks on one host"; }
+PARALLAX_TEST_RANKS_PER_HOST=2 "${mpirun4[@]}" "$parallax" run ps_open4/ "${rs_flags[@]}" \
+  --batch 12 --steps 10 --checkpoint-dir agg2 -v >agg2.log 2>&1 ||
+  { cat agg2.log; fail "PS 4 ranks as 2 hosts"; }
+echo "== PS 4 ranks: 2 fake hosts (aggregated pushes) vs one host vs one process x 48"
+if grep -q "local rank 1/2" agg2.log &&
+   "$diff_tool" --tolerance 1e-5 agg1@10 agg2@10 &&
+   "$diff_tool" --tolerance 1e-5 rs_single/checkpoint-10.safetensors agg2@10; then
+  pass "PS pushes aggregated per host (2 fake hosts) == one host == one process (1e-5)"
+else
+  fail "PS pushes aggregated per host"
+fi
 # A job checkpoint with a rank file missing cannot be re-sliced: one line naming it.
 cp -r rs2 rs_missing
 rm rs_missing/rank-1/checkpoint-10.safetensors

@@ -100,6 +100,13 @@ class Communicator {
   // instead of returning from main when other ranks may be waiting in a collective.
   [[noreturn]] virtual void Abort(const Status& error, int exit_code = 3) = 0;
 
+  // The host id of rank `rank` (host_of(rank()) == host_id()), for routing that keeps
+  // traffic on a host (the parameter-server push's per-host aggregation). Test hook:
+  // PARALLAX_TEST_RANKS_PER_HOST=K makes an MpiCommunicator report hosts of K consecutive
+  // ranks (local rank, local size, host id, host_of) instead of the machines, so that
+  // multi-host code paths run on one machine; for tests only, never set it otherwise.
+  virtual int host_of(int rank) const { return rank == this->rank() ? host_id() : 0; }
+
   // The label of the collectives issued while a ScopedLabel lives (see the file comment).
   const std::string& label() const { return label_; }
 

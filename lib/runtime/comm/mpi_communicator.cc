@@ -387,6 +387,24 @@ StatusOr<std::unique_ptr<MpiCommunicator>> MpiCommunicator::Create(const MpiOpti
   const std::set<int> distinct(leaders.begin(), leaders.end());
   communicator->num_hosts_ = static_cast<int>(distinct.size());
   communicator->host_id_ = static_cast<int>(std::distance(distinct.begin(), distinct.find(leader)));
+  for (int l : leaders) {
+    communicator->host_of_.push_back(
+        static_cast<int>(std::distance(distinct.begin(), distinct.find(l))));
+  }
+  // Test hook (communicator.h): fake hosts of K consecutive ranks.
+  if (const char* text = std::getenv("PARALLAX_TEST_RANKS_PER_HOST"); text != nullptr) {
+    const int k = std::atoi(text);
+    if (k < 1) {
+      return InvalidArgumentError("PARALLAX_TEST_RANKS_PER_HOST is '{}', not a positive count",
+                                  text);
+    }
+    communicator->host_id_ = state.rank / k;
+    communicator->local_rank_ = state.rank % k;
+    communicator->local_size_ = std::min(k, state.size - communicator->host_id_ * k);
+    communicator->num_hosts_ = (state.size + k - 1) / k;
+    for (int r = 0; r < state.size; ++r) communicator->host_of_[static_cast<size_t>(r)] = r / k;
+  }
+
 
   if (options.collective_timeout_s > 0) {
     state.watchdog = std::thread([&state] { state.WatchdogLoop(); });

@@ -65,6 +65,7 @@ class MpiCommunicator : public Communicator {
   int local_size() const override { return local_size_; }
   int host_id() const override { return host_id_; }
   int num_hosts() const override { return num_hosts_; }
+  int host_of(int rank) const override { return host_of_[static_cast<size_t>(rank)]; }
   std::string_view kind() const override { return "mpi"; }
 
   Status AllReduce(const Tensor& input, Tensor* output, ReduceOp op) override;
@@ -86,6 +87,7 @@ class MpiCommunicator : public Communicator {
 
   std::unique_ptr<Impl> impl_;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1, host_id_ = 0, num_hosts_ = 1;
+  std::vector<int> host_of_;  // per rank
 };
 
 }  // namespace parallax

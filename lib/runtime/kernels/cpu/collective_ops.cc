@@ -17,11 +17,15 @@
 // send them back (a second AllToAllV), and each rank puts them in ids order. Sparse push sends
 // each (index, value row * scale) to the row's owner (two AllToAllVs: local indices and
 // rows); the owner returns them as local_values / local_indices grouped by source rank,
-// in each sender's order, duplicates kept (the update that follows sums them).
+// in each sender's order, duplicates kept (the update that follows sums them). When the
+// job spans hosts (num_hosts() > 1) a push is aggregated per host first
+// (push_aggregation.h): items go to their host's aggregator for the owner, which sums
+// equal rows and sends one message per owner (two AllToAllVs more); the owner then gets
+// its own host's items by source rank, then the other hosts' sums.
 // Cost per pull or push: the rows that cross ranks once (pull: each distinct id's row,
-// plus 8-byte requests), plus one all-to-all of counts per AllToAllV. A push sends
-// duplicate indices once per occurrence; aggregating per host before crossing hosts
-// (DESIGN §5) is not done yet.
+// plus 8-byte requests), plus one all-to-all of counts per AllToAllV. On one host a push
+// sends duplicate indices once per occurrence (shared memory; combining would cost a
+// hop); across hosts each (host, owner) pair carries each distinct row once.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -31,6 +35,7 @@
 #include "lib/ops/dtypes.h"
 #include "lib/runtime/comm/communicator.h"
 #include "lib/runtime/kernel.h"
+#include "lib/runtime/kernels/cpu/push_aggregation.h"
 
 namespace parallax {
 namespace {
@@ -518,6 +523,13 @@ class ParallaxSparsePushOp : public OpKernel {
       return Status::Ok();
     }
     Communicator::ScopedLabel label(communicator, Label(context, partitioning_.instance_key()));
+    if (communicator->num_hosts() > 1) {
+      std::vector<int> send_owner(indices.size());
+      for (size_t i = 0; i < indices.size(); ++i) {
+        send_owner[static_cast<size_t>(routing.slot[i])] = owner[i];
+      }
+      return AggregatedPush(context, *communicator, send_owner, send_indices, send_values);
+    }
     Tensor index_tensor(tensorflow::DT_INT64, TensorShape{n});
     std::copy(send_indices.begin(), send_indices.end(), index_tensor.data<int64_t>());
     Tensor got_indices, got_values;
@@ -534,6 +546,101 @@ class ParallaxSparsePushOp : public OpKernel {
   }
 
  private:
+  // The push across hosts (push_aggregation.h): items (owner[i], local_index[i],
+  // rows[i]) first to the host's aggregator of each owner, combined there, then one
+  // message per owner. The outputs: what reached this rank as an owner, the items of
+  // its own host first (by source rank), then the other hosts' sums (by aggregator rank).
+  Status AggregatedPush(KernelContext& context, Communicator& communicator,
+                        const std::vector<int>& owner, const std::vector<int64_t>& local_index,
+                        const Tensor& rows) const {
+    const int size = communicator.size();
+    const int me = communicator.rank();
+    const HostLayout layout = HostLayout::Of(communicator);
+    const int64_t n = static_cast<int64_t>(owner.size());
+    const int64_t row_bytes = n == 0 ? comm_internal::RowBytes(rows) : rows.bytes() / n;
+    // 1. To the aggregators, on this host.
+    std::vector<int> aggregator(owner.size());
+    for (size_t i = 0; i < owner.size(); ++i) {
+      aggregator[i] = PushAggregator(layout, communicator.host_id(), owner[i]);
+    }
+    const Routing to_aggregators(aggregator, size);
+    Tensor keys(tensorflow::DT_INT64, TensorShape{n, 2});
+    Tensor send(rows.dtype(), rows.shape());
+    for (size_t i = 0; i < owner.size(); ++i) {
+      const int64_t slot = to_aggregators.slot[i];
+      keys.data<int64_t>()[2 * slot] = owner[i];
+      keys.data<int64_t>()[2 * slot + 1] = local_index[i];
+      std::memcpy(static_cast<char*>(send.raw_data()) + slot * row_bytes,
+                  static_cast<const char*>(rows.raw_data()) + static_cast<int64_t>(i) * row_bytes,
+                  static_cast<size_t>(row_bytes));
+    }
+    Tensor got_keys, got_rows;
+    std::vector<int64_t> key_counts, row_counts;
+    PX_RETURN_IF_ERROR(communicator.AllToAllV(keys, to_aggregators.counts, &got_keys, &key_counts));
+    PX_RETURN_IF_ERROR(communicator.AllToAllV(send, to_aggregators.counts, &got_rows, &row_counts));
+    // 2. Items for this rank are delivered; the others are combined and forwarded.
+    std::vector<int64_t> mine, forward_owner, forward_index;
+    std::vector<int64_t> forward;  // received row numbers
+    for (int64_t k = 0; k < got_keys.dim(0); ++k) {
+      const int64_t o = got_keys.data<int64_t>()[2 * k];
+      const int64_t li = got_keys.data<int64_t>()[2 * k + 1];
+      if (o == me) {
+        mine.push_back(k);
+      } else {
+        forward.push_back(k);
+        forward_owner.push_back(o);
+        forward_index.push_back(li);
+      }
+    }
+    auto take = [&](const std::vector<int64_t>& which) {
+      Tensor out(got_rows.dtype(), comm_internal::WithRows(got_rows.shape(),
+                                                           static_cast<int64_t>(which.size())));
+      for (size_t j = 0; j < which.size(); ++j) {
+        std::memcpy(static_cast<char*>(out.raw_data()) + static_cast<int64_t>(j) * row_bytes,
+                    static_cast<const char*>(got_rows.raw_data()) + which[j] * row_bytes,
+                    static_cast<size_t>(row_bytes));
+      }
+      return out;
+    };
+    const CombinedRows combined = CombineRows(forward_owner, forward_index, take(forward));
+    std::vector<int> combined_owner(combined.owner.begin(), combined.owner.end());
+    const Routing to_owners(combined_owner, size);
+    const int64_t m = static_cast<int64_t>(combined.owner.size());
+    Tensor send_index(tensorflow::DT_INT64, TensorShape{m});
+    Tensor send_rows(got_rows.dtype(), comm_internal::WithRows(got_rows.shape(), m));
+    for (int64_t j = 0; j < m; ++j) {
+      const int64_t slot = to_owners.slot[static_cast<size_t>(j)];
+      send_index.data<int64_t>()[slot] = combined.local_index[static_cast<size_t>(j)];
+      std::memcpy(static_cast<char*>(send_rows.raw_data()) + slot * row_bytes,
+                  static_cast<const char*>(combined.values.raw_data()) + j * row_bytes,
+                  static_cast<size_t>(row_bytes));
+    }
+    Tensor final_index, final_rows;
+    PX_RETURN_IF_ERROR(
+        communicator.AllToAllV(send_index, to_owners.counts, &final_index, &key_counts));
+    PX_RETURN_IF_ERROR(
+        communicator.AllToAllV(send_rows, to_owners.counts, &final_rows, &row_counts));
+    // 3. Outputs: this host's items for me, then the other hosts' sums.
+    const int64_t local = static_cast<int64_t>(mine.size());
+    const int64_t total = local + final_index.dim(0);
+    Tensor values_out(got_rows.dtype(), comm_internal::WithRows(got_rows.shape(), total));
+    std::vector<int64_t> indices_out;
+    indices_out.reserve(static_cast<size_t>(total));
+    Tensor own = take(mine);
+    if (local > 0) std::memcpy(values_out.raw_data(), own.raw_data(), own.bytes());
+    if (final_rows.bytes() > 0) {
+      std::memcpy(static_cast<char*>(values_out.raw_data()) + own.bytes(), final_rows.raw_data(),
+                  final_rows.bytes());
+    }
+    for (int64_t k : mine) indices_out.push_back(got_keys.data<int64_t>()[2 * k + 1]);
+    for (int64_t k = 0; k < final_index.dim(0); ++k) {
+      indices_out.push_back(final_index.data<int64_t>()[k]);
+    }
+    context.set_output(0, std::move(values_out));
+    context.set_output(1, IndexTensor(partitioning_.index_type(), indices_out));
+    return Status::Ok();
+  }
+
   Partitioning partitioning_;
   float scale_ = 1.0f;
   DataType dtype_ = tensorflow::DT_FLOAT;
