@@ -39,6 +39,8 @@ Command AddRunCommand(CLI::App& app);
 Command AddModelsCommand(CLI::App& app);
 // `mpirun_args`: the words after `--` on a `parallax launch` command line.
 Command AddLaunchCommand(CLI::App& app, std::vector<std::string> mpirun_args);
+// `*failed` is set when the comparison ran and failed (exit status 1, no error line).
+Command AddVerifyCommand(CLI::App& app, bool* failed);
 
 }  // namespace parallax::cli
 

@@ -63,12 +63,14 @@ int Main(int argc, char** argv) {
     }
   }
 
+  bool verify_failed = false;  // `parallax verify` compared and found a difference
   std::vector<Command> commands = {
       AddInspectCommand(app),
       AddTransformCommand(app),
       AddRunCommand(app),
       AddModelsCommand(app),
       AddLaunchCommand(app, mpirun_args),
+      AddVerifyCommand(app, &verify_failed),
   };
 
   try {
@@ -93,6 +95,7 @@ int Main(int argc, char** argv) {
     if (!command.app->parsed()) continue;
     const Status status = command.run();
     if (!status.ok()) PrintError(status);
+    if (status.ok() && verify_failed) return kExitInternal;  // FAIL: 1, as documented
     return ExitCodeFor(status);
   }
   return kExitInternal;  // unreachable: CLI11 requires one subcommand

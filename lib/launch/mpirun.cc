@@ -123,25 +123,42 @@ std::string ShellLine(const std::vector<std::string>& argv) {
   return line;
 }
 
-StatusOr<int> RunAndWait(const std::vector<std::string>& argv) {
+StatusOr<int> RunAndWait(const std::vector<std::string>& argv) { return RunAndWait(argv, ""); }
+
+StatusOr<int> RunAndWait(const std::vector<std::string>& argv, const std::string& output_path) {
   if (argv.empty()) return InternalError("RunAndWait: empty argv");
+  int output = -1;
+  if (!output_path.empty()) {
+    output = ::open(output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (output < 0) {
+      return InvalidArgumentError("{}: cannot write: {}", output_path, std::strerror(errno));
+    }
+  }
   std::vector<char*> args;
   for (const std::string& word : argv) args.push_back(const_cast<char*>(word.c_str()));
   args.push_back(nullptr);
   int error_pipe[2];
   if (::pipe2(error_pipe, O_CLOEXEC) != 0) {
+    if (output >= 0) ::close(output);
     return InternalError("cannot start {}: {}", argv[0], std::strerror(errno));
   }
   const pid_t pid = ::fork();
-  if (pid < 0) return InternalError("cannot start {}: {}", argv[0], std::strerror(errno));
+  if (pid < 0) {
+    if (output >= 0) ::close(output);
+    return InternalError("cannot start {}: {}", argv[0], std::strerror(errno));
+  }
   if (pid == 0) {
     ::close(error_pipe[0]);
+    if (output >= 0 && (::dup2(output, STDOUT_FILENO) < 0 || ::dup2(output, STDERR_FILENO) < 0)) {
+      ::_exit(127);
+    }
     ::execvp(args[0], args.data());
     const int err = errno;  // exec failed: tell the parent why
     (void)!::write(error_pipe[1], &err, sizeof(err));
     ::_exit(127);
   }
   ::close(error_pipe[1]);
+  if (output >= 0) ::close(output);
   int exec_errno = 0;
   const bool exec_failed = ::read(error_pipe[0], &exec_errno, sizeof(exec_errno)) == sizeof(exec_errno);
   ::close(error_pipe[0]);

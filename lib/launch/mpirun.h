@@ -62,6 +62,9 @@ std::string ShellLine(const std::vector<std::string>& argv);
 // Runs argv (execvp, inheriting stdin/stdout/stderr) and waits. Returns the exit status,
 // or 128 + the signal that ended it; an error when it cannot be started.
 StatusOr<int> RunAndWait(const std::vector<std::string>& argv);
+// The same with the program's stdout and stderr written to `output_path` (created or
+// truncated); errors name the file when it cannot be opened.
+StatusOr<int> RunAndWait(const std::vector<std::string>& argv, const std::string& output_path);
 
 }  // namespace parallax
 

@@ -1,0 +1,94 @@
+// `parallax verify GRAPH --ranks N [--steps K] [feed flags as run] [--strategy S]
+// [--sparse M] [--partitions P] [--cluster C.yaml] [--tolerance T] [--keep DIR] [--json]`:
+// trains the single-device graph with the global batch N·b in this process and its N-rank
+// transform with b per rank under mpirun on localhost, then compares every variable
+// (lib/verify/verify.h does the work; docs/verify.md). Prints a row per variable and the
+// verdict. Exit status: 0 PASS, 1 FAIL, 2 bad input, 3 the job failed.
+#include <cstdio>
+#include <memory>
+
+#include "cmd/parallax/command.h"
+#include "lib/verify/verify.h"
+
+namespace parallax::cli {
+
+Command AddVerifyCommand(CLI::App& app, bool* failed) {
+  struct Flags {
+    VerifyOptions options;
+    std::vector<std::string> feeds;
+    bool no_shuffle = false;
+    std::string strategy, sparse;
+    int partitions = 0;
+    CLI::Option* partitions_option = nullptr;
+    bool json = false;
+  };
+  auto flags = std::make_shared<Flags>();
+  VerifyOptions& o = flags->options;
+  CLI::App* sub = app.add_subcommand(
+      "verify", "Train the single-device graph (global batch N*b) and its N-rank transform (b "
+                "per rank, mpirun on localhost) side by side and compare every variable: exit "
+                "0 PASS, 1 FAIL.");
+  sub->add_option("graph", o.graph, "the single-device training graph")->required();
+  sub->add_option("--ranks", o.ranks, "N: ranks of the job (CPU ranks on localhost)")->required();
+  sub->add_option("--steps", o.steps, "train steps on both sides (default 20)");
+  sub->add_option("--batch", o.batch, "examples per step and rank, b (default: the graph's input "
+                                      "pipeline count, else 32); one device takes N*b");
+  sub->add_option("--feed", flags->feeds, "NAME=SRC as `parallax run` (a .npy or IDX file, or "
+                                          "'synthetic'); repeatable");
+  sub->add_flag("--synthetic", o.synthetic, "synthetic data for every input without a --feed");
+  sub->add_option("--seed", o.seed, "seed of the shuffling and of synthetic data (default 0)");
+  sub->add_flag("--no-shuffle", flags->no_shuffle, "read examples in file order");
+  sub->add_option("--threads", o.threads, "the one device's kernel threads (default: one per "
+                                          "core; ranks: the cores divided by N)");
+  sub->add_option("--strategy", flags->strategy, "auto, allreduce, ps or hybrid (as transform)");
+  sub->add_option("--sparse", flags->sparse, "ps, allgather or dense: how sparse gradients are "
+                                             "synchronised (the spec's strategy.sparse)");
+  flags->partitions_option = sub->add_option("--partitions", flags->partitions, "row partitions of parameter-server "
+                                                     "variables (strategy.partitions)");
+  sub->add_option("--cluster", o.cluster, "a cluster spec whose strategy section (overrides per "
+                                          "variable, average) to use; its hosts are ignored");
+  sub->add_option("--tolerance", o.tolerance, "largest max relative difference that passes "
+                                              "(default 1e-5)");
+  sub->add_option("--init-checkpoint", o.init_checkpoint,
+                  "start both sides from this checkpoint (graphs without an init op)");
+  sub->add_option("--keep", o.keep_dir, "keep the work directory (job, checkpoints, ranks' "
+                                        "output) here; it must not exist");
+  sub->add_flag("--json", flags->json, "print the report as JSON");
+
+  return Command{sub, [flags, failed]() -> Status {
+    VerifyOptions options = flags->options;
+    options.shuffle = !flags->no_shuffle;
+    for (const std::string& text : flags->feeds) {
+      PX_ASSIGN_OR_RETURN(FeedSpec spec, ParseFeedSpec(text, "--feed"));
+      options.feeds.push_back(std::move(spec));
+    }
+    if (!flags->strategy.empty()) {
+      options.strategy = ParseStrategyKind(flags->strategy);
+      if (!options.strategy) {
+        return InvalidArgumentError("--strategy: unknown strategy '{}' (expected auto, "
+                                    "allreduce, ps or hybrid)",
+                                    flags->strategy);
+      }
+    }
+    if (!flags->sparse.empty()) {
+      for (SparseMethod m : {SparseMethod::kPs, SparseMethod::kAllGather, SparseMethod::kDense}) {
+        if (SparseMethodName(m) == flags->sparse) options.sparse = m;
+      }
+      if (!options.sparse) {
+        return InvalidArgumentError("--sparse: unknown method '{}' (expected ps, allgather or "
+                                    "dense)",
+                                    flags->sparse);
+      }
+    }
+    if (flags->partitions_option->count() > 0) options.partitions = flags->partitions;
+    PX_ASSIGN_OR_RETURN(VerifyReport report, Verify(options));
+    const std::string out =
+        flags->json ? VerifyReportToJson(report) : RenderVerifyReport(report);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    std::fflush(stdout);
+    *failed = !report.pass;
+    return Status::Ok();
+  }};
+}
+
+}  // namespace parallax::cli

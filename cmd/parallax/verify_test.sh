@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# `parallax verify` under mpirun on localhost (docs/verify.md): N ranks x batch b trained
+# side by side with one device x batch N*b, every variable compared after 20 steps.
+#  1. equivalence (PASS, exit 0, max relative difference <= 1e-5 unless said otherwise):
+#     zoo mlp with SGD, Momentum (2 ranks), lenet (Momentum, 2 ranks), embedding under
+#     parameter servers with 1, 2 and 3 partitions (3 ranks), with allgather and densify
+#     (2 and 4 ranks), embedding with sparse Adam on PS, started from --init-checkpoint;
+#     the shared TensorBoard MNIST MLP (queue input, no init op: started from a
+#     checkpoint) on 1 rank only, bit-identical (its Reshape fixes the batch at 200, so
+#     2 ranks are refused with exit 2). Adam on the dense mlp is
+#     checked at 1e-4: TF's Adam (epsilon 1e-8 added to the uncorrected sqrt(v))
+#     amplifies the last-bit differences of gradients that cancel to ~3e-7 by ~1000x, and
+#     the zoo mlp reaches 1.8e-5 / 3.8e-5 at seeds 0 / 1 (docs/verify.md);
+#  2. the check can fail: gradients summed instead of averaged (`average: false`) FAILs
+#     with exit 1; tolerance 0 on a run that is not bit-identical FAILs;
+#  3. bad input exits 2 with one line: a fixed batch, an unknown method, no init op, data
+#     whose epoch is not a multiple of the ranks when the steps pass its end; a rank that
+#     fails makes verify exit 3.
+# Every case prints verify's table, so the log shows each measured difference.
+#   verify_test.sh PARALLAX
+set -u
+parallax=$(realpath "$1")
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# OpenMPI's session directory (unix sockets, short paths) in a short private folder.
+TMPDIR=$(mktemp -d /tmp/parallax-verify.XXXXXX)
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
+work=$TMPDIR/w
+mkdir -p "$work" && cd "$work" || exit 1
+passed=0
+failed=0
+pass() { echo "PASS $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1"; failed=$((failed + 1)); }
+start=$(date +%s)
+
+# verify_case NAME EXPECTED_EXIT MAX_REL_LIMIT ARGS...: runs `parallax verify ARGS`,
+# requires the exit status and, for a PASS, the overall max relative difference <= limit.
+verify_case() {
+  local name=$1 expected=$2 limit=$3
+  shift 3
+  local out rc rel
+  out=$(timeout 300 "$parallax" verify "$@" 2>&1)
+  rc=$?
+  echo "== $name: exit status $rc"
+  echo "$out"
+  rel=$(grep -Eo 'max relative difference [^ ]+' <<<"$out" | tail -n 1 | awk '{print $4}')
+  if [[ $rc -ne $expected ]]; then
+    fail "$name: exit status $rc, expected $expected"
+  elif [[ $expected -eq 0 ]] && ! awk -v r="$rel" -v l="$limit" 'BEGIN { exit !(r != "" && r + 0 <= l + 0) }'; then
+    fail "$name: max relative difference '$rel' > $limit"
+  elif [[ $expected -eq 0 ]] && ! grep -q ': PASS$' <<<"$out"; then
+    fail "$name: no PASS verdict"
+  elif [[ $expected -eq 1 ]] && ! grep -q ': FAIL$' <<<"$out"; then
+    fail "$name: no FAIL verdict"
+  else
+    pass "$name (max relative difference ${rel:-n/a})"
+  fi
+  last_out=$out
+}
+# expect_error NAME EXIT LINE ARGS...: verify exits EXIT and its first stderr line is LINE.
+expect_error() {
+  local name=$1 expected=$2 line=$3
+  shift 3
+  local err rc
+  err=$(timeout 300 "$parallax" verify "$@" 2>&1 >/dev/null)
+  rc=$?
+  echo "== $name: exit status $rc"
+  echo "$err" | head -n 5
+  if [[ $rc -eq $expected && "$(head -n 1 <<<"$err")" == "$line" ]]; then
+    pass "$name"
+  else
+    fail "$name: exit status $rc (expected $expected), first line '$(head -n 1 <<<"$err")', expected '$line'"
+  fi
+}
+
+export_model() { "$parallax" models export "$@" >/dev/null || { echo "export $* failed"; exit 1; }; }
+export_model mlp --widths 64 --batch 0 --optimizer sgd --lr 0.1 -o mlp_sgd.pb
+export_model mlp --widths 64 --batch 0 --optimizer momentum --lr 0.05 -o mlp_momentum.pb
+export_model mlp --widths 64 --batch 0 --optimizer adam --lr 0.001 -o mlp_adam.pb
+export_model lenet --widths 8,16,64 --batch 0 --optimizer momentum --lr 0.01 -o lenet.pb
+export_model embedding --vocab 1000 --dim 16 --seq 4 --batch 0 -o emb.pb
+export_model embedding --vocab 1000 --dim 16 --seq 4 --batch 0 --optimizer adam --lr 0.01 \
+  -o emb_adam.pb
+export_model mlp --widths 64 --batch 32 -o fixed.pb
+
+# --- 1. equivalence ---------------------------------------------------------------------
+syn=(--synthetic --steps 20)
+verify_case "mlp SGD, 2 ranks" 0 1e-5 mlp_sgd.pb --ranks 2 --batch 32 "${syn[@]}"
+verify_case "mlp SGD, 4 ranks, shuffled, seed 7" 0 1e-5 mlp_sgd.pb --ranks 4 --batch 16 \
+  "${syn[@]}" --seed 7
+verify_case "mlp Momentum, 2 ranks" 0 1e-5 mlp_momentum.pb --ranks 2 --batch 32 "${syn[@]}"
+verify_case "mlp Adam, 2 ranks (1e-4: see the header)" 0 1e-4 mlp_adam.pb --ranks 2 --batch 32 \
+  "${syn[@]}" --tolerance 1e-4
+verify_case "lenet Momentum, 2 ranks" 0 1e-5 lenet.pb --ranks 2 --batch 16 "${syn[@]}"
+for p in 1 2 3; do
+  verify_case "embedding PS, $p partitions, 3 ranks" 0 1e-5 emb.pb --ranks 3 --batch 16 \
+    "${syn[@]}" --strategy ps --partitions "$p"
+  grep -q '^  embeddings .* ps (rows) ' <<<"$last_out" ||
+    fail "embedding PS, $p partitions: embeddings not reassembled from parameter-server rows"
+done
+verify_case "embedding allgather, 2 ranks" 0 1e-5 emb.pb --ranks 2 --batch 16 "${syn[@]}" \
+  --sparse allgather
+grep -q '^  embeddings .* allgather ' <<<"$last_out" || fail "embedding: not allgather"
+verify_case "embedding densify, 4 ranks" 0 1e-5 emb.pb --ranks 4 --batch 8 "${syn[@]}" \
+  --sparse dense
+grep -q '^  embeddings .* densify ' <<<"$last_out" || fail "embedding: not densify"
+verify_case "embedding sparse Adam, PS, 2 ranks" 0 1e-5 emb_adam.pb --ranks 2 --batch 16 \
+  "${syn[@]}" --strategy hybrid
+# Per-variable overrides from a cluster spec: embeddings on 2 PS partitions, the rest
+# all-reduced.
+cat >overrides.yaml <<'EOF'
+hosts:
+  - name: ignored
+    cpus: 1
+strategy:
+  default: hybrid
+  variables:
+    embeddings: {sparse: ps, partitions: 2}
+EOF
+verify_case "embedding, overrides from --cluster, 3 ranks" 0 1e-5 emb.pb --ranks 3 --batch 16 \
+  "${syn[@]}" --cluster overrides.yaml
+
+# --init-checkpoint: both sides start from a checkpoint (sliced into the ranks' PS rows).
+"$parallax" run emb.pb --synthetic --steps 1 --seed 9 --checkpoint-dir emb_init >/dev/null ||
+  fail "writing an initial checkpoint"
+verify_case "embedding PS from --init-checkpoint, 2 partitions, 3 ranks" 0 1e-5 emb.pb \
+  --ranks 3 --batch 16 "${syn[@]}" --strategy ps --partitions 2 \
+  --init-checkpoint emb_init/checkpoint-1.safetensors
+expect_error "a missing --init-checkpoint" 2 \
+  "parallax: error: --init-checkpoint: missing.safetensors: no such file" \
+  emb.pb --ranks 2 --synthetic --init-checkpoint missing.safetensors
+
+# The shared TensorBoard MNIST MLP: its input is a queue dequeuing 200 examples (fed
+# synthetic data here; one device dequeues 400), and it has no init op, so both sides
+# start from the same checkpoint.
+tb="${PARALLAX_SHARED_DIR:-}/testdata/tf/tensorboard_mnist_mlp_train.pbtxt"
+if [[ -n "${PARALLAX_SHARED_DIR:-}" && -f "$tb" ]]; then
+  python3 - tb_init.safetensors <<'PY'
+import json, random, struct, sys
+rng = random.Random(0)
+shapes = {"hidden_weights": [784, 100], "hidden_biases": [100], "logits_weights": [100, 10], "logits_biases": [10]}
+header, data = {}, b""
+for name in sorted(shapes):
+    n = shapes[name][0] * (shapes[name][1] if len(shapes[name]) > 1 else 1)
+    scale = 0.0 if name.endswith("biases") else (6.0 / sum(shapes[name])) ** 0.5
+    blob = struct.pack("<%df" % n, *[rng.uniform(-scale, scale) for _ in range(n)])
+    header[name] = {"dtype": "F32", "shape": shapes[name], "data_offsets": [len(data), len(data) + len(blob)]}
+    data += blob
+header["__metadata__"] = {"format": "parallax-checkpoint-1", "step": "0", "data_epoch": "0",
+                          "data_index": "0", "shuffle_seed": "0"}
+h = json.dumps(header).encode()
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + data)
+PY
+  expect_error "TensorBoard MLP without an init checkpoint" 2 \
+    "parallax: error: $tb: no init op found (no node initialises the variables); start both sides from a checkpoint with --init-checkpoint FILE" \
+    "$tb" --ranks 2 --synthetic
+  # Its Reshape to [200, -1] fixes the batch inside the graph: one device cannot take
+  # 2 x 200, and verify says so. One rank checks the 1-rank transform == the input graph
+  # (bit-identical), the pipeline fed and the initial checkpoint used, all-reduce and PS.
+  expect_error "TensorBoard MLP on 2 ranks: batch fixed inside the graph" 2 \
+    "parallax: error: $tb: one device, batch 400 (its input pipeline dequeues 200): step 1: node 'MatMul' (MatMul): Matrix size-incompatible: In[0]: [200,1568], In[1]: [784,100] (transpose_a=false, transpose_b=false); the graph seems to fix its batch size beyond its inputs (e.g. a Reshape to a constant shape): verify needs a graph that trains at any batch size" \
+    "$tb" --ranks 2 "${syn[@]}" --init-checkpoint tb_init.safetensors
+  for strategy in auto ps; do
+    verify_case "TensorBoard MNIST MLP (shared), 1 rank, $strategy: bit-identical" 0 0 "$tb" \
+      --ranks 1 "${syn[@]}" --init-checkpoint tb_init.safetensors --strategy "$strategy" \
+      --tolerance 0
+    grep -q "one device dequeues 200 = 1 x 200 examples per step" <<<"$last_out" ||
+      fail "TensorBoard MLP: no note on the input pipeline"
+  done
+else
+  echo "skipped the TensorBoard MNIST MLP: PARALLAX_SHARED_DIR/testdata/tf is absent"
+fi
+
+# --- 2. the check can fail -------------------------------------------------------------
+cat >sum.yaml <<'EOF'
+hosts:
+  - name: ignored
+    cpus: 1
+strategy:
+  average: false     # the ranks' gradients summed: N times the step of one device
+EOF
+verify_case "gradients summed, not averaged: FAIL" 1 0 mlp_sgd.pb --ranks 2 --batch 32 \
+  "${syn[@]}" --cluster sum.yaml
+verify_case "tolerance 0 on a run that is not bit-identical: FAIL" 1 0 mlp_sgd.pb --ranks 2 \
+  --batch 32 "${syn[@]}" --tolerance 0
+grep -Eq '^  dense/kernel .* FAIL$' <<<"$last_out" || fail "tolerance 0: dense/kernel did not FAIL"
+
+# --- 3. bad input and failed jobs -------------------------------------------------------
+expect_error "fixed batch" 2 \
+  "parallax: error: fixed.pb: placeholder 'x' (float [32,784]) fixes the batch dimension at 32, so one device cannot take the global batch of 2 x 32 = 64; export the graph with an open batch (\`parallax models export NAME --batch 0\`, or a placeholder of shape [-1, ...])" \
+  fixed.pb --ranks 2 --synthetic
+expect_error "unknown sparse method" 2 \
+  "parallax: error: --sparse: unknown method 'gather' (expected ps, allgather or dense)" \
+  emb.pb --ranks 2 --synthetic --sparse gather
+expect_error "no ranks" 2 "parallax: error: --ranks must be at least 1, not 0" \
+  mlp_sgd.pb --ranks 0 --synthetic
+expect_error "epoch end with 10000 examples on 3 ranks" 2 \
+  "parallax: error: the data has 10000 examples per epoch, not a multiple of 3 ranks: each epoch the job leaves out the last 1, one device does not, so they read different examples after step 104; use --steps 104 or fewer, or data with a multiple of 3 examples" \
+  mlp_sgd.pb --ranks 3 --batch 32 --synthetic --steps 105
+mkdir kept
+expect_error "--keep names an existing directory" 2 \
+  "parallax: error: --keep kept: exists; name a directory that does not" \
+  mlp_sgd.pb --ranks 2 --synthetic --keep kept
+err=$(PARALLAX_TEST_FAIL_AT_STEP=1:5:error timeout 300 "$parallax" verify mlp_sgd.pb --ranks 2 \
+  --synthetic 2>&1 >/dev/null)
+rc=$?
+echo "== a rank fails: exit status $rc"
+echo "$err" | head -n 8
+if [[ $rc -eq 3 ]] && grep -q "^parallax: error: mlp_sgd.pb: the 2-rank job failed: mpirun exited with status" <<<"$err" &&
+   grep -q "PARALLAX_TEST_FAIL_AT_STEP: injected failure before step 5" <<<"$err"; then
+  pass "a failing rank: exit 3 with the rank's error"
+else
+  fail "a failing rank: exit status $rc"
+fi
+# Nothing left behind without --keep; --keep keeps the job and the checkpoints.
+leftovers=$(find "$TMPDIR" -mindepth 1 -maxdepth 1 -name 'parallax-verify.*' | wc -l)
+[[ $leftovers -eq 0 ]] && pass "no work directory left behind" ||
+  fail "$leftovers work directories left in $TMPDIR"
+verify_case "--keep" 0 1e-5 mlp_sgd.pb --ranks 2 --batch 32 --synthetic --steps 3 --keep kept2
+[[ -f kept2/job/plan.yaml && -f kept2/single/checkpoint-3.safetensors &&
+   -f kept2/ranks/rank-1/checkpoint-3.safetensors && -s kept2/job.log ]] &&
+  pass "--keep keeps the job, the checkpoints and the ranks' output" || fail "--keep: $(ls -R kept2)"
+
+echo "$passed passed, $failed failed, $(( $(date +%s) - start )) s"
+(( failed == 0 ))

@@ -1,0 +1,763 @@
+#include "lib/verify/verify.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include "lib/analysis/training_analysis.h"
+#include "lib/base/file.h"
+#include "lib/base/json_writer.h"
+#include "lib/cluster/rank_layout.h"
+#include "lib/graph/attr_values.h"
+#include "lib/graph/graph_io.h"
+#include "lib/graph/verifier.h"
+#include "lib/launch/mpirun.h"
+#include "lib/ops/dtypes.h"
+#include "lib/runtime/checkpoint/checkpoint.h"
+#include "lib/runtime/checkpoint/safetensors.h"
+#include "lib/runtime/data/dataset.h"
+#include "lib/runtime/data/feeder.h"
+#include "lib/transform/job_writer.h"
+#include "lib/transform/strategy.h"
+#include "lib/transform/transform.h"
+
+namespace parallax {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view kLocalSuffix = "/parallax/local";
+
+bool IsCountedDequeue(std::string_view op) {
+  return op == "QueueDequeueManyV2" || op == "QueueDequeueMany" || op == "QueueDequeueUpToV2" ||
+         op == "QueueDequeueUpTo";
+}
+
+double ValueAt(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case tensorflow::DT_FLOAT: return t.data<float>()[i];
+    case tensorflow::DT_DOUBLE: return t.data<double>()[i];
+    case tensorflow::DT_INT64: return static_cast<double>(t.data<int64_t>()[i]);
+    case tensorflow::DT_INT32: return t.data<int32_t>()[i];
+    case tensorflow::DT_UINT8: return t.data<uint8_t>()[i];
+    case tensorflow::DT_BOOL: return t.data<bool>()[i] ? 1 : 0;
+    default: return NAN;
+  }
+}
+
+std::string ShapeText(const TensorShape& shape) {
+  return fmt::format("[{}]", fmt::join(shape.dims(), ","));
+}
+
+std::string FormatNumber(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (v == 0) return "0";
+  return fmt::format("{:.3g}", v);
+}
+
+// The temporary work directory, removed on destruction unless kept.
+class WorkDir {
+ public:
+  static StatusOr<WorkDir> Create(const std::string& keep_dir) {
+    WorkDir dir;
+    if (!keep_dir.empty()) {
+      std::error_code ec;
+      if (fs::exists(keep_dir, ec)) {
+        return AlreadyExistsError("--keep {}: exists; name a directory that does not", keep_dir);
+      }
+      if (!fs::create_directories(keep_dir, ec) || ec) {
+        return InvalidArgumentError("--keep {}: cannot create it: {}", keep_dir, ec.message());
+      }
+      dir.path_ = keep_dir;
+      dir.keep_ = true;
+      return dir;
+    }
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern =
+        (fs::path(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") / "parallax-verify.XXXXXX")
+            .string();
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      return InternalError("cannot create a temporary directory {}: {}", pattern,
+                           std::strerror(errno));
+    }
+    dir.path_ = pattern;
+    return dir;
+  }
+  WorkDir() = default;
+  WorkDir(WorkDir&& other) noexcept : path_(std::move(other.path_)), keep_(other.keep_) {
+    other.path_.clear();
+  }
+  WorkDir& operator=(WorkDir&&) = delete;
+  ~WorkDir() {
+    if (path_.empty() || keep_) return;
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string Sub(std::string_view name) const { return (fs::path(path_) / name).string(); }
+  const std::string& path() const { return path_; }
+  bool kept() const { return keep_; }
+
+ private:
+  std::string path_;
+  bool keep_ = false;
+};
+
+// Rows and bytes per row of a tensor whose dimension 0 counts rows (a 1-D tensor's rows
+// are its elements).
+struct RowGeometry {
+  int64_t rows = 0;
+  size_t row_bytes = 0;
+};
+StatusOr<RowGeometry> RowsOf(const std::string& name, DataType dtype, const TensorShape& shape) {
+  if (shape.rank() < 1) return InvalidArgumentError("'{}' is a scalar: it has no rows", name);
+  const int size = DataTypeSize(dtype);
+  if (size <= 0) return InvalidArgumentError("'{}': dtype {} has no fixed size", name, dtype);
+  int64_t per_row = 1;
+  for (int i = 1; i < shape.rank(); ++i) per_row *= shape.dim(i);
+  return RowGeometry{shape.dim(0), static_cast<size_t>(per_row) * static_cast<size_t>(size)};
+}
+
+// Checkpoint metadata for a fresh start at step 0 (the initial checkpoint's copies).
+std::map<std::string, std::string> StartMetadata(const VerifyOptions& o) {
+  return {{"format", std::string(kCheckpointFormat)},
+          {"step", "0"},
+          {"data_epoch", "0"},
+          {"data_index", "0"},
+          {"shuffle_seed", std::to_string(o.seed)},
+          {"shuffle", o.shuffle ? "true" : "false"}};
+}
+
+// The variable of the plan that `name` is, or whose slot it is; and whether it lives on
+// parameter servers.
+// A slot has its own (local) entry in the plan too; the variable it belongs to wins.
+const VariablePlan* OwnerOf(const Plan& plan, const std::string& name) {
+  for (const VariablePlan& v : plan.variables) {
+    if (std::find(v.slots.begin(), v.slots.end(), name) != v.slots.end()) return &v;
+  }
+  for (const VariablePlan& v : plan.variables) {
+    if (v.name == name) return &v;
+  }
+  return nullptr;
+}
+// The local storage `<name>/parallax/local` of each rank's graph, by rank.
+using LocalStorage = std::vector<std::set<std::string>>;
+bool IsPartitioned(const LocalStorage& storage, const std::string& name) {
+  const std::string local = name + std::string(kLocalSuffix);
+  return std::any_of(storage.begin(), storage.end(),
+                     [&](const std::set<std::string>& s) { return s.contains(local); });
+}
+std::vector<std::pair<int64_t, int64_t>> OwnedRanges(const VariablePlan& v, int rank) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (const Partition& p : v.partitions) {
+    if (p.owner == rank) out.emplace_back(p.row_begin, p.row_end);
+  }
+  return out;
+}
+
+// Writes the initial checkpoint for the one device (dir/checkpoint-0) and for every rank
+// (ranks_dir/rank-R/checkpoint-0: replicated tensors as they are, parameter-server ones
+// as the rows the rank owns, named `<name>/parallax/local`).
+Status WriteInitialCheckpoints(const VerifyOptions& o, const Plan& plan,
+                               const LocalStorage& storage, const std::string& single_dir,
+                               const std::string& ranks_dir) {
+  PX_ASSIGN_OR_RETURN(SafetensorsContents init, ReadSafetensors(o.init_checkpoint));
+  std::error_code ec;
+  fs::create_directories(single_dir, ec);
+  for (int r = 0; r < plan.world_size() && !ec; ++r) {
+    fs::create_directories(fs::path(ranks_dir) / fmt::format("rank-{}", r), ec);
+  }
+  if (ec) return InternalError("{}: cannot create directories: {}", ranks_dir, ec.message());
+  SafetensorsContents single{.tensors = init.tensors, .metadata = StartMetadata(o)};
+  PX_RETURN_IF_ERROR(WriteSafetensors(CheckpointPath(single_dir, 0), single));
+  for (int r = 0; r < plan.world_size(); ++r) {
+    SafetensorsContents rank{.tensors = {}, .metadata = StartMetadata(o)};
+    rank.metadata["job_rank"] = std::to_string(r);
+    rank.metadata["job_size"] = std::to_string(plan.world_size());
+    for (const auto& [name, tensor] : init.tensors) {
+      if (!IsPartitioned(storage, name)) {
+        rank.tensors.emplace(name, tensor);
+        continue;
+      }
+      const std::string local = name + std::string(kLocalSuffix);
+      const VariablePlan* owner = OwnerOf(plan, name);
+      if (!storage[static_cast<size_t>(r)].contains(local) || owner == nullptr) continue;
+      const auto ranges = OwnedRanges(*owner, r);
+      StatusOr<Tensor> rows = SliceRows(tensor, ranges);
+      if (!rows.ok()) return rows.status().WithPrefix(o.init_checkpoint);
+      std::vector<std::string> text;
+      for (const auto& [b, e] : ranges) text.push_back(fmt::format("{}-{}", b, e));
+      rank.metadata["rows:" + local] = fmt::format("{}", fmt::join(text, ","));
+      rank.tensors.emplace(local, *std::move(rows));
+    }
+    PX_RETURN_IF_ERROR(WriteSafetensors(
+        CheckpointPath((fs::path(ranks_dir) / fmt::format("rank-{}", r)).string(), 0), rank));
+  }
+  return Status::Ok();
+}
+
+// The last `max_lines` lines of a file, for an error's details.
+std::string Tail(const std::string& path, size_t max_lines) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    lines.push_back(std::move(line));
+    if (lines.size() > max_lines) lines.erase(lines.begin());
+  }
+  return fmt::format("{}", fmt::join(lines, "\n"));
+}
+
+// The cluster verify runs on: localhost with N CPU ranks, the strategy from --cluster
+// (its hosts ignored) and the flags.
+StatusOr<ClusterSpec> VerifyCluster(const VerifyOptions& o) {
+  ClusterSpec spec;
+  if (!o.cluster.empty()) {
+    PX_ASSIGN_OR_RETURN(spec, LoadClusterSpec(o.cluster));
+  }
+  spec.source = o.cluster.empty() ? "verify" : o.cluster;
+  HostSpec host;
+  host.name = "localhost";
+  host.device = DeviceKind::kCpu;
+  host.cpus = o.ranks;
+  spec.hosts = {host};
+  if (o.sparse) spec.strategy.sparse = *o.sparse;
+  if (o.partitions) spec.strategy.partitions = *o.partitions;
+  return spec;
+}
+
+// Placeholders that fix the batch dimension: the first one is the error.
+Status CheckOpenBatch(const Graph& graph, const Plan& plan, const VerifyOptions& o,
+                      int64_t global_batch) {
+  std::vector<std::string> names = plan.feeds;
+  for (const FeedSpec& f : o.feeds) names.push_back(f.name);
+  for (const std::string& name : names) {
+    StatusOr<FeedTarget> target = DescribeFeedTarget(graph, name);
+    if (!target.ok()) continue;  // the trainer names unknown feeds
+    if (!target->what.starts_with("placeholder")) continue;
+    if (!target->shape.known_rank || target->shape.dims.empty() || target->shape.dims[0] < 0) {
+      continue;
+    }
+    return InvalidArgumentError(
+        "{}: {} fixes the batch dimension at {}, so one device cannot take the global batch of "
+        "{} x {} = {}; export the graph with an open batch (`parallax models export NAME --batch "
+        "0`, or a placeholder of shape [-1, ...])",
+        o.graph, target->DebugString(), target->shape.dims[0], o.ranks,
+        global_batch / std::max(1, o.ranks), global_batch);
+  }
+  return Status::Ok();
+}
+
+// Examples per epoch: the first file feed's count (the trainer checks that all agree),
+// kSyntheticEpochExamples when every input is synthetic.
+StatusOr<int64_t> ExamplesPerEpoch(const VerifyOptions& o) {
+  for (const FeedSpec& f : o.feeds) {
+    if (f.source == "synthetic") continue;
+    PX_ASSIGN_OR_RETURN(std::shared_ptr<TensorColumn> column, LoadColumnFromFile(f.source));
+    return column->num_examples();
+  }
+  return kSyntheticEpochExamples;
+}
+
+}  // namespace
+
+// --- pieces ------------------------------------------------------------------------------
+
+void CompareInto(const Tensor& want, const Tensor& got, VariableComparison* out) {
+  if (want.dtype() != got.dtype() || !(want.shape() == got.shape())) {
+    if (out->problem.empty()) {
+      out->problem = fmt::format("{} {} in the job, {} {} on one device", DataTypeShortName(got.dtype()),
+                                 ShapeText(got.shape()), DataTypeShortName(want.dtype()),
+                                 ShapeText(want.shape()));
+    }
+    return;
+  }
+  double ref_max = 0, max_abs = 0;
+  bool nan = false;
+  for (int64_t i = 0; i < want.num_elements(); ++i) {
+    const double y = ValueAt(want, i), x = ValueAt(got, i);
+    if (std::isnan(x) || std::isnan(y)) nan = true;
+    ref_max = std::max(ref_max, std::fabs(y));
+    max_abs = std::max(max_abs, std::fabs(x - y));
+  }
+  out->reference_max = std::max(out->reference_max, ref_max);
+  out->max_abs = std::max(out->max_abs, max_abs);
+  const double rel = nan ? NAN : max_abs / std::max(ref_max, kTinyMagnitude);
+  if (std::isnan(rel) || std::isnan(out->max_rel)) {
+    out->max_rel = NAN;
+  } else {
+    out->max_rel = std::max(out->max_rel, rel);
+  }
+}
+
+StatusOr<std::vector<std::pair<int64_t, int64_t>>> ParseRowRanges(std::string_view text,
+                                                                  std::string_view what) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  if (text.empty()) return out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string_view item = text.substr(start, comma - start);
+    const size_t dash = item.find('-');
+    int64_t b = -1, e = -1;
+    bool ok = dash != std::string_view::npos;
+    if (ok) {
+      auto r1 = std::from_chars(item.data(), item.data() + dash, b);
+      auto r2 = std::from_chars(item.data() + dash + 1, item.data() + item.size(), e);
+      ok = r1.ec == std::errc() && r1.ptr == item.data() + dash && r2.ec == std::errc() &&
+           r2.ptr == item.data() + item.size() && b >= 0 && e >= b;
+    }
+    if (!ok) {
+      return InvalidArgumentError("{}: row range '{}' is not BEGIN-END", what, item);
+    }
+    out.emplace_back(b, e);
+    start = comma + 1;
+  }
+  return out;
+}
+
+StatusOr<Tensor> AssembleRows(const std::string& name, DataType dtype, const TensorShape& shape,
+                              const std::vector<RowBlock>& blocks) {
+  PX_ASSIGN_OR_RETURN(RowGeometry g, RowsOf(name, dtype, shape));
+  Tensor full(dtype, shape);
+  std::vector<int> holders(static_cast<size_t>(g.rows), 0);
+  for (const RowBlock& block : blocks) {
+    int64_t count = 0;
+    for (const auto& [b, e] : block.ranges) count += e - b;
+    const Tensor& t = block.rows;
+    bool fits = t.dtype() == dtype && t.rank() == shape.rank() && t.dim(0) == count;
+    for (int i = 1; fits && i < shape.rank(); ++i) fits = t.dim(i) == shape.dim(i);
+    if (!fits) {
+      return InvalidArgumentError("'{}': a rank's rows are {} {} for {} rows of {} {}", name,
+                                  DataTypeShortName(t.dtype()), ShapeText(t.shape()), count,
+                                  DataTypeShortName(dtype), ShapeText(shape));
+    }
+    int64_t at = 0;
+    for (const auto& [b, e] : block.ranges) {
+      if (e > g.rows) {
+        return InvalidArgumentError("'{}': rows {}-{} are outside its {} rows", name, b, e, g.rows);
+      }
+      for (int64_t row = b; row < e; ++row) ++holders[static_cast<size_t>(row)];
+      std::memcpy(static_cast<char*>(full.raw_data()) + static_cast<size_t>(b) * g.row_bytes,
+                  static_cast<const char*>(t.raw_data()) + static_cast<size_t>(at) * g.row_bytes,
+                  static_cast<size_t>(e - b) * g.row_bytes);
+      at += e - b;
+    }
+  }
+  for (int64_t row = 0; row < g.rows; ++row) {
+    const int n = holders[static_cast<size_t>(row)];
+    if (n != 1) {
+      return InvalidArgumentError("'{}': row {} is held by {} ranks, not 1", name, row, n);
+    }
+  }
+  return full;
+}
+
+StatusOr<Tensor> SliceRows(const Tensor& full,
+                           const std::vector<std::pair<int64_t, int64_t>>& ranges) {
+  PX_ASSIGN_OR_RETURN(RowGeometry g, RowsOf("tensor", full.dtype(), full.shape()));
+  int64_t count = 0;
+  for (const auto& [b, e] : ranges) {
+    if (b < 0 || e < b || e > g.rows) {
+      return InvalidArgumentError("rows {}-{} are outside the tensor's {} rows", b, e, g.rows);
+    }
+    count += e - b;
+  }
+  std::vector<int64_t> dims = full.shape().dims();
+  dims[0] = count;
+  Tensor out(full.dtype(), TensorShape(dims));
+  int64_t at = 0;
+  for (const auto& [b, e] : ranges) {
+    std::memcpy(static_cast<char*>(out.raw_data()) + static_cast<size_t>(at) * g.row_bytes,
+                static_cast<const char*>(full.raw_data()) + static_cast<size_t>(b) * g.row_bytes,
+                static_cast<size_t>(e - b) * g.row_bytes);
+    at += e - b;
+  }
+  return out;
+}
+
+StatusOr<std::optional<PipelineBatch>> FindPipelineBatch(const Graph& graph) {
+  std::optional<PipelineBatch> out;
+  std::vector<std::string> described;
+  for (NodeId id : graph.NodeIds()) {
+    const Node& node = graph.node(id);
+    if (!IsCountedDequeue(node.op()) || node.num_data_inputs() < 2) continue;
+    const Node& count_node = graph.node(node.input(1).node);
+    if (count_node.op() != "Const") continue;
+    std::optional<tensorflow::AttrValue> value = count_node.FindAttr("value");
+    if (!value) continue;
+    StatusOr<Tensor> t = Tensor::FromProto(value->tensor());
+    if (!t.ok() || t->num_elements() != 1) continue;
+    const auto count = static_cast<int64_t>(ValueAt(*t, 0));
+    for (const InputRef& use : count_node.fanout()) {
+      const Node& consumer = graph.node(use.node);
+      if (!IsCountedDequeue(consumer.op()) || use.index != 1) {
+        return InvalidArgumentError("{}: the dequeue count Const '{}' of '{}' also feeds '{}', so "
+                                    "verify cannot give one device another batch size",
+                                    graph.source(), count_node.name(), node.name(),
+                                    consumer.name());
+      }
+    }
+    if (!out) out.emplace();
+    if (!out->count_consts.empty() && out->count != count) {
+      return InvalidArgumentError("{}: input pipelines dequeue {} and {} examples per step",
+                                  graph.source(), out->count, count);
+    }
+    out->count = count;
+    if (std::find(out->count_consts.begin(), out->count_consts.end(), count_node.id()) ==
+        out->count_consts.end()) {
+      out->count_consts.push_back(count_node.id());
+    }
+    described.push_back(fmt::format("'{}' (count Const '{}')", node.name(), count_node.name()));
+  }
+  if (out) {
+    out->description = fmt::format("input pipeline {}", fmt::join(described, ", "));
+  }
+  return out;
+}
+
+void SetPipelineBatch(Graph& graph, const PipelineBatch& pipeline, int64_t count) {
+  for (NodeId id : pipeline.count_consts) {
+    std::optional<tensorflow::AttrValue> dtype = graph.node(id).FindAttr("dtype");
+    const bool int64 = dtype && dtype->type() == tensorflow::DT_INT64;
+    graph.SetAttr(id, "value",
+                  int64 ? Int64TensorAttr({count}, true)
+                        : Int32TensorAttr({static_cast<int32_t>(count)}, true));
+  }
+}
+
+// --- Verify --------------------------------------------------------------------------------
+
+StatusOr<VerifyReport> Verify(const VerifyOptions& o) {
+  if (o.ranks < 1) return InvalidArgumentError("--ranks must be at least 1, not {}", o.ranks);
+  if (o.steps < 1) return InvalidArgumentError("--steps must be at least 1, not {}", o.steps);
+  if (o.batch < 0) return InvalidArgumentError("--batch must be positive, not {}", o.batch);
+  if (!(o.tolerance >= 0)) {
+    return InvalidArgumentError("--tolerance must be 0 or more, not {}", o.tolerance);
+  }
+  if (o.partitions && *o.partitions < 1) {
+    return InvalidArgumentError("--partitions must be at least 1, not {}", *o.partitions);
+  }
+
+  // Inputs: graph, strategy, plan. Nothing is created before they are all valid.
+  PX_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(o.graph, kMaxGraphFileBytes));
+  const std::string fingerprint = Fnv1a64Hex(bytes);
+  PX_ASSIGN_OR_RETURN(Graph graph, ParseGraph(std::move(bytes), o.graph));
+  PX_RETURN_IF_ERROR(VerifyGraph(graph));
+  PX_ASSIGN_OR_RETURN(TrainingAnalysis analysis, AnalyzeTraining(graph));
+  PX_ASSIGN_OR_RETURN(ClusterSpec cluster, VerifyCluster(o));
+  PX_ASSIGN_OR_RETURN(RankLayout layout, LayoutRanks(cluster));
+  TransformOptions transform;
+  transform.strategy = o.strategy;
+  transform.source_fingerprint = fingerprint;
+  PX_ASSIGN_OR_RETURN(Plan plan, BuildPlan(graph, analysis, cluster, layout, transform));
+
+  VerifyReport report;
+  // The transform's warnings are notes here: verify feeds every input itself (an in-graph
+  // pipeline's outputs too, sharded), and what they warn of shows up in the comparison.
+  for (const std::string& warning : plan.warnings) {
+    report.notes.push_back("transform: " + warning);
+  }
+  report.graph = o.graph;
+  report.ranks = o.ranks;
+  report.steps = o.steps;
+  report.strategy = plan.strategy;
+  report.tolerance = o.tolerance;
+
+  // Batch: b per rank, N·b on the one device.
+  Graph reference = graph;
+  PX_ASSIGN_OR_RETURN(std::optional<PipelineBatch> pipeline, FindPipelineBatch(graph));
+  int64_t batch = o.batch > 0 ? o.batch : kDefaultBatchSize;
+  if (pipeline) {
+    if (o.batch > 0 && o.batch != pipeline->count) {
+      return InvalidArgumentError("--batch {} conflicts with {}: the ranks' graphs dequeue {} "
+                                  "examples per step",
+                                  o.batch, pipeline->description, pipeline->count);
+    }
+    batch = pipeline->count;
+    SetPipelineBatch(reference, *pipeline, batch * o.ranks);
+    report.notes.push_back(fmt::format("{}: one device dequeues {} = {} x {} examples per step",
+                                       pipeline->description, batch * o.ranks, o.ranks, batch));
+  }
+  report.batch = batch;
+  report.global_batch = batch * o.ranks;
+  PX_RETURN_IF_ERROR(CheckOpenBatch(graph, plan, o, report.global_batch));
+  if (analysis.init_op.node == kNoNode && o.init_checkpoint.empty()) {
+    return InvalidArgumentError("{}: no init op found (no node initialises the variables); "
+                                "start both sides from a checkpoint with --init-checkpoint FILE",
+                                o.graph);
+  }
+  if (!o.init_checkpoint.empty()) {
+    StatusOr<SafetensorsContents> init = ReadSafetensors(o.init_checkpoint);
+    if (!init.ok()) return init.status().WithPrefix("--init-checkpoint");
+  }
+
+  PX_ASSIGN_OR_RETURN(WorkDir work, WorkDir::Create(o.keep_dir));
+  if (work.kept()) report.kept_dir = work.path();
+  const std::string job_dir = work.Sub("job");
+  const std::string single_dir = work.Sub("single");
+  const std::string ranks_dir = work.Sub("ranks");
+  const std::string log_path = work.Sub("job.log");
+
+  // The job: the transform, written as `parallax transform` writes it.
+  const MpirunOptions launch = MpirunOptionsForThisMachine();
+  LocalStorage storage(static_cast<size_t>(o.ranks));
+  {
+    PX_ASSIGN_OR_RETURN(std::unique_ptr<JobWriter> writer, JobWriter::Begin(job_dir, false));
+    std::mutex mutex;
+    PX_RETURN_IF_ERROR(TransformEach(
+        graph, plan, PipelineOptions{}, TransformRunOptions{}, [&](int rank, Graph&& rank_graph) {
+          std::set<std::string> local;
+          for (NodeId id : rank_graph.NodeIds()) {
+            const std::string_view name = rank_graph.node(id).name();
+            if (name.ends_with(kLocalSuffix)) local.emplace(name);
+          }
+          {
+            std::lock_guard<std::mutex> lock(mutex);
+            storage[static_cast<size_t>(rank)] = std::move(local);
+          }
+          return writer->WriteRankGraph(rank, rank_graph);
+        }));
+    PX_RETURN_IF_ERROR(writer->WriteJobFiles(plan, launch));
+    PX_RETURN_IF_ERROR(writer->Commit());
+  }
+  if (!o.init_checkpoint.empty()) {
+    PX_RETURN_IF_ERROR(WriteInitialCheckpoints(o, plan, storage, single_dir, ranks_dir));
+  }
+
+  // One device, in this process.
+  TrainerOptions single;
+  single.feeds = o.feeds;
+  single.synthetic = o.synthetic;
+  single.batch = pipeline ? 0 : report.global_batch;
+  single.steps = o.steps;
+  single.seed = o.seed;
+  single.shuffle = o.shuffle;
+  single.threads = o.threads;
+  single.log_every = o.steps;
+  single.checkpoint_dir = single_dir;
+  single.keep_checkpoints = 0;
+  single.resume = !o.init_checkpoint.empty();
+  std::string single_checkpoint;
+  {
+    PX_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(reference, single));
+    if (trainer->batch_size() != report.global_batch) {
+      return InternalError("verify: one device's batch is {}, expected {}", trainer->batch_size(),
+                           report.global_batch);
+    }
+    // The job reads floor(E/N) examples of each epoch per rank and skips the last E mod N;
+    // one device reads all E. They agree while no rank crosses an epoch end.
+    PX_ASSIGN_OR_RETURN(const int64_t examples, ExamplesPerEpoch(o));
+    if (examples % o.ranks != 0 && o.steps * batch > examples / o.ranks) {
+      return InvalidArgumentError(
+          "the data has {} examples per epoch, not a multiple of {} ranks: each epoch the job "
+          "leaves out the last {}, one device does not, so they read different examples after "
+          "step {}; use --steps {} or fewer, or data with a multiple of {} examples",
+          examples, o.ranks, examples % o.ranks, examples / o.ranks / batch,
+          examples / o.ranks / batch, o.ranks);
+    }
+    spdlog::info("one device: batch {}, {} steps", trainer->batch_size(), o.steps);
+    StatusOr<TrainSummary> summary = trainer->Run();
+    if (!summary.ok()) {
+      // The usual cause at step 1: a batch size fixed inside the graph (a Reshape to a
+      // constant shape), which no feed can change.
+      const bool first_step = summary.status().message().starts_with("step 1:");
+      return Status(summary.status().code(),
+                    fmt::format("{}: one device, batch {}{}: {}{}", o.graph, report.global_batch,
+                                pipeline ? fmt::format(" (its input pipeline dequeues {})", batch)
+                                         : "",
+                                summary.status().message(),
+                                first_step && o.ranks > 1
+                                    ? "; the graph seems to fix its batch size beyond its inputs "
+                                      "(e.g. a Reshape to a constant shape): verify needs a graph "
+                                      "that trains at any batch size"
+                                    : ""));
+    }
+    report.single_loss_first = summary->first_loss;
+    report.single_loss_last = summary->last_loss;
+    single_checkpoint = summary->last_checkpoint;
+  }
+
+  // N ranks under mpirun, their output in job.log.
+  MpirunOptions run = launch;
+  for (const FeedSpec& f : o.feeds) {
+    run.run_args.push_back("--feed");
+    run.run_args.push_back(f.name + "=" + f.source);
+  }
+  if (o.synthetic) run.run_args.push_back("--synthetic");
+  for (const std::string& arg :
+       {std::string("--steps"), std::to_string(o.steps), std::string("--seed"),
+        std::to_string(o.seed), std::string("--log-every"), std::to_string(o.steps),
+        std::string("--checkpoint-dir"), ranks_dir, std::string("--keep-checkpoints"),
+        std::string("0")}) {
+    run.run_args.push_back(arg);
+  }
+  if (!pipeline) {
+    run.run_args.push_back("--batch");
+    run.run_args.push_back(std::to_string(batch));
+  }
+  if (!o.shuffle) run.run_args.push_back("--no-shuffle");
+  if (!o.init_checkpoint.empty()) run.run_args.push_back("--resume");
+  const std::vector<std::string> argv = MpirunArgv(plan, job_dir, run);
+  spdlog::info("{}", ShellLine(argv));
+  PX_ASSIGN_OR_RETURN(int exit_status, RunAndWait(argv, log_path));
+  if (exit_status != 0) {
+    return Status(StatusCode::kAborted,
+                  fmt::format("{}: the {}-rank job failed: mpirun exited with status {}{}\n{}",
+                              o.graph, o.ranks, exit_status,
+                              work.kept() ? fmt::format(" (output: {})", log_path) : "",
+                              Tail(log_path, 20)));
+  }
+
+  // Compare.
+  PX_ASSIGN_OR_RETURN(SafetensorsContents want, ReadSafetensors(single_checkpoint));
+  std::vector<SafetensorsContents> got;
+  for (int r = 0; r < o.ranks; ++r) {
+    const std::string path = CheckpointPath(
+        (fs::path(ranks_dir) / fmt::format("rank-{}", r)).string(), o.steps);
+    PX_ASSIGN_OR_RETURN(SafetensorsContents contents, ReadSafetensors(path));
+    got.push_back(std::move(contents));
+  }
+  report.pass = true;
+  for (const auto& [name, y] : want.tensors) {
+    VariableComparison c;
+    c.name = name;
+    c.shape = ShapeText(y.shape());
+    const VariablePlan* owner = OwnerOf(plan, name);
+    // A slot shows its variable's method when it moves with it (PS), else "local".
+    c.method = owner == nullptr ? "local"
+               : owner->name == name || owner->method == SyncMethod::kParameterServer
+                   ? std::string(SyncMethodName(owner->method))
+                   : "local";
+    c.partitioned = IsPartitioned(storage, name);
+    if (c.partitioned) {
+      const std::string local = name + std::string(kLocalSuffix);
+      std::vector<RowBlock> blocks;
+      for (int r = 0; r < o.ranks && c.problem.empty(); ++r) {
+        auto t = got[r].tensors.find(local);
+        if (t == got[r].tensors.end()) continue;  // owns no rows
+        auto rows = got[r].metadata.find("rows:" + local);
+        if (rows == got[r].metadata.end()) {
+          c.problem = fmt::format("rank {} holds '{}' without its rows metadata", r, local);
+          break;
+        }
+        StatusOr<std::vector<std::pair<int64_t, int64_t>>> ranges =
+            ParseRowRanges(rows->second, fmt::format("rank {}: rows:{}", r, local));
+        if (!ranges.ok()) {
+          c.problem = ranges.status().message();
+          break;
+        }
+        blocks.push_back(RowBlock{*std::move(ranges), t->second});
+      }
+      if (c.problem.empty()) {
+        StatusOr<Tensor> x = AssembleRows(name, y.dtype(), y.shape(), blocks);
+        if (x.ok()) {
+          CompareInto(y, *x, &c);
+        } else {
+          c.problem = x.status().message();
+        }
+      }
+    } else {
+      for (int r = 0; r < o.ranks; ++r) {
+        auto t = got[r].tensors.find(name);
+        if (t == got[r].tensors.end()) {
+          c.problem = fmt::format("missing from rank {}'s checkpoint", r);
+          break;
+        }
+        CompareInto(y, t->second, &c);
+        if (!c.problem.empty()) {
+          c.problem = fmt::format("rank {}: {}", r, c.problem);
+          break;
+        }
+      }
+    }
+    c.pass = c.problem.empty() && !std::isnan(c.max_rel) && c.max_rel <= o.tolerance;
+    report.pass = report.pass && c.pass;
+    report.max_abs = std::max(report.max_abs, c.max_abs);
+    report.max_rel = std::isnan(c.max_rel) || std::isnan(report.max_rel)
+                         ? NAN
+                         : std::max(report.max_rel, c.max_rel);
+    report.variables.push_back(std::move(c));
+  }
+  if (report.variables.empty()) {
+    return InvalidArgumentError("{}: the graph has no variables to compare", o.graph);
+  }
+  return report;
+}
+
+std::string RenderVerifyReport(const VerifyReport& r) {
+  std::string out = fmt::format(
+      "verify {}: {} ranks x batch {} vs one device x batch {}, {} steps, strategy {}\n", r.graph,
+      r.ranks, r.batch, r.global_batch, r.steps, r.strategy);
+  for (const std::string& note : r.notes) out += fmt::format("note: {}\n", note);
+  size_t width = 8;
+  for (const VariableComparison& v : r.variables) width = std::max(width, v.name.size());
+  out += fmt::format("  {:<{}}  {:<12} {:<10} {:>12} {:>12}  {}\n", "VARIABLE", width, "SHAPE",
+                     "METHOD", "MAX ABS", "MAX REL", "RESULT");
+  for (const VariableComparison& v : r.variables) {
+    std::string method = v.method + (v.partitioned ? " (rows)" : "");
+    out += fmt::format("  {:<{}}  {:<12} {:<10} {:>12} {:>12}  {}{}\n", v.name, width, v.shape,
+                       method, FormatNumber(v.max_abs), FormatNumber(v.max_rel),
+                       v.pass ? "PASS" : "FAIL", v.problem.empty() ? "" : ": " + v.problem);
+  }
+  out += fmt::format(
+      "overall: {} variables, max abs difference {}, max relative difference {} (tolerance "
+      "{}): {}\n",
+      r.variables.size(), FormatNumber(r.max_abs), FormatNumber(r.max_rel), r.tolerance,
+      r.pass ? "PASS" : "FAIL");
+  if (!r.kept_dir.empty()) out += fmt::format("kept {}\n", r.kept_dir);
+  return out;
+}
+
+std::string VerifyReportToJson(const VerifyReport& r) {
+  JsonWriter w;
+  auto number = [&](double v) -> JsonWriter& { return std::isnan(v) ? w.Null() : w.Double(v); };
+  w.BeginObject();
+  w.Field("graph", r.graph).Field("ranks", r.ranks).Field("steps", r.steps);
+  w.Field("batch", r.batch).Field("global_batch", r.global_batch);
+  w.Field("strategy", r.strategy);
+  w.Key("tolerance").Double(r.tolerance);
+  w.Key("variables").BeginArray();
+  for (const VariableComparison& v : r.variables) {
+    w.BeginObject();
+    w.Field("name", v.name).Field("shape", v.shape).Field("method", v.method);
+    w.Field("partitioned", v.partitioned);
+    w.Key("max_abs");
+    number(v.max_abs);
+    w.Key("max_rel");
+    number(v.max_rel);
+    w.Key("reference_max");
+    number(v.reference_max);
+    w.Key("problem");
+    if (v.problem.empty()) w.Null(); else w.String(v.problem);
+    w.Field("pass", v.pass);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("max_abs");
+  number(r.max_abs);
+  w.Key("max_rel");
+  number(r.max_rel);
+  w.Field("pass", r.pass);
+  w.Key("notes").BeginArray();
+  for (const std::string& n : r.notes) w.String(n);
+  w.EndArray();
+  w.Key("kept_dir");
+  if (r.kept_dir.empty()) w.Null(); else w.String(r.kept_dir);
+  w.EndObject();
+  return w.str() + "\n";
+}
+
+}  // namespace parallax

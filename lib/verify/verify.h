@@ -1,0 +1,162 @@
+// Verify: the proof a user asks for before trusting a rewrite — the single-device graph
+// and its N-rank transform trained side by side on this machine, every variable compared
+// after K steps (`parallax verify`, docs/verify.md).
+//
+// What is compared. One device trains the input graph with the *global batch* N·b; the
+// job (the graph transformed for a generated cluster of N CPU ranks on localhost,
+// launched with lib/launch's mpirun argv) trains with b per rank. DESIGN §5's invariant
+// says both take the same steps up to float rounding: the ranks read disjoint shards
+// whose union at step k is exactly the one device's batch k (data/sampler.h: rank r takes
+// positions r, r+N, ... of the same seeded epoch order, so shuffling is fine), and the
+// gradients are averaged over the ranks. After K steps every variable of the input graph
+// (trainable variables, optimizer slots, state such as global_step or Adam's beta powers)
+// is read from the one device's checkpoint and from every rank's: a replicated variable
+// from each rank (all must agree with the reference), a parameter-server variable (or
+// slot) reassembled from the ranks' `<name>/parallax/local` rows, placed by the
+// `rows:<tensor>` ranges in each file's metadata (every row exactly once).
+//
+// Terms:
+//  - the *reference* y is the one device's value, x the job's;
+//  - *max abs difference* of a variable: max_i |x_i − y_i|, over every rank's copy;
+//  - *max relative difference*: max abs difference / max(max_i |y_i|, kTinyMagnitude) —
+//    normalised by the variable's largest reference magnitude, not per element (an
+//    element-wise ratio explodes where values cross zero). A NaN on either side is a
+//    failure. The overall figures are the maxima over variables;
+//  - *PASS*: every variable present, rows complete, relative difference <= tolerance.
+//
+// Refused as bad input (InvalidArgument), before anything runs: a placeholder that fixes
+// the batch dimension (one device cannot take N·b; the graph must be exported with an
+// open batch), data whose epoch is not a multiple of N examples when K steps run past the
+// epoch end (the job leaves the last E mod N examples of each epoch out, one device does
+// not), a `--batch` other than an input pipeline's fixed dequeue count. An in-graph input
+// pipeline (QueueDequeueMany with a Const count, which `parallax run` replaces by feeds)
+// only sets how many examples a step reads: the reference's copy gets the count N·b, the
+// ranks' graphs keep b. A graph without an init op starts both sides from
+// `init_checkpoint` (a `parallax run` checkpoint of the input graph's variables), sliced
+// for the ranks' parameter-server storage.
+//
+// Cost: one transform, K single-device steps at batch N·b, one mpirun job of N ranks x K
+// steps, and reading N + 1 checkpoints. The work directory (job/, single/, ranks/,
+// job.log) is a temporary one removed at the end unless `keep_dir` names it.
+#ifndef PARALLAX_LIB_VERIFY_VERIFY_H_
+#define PARALLAX_LIB_VERIFY_VERIFY_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lib/base/status.h"
+#include "lib/cluster/cluster_spec.h"
+#include "lib/graph/graph.h"
+#include "lib/plan/plan.h"
+#include "lib/runtime/tensor.h"
+#include "lib/runtime/trainer.h"
+
+namespace parallax {
+
+// The floor of the relative difference's denominator: a variable that is zero in the
+// reference compares by its absolute difference scaled by 1e30 (any change fails).
+inline constexpr double kTinyMagnitude = 1e-30;
+inline constexpr int64_t kDefaultVerifySteps = 20;
+inline constexpr double kDefaultVerifyTolerance = 1e-5;
+
+struct VerifyOptions {
+  std::string graph;            // the single-device training graph (path)
+  int ranks = 0;                // N >= 1
+  int64_t steps = kDefaultVerifySteps;
+  int64_t batch = 0;            // per rank; 0: an input pipeline's count, else kDefaultBatchSize
+  std::vector<FeedSpec> feeds;  // as `parallax run`; file paths are passed to the ranks as given
+  bool synthetic = false;
+  uint64_t seed = 0;
+  bool shuffle = true;
+  int threads = 0;              // the one device's kernel threads (0: one per core); the ranks
+                                // get the cores divided by N, as `parallax run JOB_DIR`
+  double tolerance = kDefaultVerifyTolerance;
+  // Strategy: the cluster spec's `strategy` section (hosts are replaced by localhost with
+  // N CPU ranks), then these overrides of it.
+  std::string cluster;                     // "" : the defaults (auto, average)
+  std::optional<StrategyKind> strategy;    // --strategy
+  std::optional<SparseMethod> sparse;      // --sparse: strategy.sparse
+  std::optional<int> partitions;           // --partitions: strategy.partitions
+  std::string init_checkpoint;  // start both sides from this file instead of the init op
+  std::string keep_dir;         // keep the work directory here (must not exist); "" removes it
+};
+
+struct VariableComparison {
+  std::string name;
+  std::string method;           // the plan's sync method ("ps" for a PS variable's slot too)
+  std::string shape;            // "[784,64]"
+  bool partitioned = false;     // reassembled from the ranks' rows
+  double max_abs = 0;           // max |x - y|
+  double max_rel = 0;           // max_abs / max(max |y|, kTinyMagnitude); NaN when either has NaN
+  double reference_max = 0;     // max |y|
+  std::string problem;          // missing on a rank, dtype/shape mismatch, rows not covered
+  bool pass = false;
+};
+
+struct VerifyReport {
+  std::string graph;
+  int ranks = 0;
+  int64_t steps = 0;
+  int64_t batch = 0;            // per rank
+  int64_t global_batch = 0;     // N·b, the one device's
+  std::string strategy;
+  double tolerance = 0;
+  std::vector<VariableComparison> variables;  // in the reference checkpoint's (name) order
+  double max_abs = 0;
+  double max_rel = 0;
+  bool pass = false;
+  std::optional<double> single_loss_first, single_loss_last;
+  std::vector<std::string> notes;  // adjustments made (rebatched pipelines, ...)
+  std::string kept_dir;            // the work directory when kept
+};
+
+// Runs both sides and compares. Errors: bad input (InvalidArgument, NotFound, ...), the
+// job failing (Aborted: mpirun's exit status and the tail of the ranks' output).
+StatusOr<VerifyReport> Verify(const VerifyOptions& options);
+
+// The table and the verdict, as `parallax verify` prints them.
+std::string RenderVerifyReport(const VerifyReport& report);
+// The report as one JSON object (`parallax verify --json`).
+std::string VerifyReportToJson(const VerifyReport& report);
+
+// --- pieces, exposed for tests -----------------------------------------------------------
+
+// Compares the job's `got` against the reference `want` (same dtype and shape, or a
+// problem is set); accumulates into `out` (max over calls, e.g. over ranks).
+void CompareInto(const Tensor& want, const Tensor& got, VariableComparison* out);
+
+// "0-500,700-800" -> {{0,500},{700,800}}; "" -> {}. Errors name `what`.
+StatusOr<std::vector<std::pair<int64_t, int64_t>>> ParseRowRanges(std::string_view text,
+                                                                  std::string_view what);
+
+// One rank's local storage of a partitioned tensor: its rows and the ranges they hold.
+struct RowBlock {
+  std::vector<std::pair<int64_t, int64_t>> ranges;  // [begin, end), concatenated in order
+  Tensor rows;                                      // [sum of range lengths, ...]
+};
+// The whole tensor of shape `shape` from the ranks' blocks. Errors: a row held twice or
+// by nobody, a block whose row count, dtype or row shape does not fit.
+StatusOr<Tensor> AssembleRows(const std::string& name, DataType dtype, const TensorShape& shape,
+                              const std::vector<RowBlock>& blocks);
+// The rows `ranges` of `full`, concatenated (the inverse, for the initial checkpoint).
+StatusOr<Tensor> SliceRows(const Tensor& full, const std::vector<std::pair<int64_t, int64_t>>& ranges);
+
+// Finds the input pipelines whose Const dequeue count fixes the batch (QueueDequeueMany /
+// UpTo): returns {count, description}; none: nullopt. Errors: counts that differ, a
+// count Const that feeds something else.
+struct PipelineBatch {
+  int64_t count = 0;
+  std::vector<NodeId> count_consts;
+  std::string description;  // "input pipeline 'q/DequeueMany' (count Const 'q/n' = 200)"
+};
+StatusOr<std::optional<PipelineBatch>> FindPipelineBatch(const Graph& graph);
+// Sets every count Const of `pipeline` to `count` (the reference's global batch).
+void SetPipelineBatch(Graph& graph, const PipelineBatch& pipeline, int64_t count);
+
+}  // namespace parallax
+
+#endif  // PARALLAX_LIB_VERIFY_VERIFY_H_
