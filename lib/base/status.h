@@ -101,10 +101,13 @@ class [[nodiscard]] StatusOr {
   }
 
   bool ok() const { return std::holds_alternative<T>(state_); }
-  const Status& status() const {
+  const Status& status() const& {
     static const Status kOk;
     return ok() ? kOk : std::get<Status>(state_);
   }
+  // On a temporary (`F().status()`), a value: a reference would dangle once the
+  // full-expression ends, e.g. inside PX_RETURN_IF_ERROR.
+  Status status() && { return ok() ? Status() : std::get<Status>(std::move(state_)); }
 
   T& value() & { return std::get<T>(state_); }
   const T& value() const& { return std::get<T>(state_); }

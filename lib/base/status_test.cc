@@ -20,6 +20,12 @@ Status Check(int x) {
   return Status::Ok();
 }
 
+// The status of a temporary StatusOr: must outlive the full-expression.
+Status CheckTemporary(int x) {
+  PX_RETURN_IF_ERROR(ParsePositive(x).status());
+  return Status::Ok();
+}
+
 TEST_CASE("StatusOr carries a value or the error") {
   REQUIRE(Doubled(4).ok());
   CHECK(*Doubled(4) == 8);
@@ -29,6 +35,11 @@ TEST_CASE("StatusOr carries a value or the error") {
   CHECK(bad.status().message() == "value -1 is not positive");
   CHECK(Check(3).ok());
   CHECK(Check(0).message() == "value 0 is not positive");
+  CHECK(CheckTemporary(1).ok());
+  // A long message (not in the small-string buffer) would read freed memory if
+  // status() returned a reference into the temporary.
+  CHECK(CheckTemporary(-123456789).message() == "value -123456789 is not positive");
+  static_assert(std::is_same_v<decltype(ParsePositive(1).status()), Status>);
 }
 
 TEST_CASE("WithPrefix keeps the code and prepends context") {
