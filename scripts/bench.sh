@@ -12,7 +12,10 @@
 # optionally followed by the target it is held to, indented:
 #       target: <= 2x protobuf parse: target met        (or: TARGET MISSED)
 # Any other output is shown but not tabulated. A benchmark tagged `mpirun` in its BUILD
-# rule runs under `mpirun -np 2` on this machine (e.g. allreduce_bench).
+# rule runs under `mpirun -np 2` on this machine (e.g. allreduce_bench). Then
+# bench/distributed_bench.sh runs the 2-rank throughput and traffic benchmarks (Parallax
+# vs PyTorch DDP); it also runs allreduce_bench when started by itself, so
+# `bench/distributed_bench.sh` alone reruns every distributed benchmark.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -52,6 +55,13 @@ for target in "${targets[@]}"; do
     failed=1
   fi
 done
+echo "== bench/distributed_bench.sh" | tee -a "$log"
+# shellcheck disable=SC2086  # BENCH_ARGS is a list of words
+if ! bench/distributed_bench.sh --no-allreduce ${BENCH_ARGS:-} 2>&1 | tee -a "$log"; then
+  echo "bench.sh: bench/distributed_bench.sh failed" >&2
+  echo "== FAILED bench/distributed_bench.sh" >>"$log"
+  failed=1
+fi
 
 python3 - "$log" "$out" <<'PY'
 import datetime, os, platform, re, subprocess, sys
@@ -85,8 +95,10 @@ except OSError:
     commit = "unknown"
 with open(out, "w", encoding="utf-8") as f:
     f.write("# Benchmark results\n\n")
+    load = " ".join(open("/proc/loadavg").read().split()[:3])
     f.write(f"Written by `scripts/bench.sh` on {datetime.date.today()}, commit {commit}, "
-            f"{os.cpu_count()} x {cpu()}, `-c opt`.\n\n")
+            f"{os.cpu_count()} x {cpu()}, `-c opt`; load average {load} at the end (1, 5, "
+            f"15 min; other processes make the figures noisy).\n\n")
     f.write("| Benchmark | Value | Compared | Target |\n|---|---|---|---|\n")
     for r in rows:
         f.write("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |\n")

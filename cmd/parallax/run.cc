@@ -44,7 +44,16 @@ Status TrainAndReport(const Graph& graph, const TrainerOptions& options, const R
   }
 
   const bool progress = out.progress && !out.quiet;
+  // The communicator's traffic counters at the first report: the per-step figure is
+  // taken from there to the end, past the initial broadcasts and the first step.
+  const Communicator* comm = options.communicator;
+  struct Counters {
+    int64_t step = -1, bytes = 0, messages = 0;
+  } first_report;
   StatusOr<TrainSummary> summary = trainer->Run([&](const StepReport& r) {
+    if (comm != nullptr && first_report.step < 0) {
+      first_report = {r.step, comm->bytes_sent(), comm->messages_sent()};
+    }
     if (out.quiet) return;
     const std::string line =
         fmt::format("{}step {}/{}  loss {}  {:.1f} examples/s  epoch {} example {}", out.prefix,
@@ -60,6 +69,22 @@ Status TrainAndReport(const Graph& graph, const TrainerOptions& options, const R
   });
   if (progress) std::fprintf(stderr, "\r\033[K");
   if (!summary.ok()) return summary.status();
+  if (comm != nullptr && spdlog::get_level() <= spdlog::level::info) {
+    // -v: what this rank handed to the transport (docs/comm.md, "Traffic counters").
+    std::string per_step;
+    if (first_report.step >= 0 && summary->end_step > first_report.step) {
+      const double steps = static_cast<double>(summary->end_step - first_report.step);
+      per_step = fmt::format("; steps {} -> {}: {:.0f} bytes/step, {:.2f} messages/step",
+                             first_report.step, summary->end_step,
+                             static_cast<double>(comm->bytes_sent() - first_report.bytes) / steps,
+                             static_cast<double>(comm->messages_sent() - first_report.messages) /
+                                 steps);
+    }
+    std::printf("traffic: rank %d sent %lld bytes in %lld messages%s\n", comm->rank(),
+                static_cast<long long>(comm->bytes_sent()),
+                static_cast<long long>(comm->messages_sent()), per_step.c_str());
+    std::fflush(stdout);
+  }
   if (out.quiet) return Status::Ok();
 
   const char* prefix = out.prefix.c_str();

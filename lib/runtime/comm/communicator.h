@@ -19,6 +19,13 @@
 // rank, so every rank gets bit-identical results; kMean is the sum divided by size().
 // Integer means divide with truncation toward zero (TensorFlow's Div on integers).
 //
+// Traffic counters: bytes_sent() and messages_sent() total what this rank has handed to
+// the transport since the communicator was made — per collective call, the bytes of its
+// send buffer addressed to other ranks (an all-to-all's rows for itself are not counted;
+// a broadcast counts on the root only) and one message per transport call. They count
+// what the caller hands over, not what the transport's algorithm puts on the wire
+// (docs/comm.md has the table per call).
+//
 // Errors: bad arguments (a dtype that cannot be reduced, counts that do not match size())
 // are returned before anything is sent, so they are the same on every rank when the
 // inputs are. A collective that does not complete in time ends the job (see
@@ -27,6 +34,7 @@
 #ifndef PARALLAX_LIB_RUNTIME_COMM_COMMUNICATOR_H_
 #define PARALLAX_LIB_RUNTIME_COMM_COMMUNICATOR_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -110,6 +118,11 @@ class Communicator {
   // The label of the collectives issued while a ScopedLabel lives (see the file comment).
   const std::string& label() const { return label_; }
 
+  // Totals since construction (see the file comment): payload bytes handed over for
+  // other ranks, and transport calls. Readable from any thread.
+  int64_t bytes_sent() const { return bytes_sent_.load(std::memory_order_relaxed); }
+  int64_t messages_sent() const { return messages_sent_.load(std::memory_order_relaxed); }
+
   class ScopedLabel {
    public:
     ScopedLabel(Communicator* communicator, std::string label)
@@ -133,11 +146,21 @@ class Communicator {
  protected:
   // Implementations that read the label from another thread override this to lock.
   virtual void SetLabel(std::string label) { label_ = std::move(label); }
+  // Adds one transport call that hands over `bytes` for other ranks to the counters.
+  void CountSent(int64_t bytes, int64_t messages = 1) {
+    bytes_sent_.fetch_add(bytes, std::memory_order_relaxed);
+    messages_sent_.fetch_add(messages, std::memory_order_relaxed);
+  }
   std::string label_;
+
+ private:
+  std::atomic<int64_t> bytes_sent_{0};
+  std::atomic<int64_t> messages_sent_{0};
 };
 
 // A job of one process: every collective is local (AllReduce copies, AllGatherV and
-// AllToAllV hand the input back, Broadcast from rank 0 leaves the tensor as it is).
+// AllToAllV hand the input back, Broadcast from rank 0 leaves the tensor as it is);
+// nothing is sent, so the traffic counters stay 0.
 class LocalCommunicator : public Communicator {
  public:
   int rank() const override { return 0; }

@@ -3,6 +3,8 @@
 #include "lib/runtime/comm/communicator.h"
 
 #include <cstdlib>
+#include <cstring>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -81,6 +83,40 @@ TEST_CASE("LocalCommunicator: AllGatherV, Broadcast, AllToAllV and Barrier") {
   CHECK(comm.AllToAllV(rows, two, &received, &counts).message() ==
         "all-to-all: 2 send counts for 1 ranks");
   CHECK(comm.Barrier().ok());
+}
+
+TEST_CASE("LocalCommunicator sends nothing: its traffic counters stay 0") {
+  LocalCommunicator comm;
+  Tensor t = Tensor::FromVector<float>({1, 2, 3}, TensorShape{3});
+  REQUIRE(comm.AllReduce(t, ReduceOp::kSum).ok());
+  REQUIRE(comm.Broadcast(t, 0).ok());
+  REQUIRE(comm.Barrier().ok());
+  CHECK(comm.bytes_sent() == 0);
+  CHECK(comm.messages_sent() == 0);
+}
+
+TEST_CASE("DivideInPlace (the mean) gives the bits of a division by the divisor") {
+  // Powers of two are multiplied by the inverse, others divided: both must be x / d.
+  std::vector<float> values = {1.0f, -3.0f, 0.1f, 1e-40f, -1e-45f, 3e38f, 0.0f, -0.0f, 7.0f};
+  for (int i = 0; i < 1000; ++i) values.push_back(static_cast<float>(i) * 0.37f - 100.0f);
+  std::vector<double> doubles(values.begin(), values.end());
+  doubles.push_back(4.9e-324);
+  for (int divisor : {1, 2, 3, 4, 6, 8, 64, 1024}) {
+    Tensor f = Tensor::FromVector<float>(values, TensorShape{static_cast<int64_t>(values.size())});
+    comm_internal::DivideInPlace(f, divisor);
+    Tensor d = Tensor::FromVector<double>(doubles, TensorShape{static_cast<int64_t>(doubles.size())});
+    comm_internal::DivideInPlace(d, divisor);
+    for (size_t i = 0; i < values.size(); ++i) {
+      const float expected = values[i] / static_cast<float>(divisor);
+      INFO("float " << values[i] << " / " << divisor);
+      CHECK(std::memcmp(&f.data<float>()[i], &expected, sizeof expected) == 0);
+    }
+    for (size_t i = 0; i < doubles.size(); ++i) {
+      const double expected = doubles[i] / divisor;
+      INFO("double " << doubles[i] << " / " << divisor);
+      CHECK(std::memcmp(&d.data<double>()[i], &expected, sizeof expected) == 0);
+    }
+  }
 }
 
 TEST_CASE("ScopedLabel sets the label for its scope") {

@@ -457,6 +457,7 @@ Status MpiCommunicator::AllReduce(const Tensor& input, Tensor* output, ReduceOp 
       const void* send = in_place ? MPI_IN_PLACE : in + begin * element_bytes;
       PX_MPI_RETURN_IF_ERROR(
           MPI_Allreduce(send, out + begin * element_bytes, count, type, operation, impl_->comm));
+      CountSent(count * element_bytes);
     }
   }
   if (op == ReduceOp::kMean) comm_internal::DivideInPlace(*output, size_);
@@ -472,6 +473,7 @@ Status MpiCommunicator::AllGatherV(const Tensor& input, Tensor* output) {
   std::vector<int64_t> all(3 * static_cast<size_t>(size_));
   PX_MPI_RETURN_IF_ERROR(
       MPI_Allgather(mine, 3, MPI_INT64_T, all.data(), 3, MPI_INT64_T, impl_->comm));
+  CountSent(sizeof mine);
   std::vector<int64_t> rows(static_cast<size_t>(size_));
   int64_t total = 0;
   for (int r = 0; r < size_; ++r) {
@@ -493,6 +495,7 @@ Status MpiCommunicator::AllGatherV(const Tensor& input, Tensor* output) {
   PX_MPI_RETURN_IF_ERROR(MPI_Allgatherv(input.raw_data(), my_count, layout.type(),
                                         result.raw_data(), layout.counts(),
                                         layout.displacements(), layout.type(), impl_->comm));
+  CountSent(static_cast<int64_t>(input.bytes()));
   *output = std::move(result);
   return Status::Ok();
 }
@@ -520,6 +523,7 @@ Status MpiCommunicator::Broadcast(Tensor& tensor, int root) {
   }
   PX_MPI_RETURN_IF_ERROR(MPI_Bcast(header.data(), static_cast<int>(header.size()), MPI_INT64_T,
                                    root, impl_->comm));
+  CountSent(rank_ == root ? static_cast<int64_t>(header.size() * sizeof(int64_t)) : 0);
   const auto dtype = static_cast<DataType>(header[1]);
   switch (header[0]) {
     case kOk: break;
@@ -542,6 +546,7 @@ Status MpiCommunicator::Broadcast(Tensor& tensor, int root) {
   for (int64_t begin = 0; begin < bytes; begin += kMaxChunk) {
     const int count = static_cast<int>(std::min(kMaxChunk, bytes - begin));
     PX_MPI_RETURN_IF_ERROR(MPI_Bcast(data + begin, count, MPI_BYTE, root, impl_->comm));
+    CountSent(rank_ == root ? count : 0);
   }
   return Status::Ok();
 }
@@ -553,6 +558,7 @@ Status MpiCommunicator::AllToAllV(const Tensor& send, std::span<const int64_t> s
   std::vector<int64_t> counts(static_cast<size_t>(size_));
   PX_MPI_RETURN_IF_ERROR(MPI_Alltoall(send_counts.data(), 1, MPI_INT64_T, counts.data(), 1,
                                       MPI_INT64_T, impl_->comm));
+  CountSent((size_ - 1) * static_cast<int64_t>(sizeof(int64_t)));
   int64_t total = 0;
   for (int64_t c : counts) total += c;
   Tensor result(send.dtype(), WithRows(send.shape(), total));
@@ -565,6 +571,7 @@ Status MpiCommunicator::AllToAllV(const Tensor& send, std::span<const int64_t> s
                                        result.raw_data(), receive_layout.counts(),
                                        receive_layout.displacements(), receive_layout.type(),
                                        impl_->comm));
+  CountSent((send.dim(0) - send_counts[static_cast<size_t>(rank_)]) * row_bytes);
   *received = std::move(result);
   *received_counts = std::move(counts);
   return Status::Ok();
@@ -573,6 +580,7 @@ Status MpiCommunicator::AllToAllV(const Tensor& send, std::span<const int64_t> s
 Status MpiCommunicator::Barrier() {
   Impl::Watch watch(*impl_, "barrier");
   PX_MPI_RETURN_IF_ERROR(MPI_Barrier(impl_->comm));
+  CountSent(0);
   return Status::Ok();
 }
 

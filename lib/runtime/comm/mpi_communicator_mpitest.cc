@@ -333,6 +333,68 @@ void TestBarrier(Communicator& comm, TestReport& report) {
   for (int i = 0; i < 3; ++i) report.ExpectOk(comm.Barrier(), "Barrier");
 }
 
+// The traffic counters: each call adds the bytes it hands to MPI for other ranks and one
+// message per MPI call (communicator.h, docs/comm.md), derived here from the arguments.
+void TestCounters(Communicator& comm, TestReport& report) {
+  const int size = comm.size();
+  const int me = comm.rank();
+  // Runs `call` and checks what it added to the counters.
+  auto expect = [&](const std::string& name, int64_t bytes, int64_t messages, auto&& call) {
+    const int64_t bytes_before = comm.bytes_sent(), messages_before = comm.messages_sent();
+    if (!report.ExpectOk(call(), name)) return;
+    const int64_t b = comm.bytes_sent() - bytes_before, m = comm.messages_sent() - messages_before;
+    report.Expect(b == bytes && m == messages, name + " counters",
+                  fmt::format("{} bytes in {} messages, expected {} in {}", b, m, bytes, messages));
+  };
+  // All-reduce: the whole buffer, one MPI_Allreduce; in place and mean alike (the
+  // division is local).
+  for (int64_t n : {1, 1000, 100003}) {
+    const Tensor input = Input(tensorflow::DT_FLOAT, TensorShape{n}, me, 7);
+    Tensor output;
+    expect(fmt::format("counters: AllReduce sum of {} floats", n), 4 * n, 1,
+           [&] { return comm.AllReduce(input, &output, ReduceOp::kSum); });
+    expect(fmt::format("counters: AllReduce mean of {} floats in place", n), 4 * n, 1,
+           [&] { return comm.AllReduce(output, ReduceOp::kMean); });
+  }
+  Tensor doubles = Input(tensorflow::DT_DOUBLE, TensorShape{10, 100}, me, 8);
+  expect("counters: AllReduce of 1000 doubles", 8000, 1,
+         [&] { return comm.AllReduce(doubles, ReduceOp::kMax); });
+  // All-gather: this rank's (rows, row bytes, dtype) as 3 int64, then its rows.
+  const Tensor rows = Input(tensorflow::DT_FLOAT, TensorShape{me + 1, 3}, me, 9);
+  Tensor gathered;
+  expect("counters: AllGatherV", 24 + (me + 1) * 12, 2,
+         [&] { return comm.AllGatherV(rows, &gathered); });
+  // Broadcast: the root hands its header (verdict, dtype, rank, 32 dims: 35 int64) and
+  // its data; the others send nothing. Two MPI_Bcast calls on every rank.
+  for (int root : {0, size - 1}) {
+    Tensor t = Input(tensorflow::DT_FLOAT, TensorShape{300}, root, 10);
+    expect(fmt::format("counters: Broadcast from {}", root), me == root ? 280 + 1200 : 0, 2,
+           [&] { return comm.Broadcast(t, root); });
+  }
+  // All-to-all: the counts for the other ranks (one int64 each), then the rows addressed
+  // to them (s + 1 rows of 2 int64 to rank s); the rows for itself are not counted.
+  std::vector<int64_t> send_counts;
+  int64_t total_rows = 0, rows_to_others = 0;
+  for (int s = 0; s < size; ++s) {
+    send_counts.push_back(s + 1);
+    total_rows += s + 1;
+    if (s != me) rows_to_others += s + 1;
+  }
+  const Tensor send(tensorflow::DT_INT64, TensorShape{total_rows, 2});
+  std::memset(send.raw_data(), 0, send.bytes());
+  Tensor received;
+  std::vector<int64_t> received_counts;
+  expect("counters: AllToAllV", 8 * (size - 1) + rows_to_others * 16, 2,
+         [&] { return comm.AllToAllV(send, send_counts, &received, &received_counts); });
+  expect("counters: Barrier", 0, 1, [&] { return comm.Barrier(); });
+  // A call refused before anything is sent counts nothing.
+  const int64_t bytes_before = comm.bytes_sent(), messages_before = comm.messages_sent();
+  Tensor strings(tensorflow::DT_STRING, TensorShape{2});
+  report.Expect(!comm.AllReduce(strings, ReduceOp::kSum).ok(), "counters: refused AllReduce");
+  report.Expect(comm.bytes_sent() == bytes_before && comm.messages_sent() == messages_before,
+                "counters: a refused call counts nothing");
+}
+
 int Run(int argc, char** argv) {
   std::string fail;
   for (int i = 1; i < argc; ++i) {
@@ -368,6 +430,7 @@ int Run(int argc, char** argv) {
   TestBroadcast(comm, report);
   TestAllToAllV(comm, report);
   TestBarrier(comm, report);
+  TestCounters(comm, report);
   const int64_t before = static_cast<MpiCommunicator&>(comm).completed();
   report.ExpectOk(comm.Barrier(), "Barrier");
   report.Expect(static_cast<MpiCommunicator&>(comm).completed() == before + 1,
