@@ -7,17 +7,11 @@
 
 #include "lib/base/file.h"
 #include "lib/graph/graph_io.h"
+#include "lib/testing/test_graphs.h"
 #include "lib/testing/testdata.h"
 
 namespace parallax {
 namespace {
-
-Graph LoadOrFail(const std::string& path) {
-  StatusOr<Graph> graph = LoadGraph(path);
-  INFO(graph.status().ToString());
-  REQUIRE(graph.ok());
-  return std::move(graph).value();
-}
 
 TrainingAnalysis AnalyzeOrFail(const Graph& graph) {
   StatusOr<TrainingAnalysis> analysis = AnalyzeTraining(graph);
@@ -32,7 +26,7 @@ TrainingAnalysis AnalyzeOrFail(const Graph& graph) {
 // source file; PARALLAX_UPDATE_GOLDENS=<dir> writes <dir>/lib/analysis/testdata/....
 void CheckGolden(const std::string& name) {
   const std::string dir = "lib/analysis/testdata/";
-  const Graph graph = LoadOrFail(testing::RepoPath(dir + name + ".pbtxt"));
+  const Graph graph = testing::LoadAnalysisGraph(name);
   const std::string actual = DescribeAnalysis(AnalyzeOrFail(graph), graph);
   const std::string expected_path = testing::RepoPath(dir + name + ".expected");
   if (const char* update = std::getenv("PARALLAX_UPDATE_GOLDENS"); update && *update) {
@@ -70,7 +64,7 @@ TEST_CASE("golden: AddN-aggregated gradient") { CheckGolden("addn_gradient"); }
 TEST_CASE("golden: cond and while loop") { CheckGolden("control_flow"); }
 
 TEST_CASE("structured results of the Adam graph") {
-  const Graph graph = LoadOrFail(testing::RepoPath("lib/analysis/testdata/adam.pbtxt"));
+  const Graph graph = testing::LoadAnalysisGraph("adam");
   const TrainingAnalysis a = AnalyzeOrFail(graph);
   const Variable* w = a.FindVariable(graph.FindNode("w"));
   REQUIRE(w != nullptr);
@@ -127,7 +121,7 @@ std::optional<Graph> SharedGraph(const std::string& file) {
     WARN("skipped: " << why);
     return std::nullopt;
   }
-  return LoadOrFail(*dir + "/" + file);
+  return testing::LoadGraphOrFail(*dir + "/" + file);
 }
 
 int CountUpdatesByOp(const TrainingAnalysis& a, const Graph& g, std::string_view op, bool sparse) {
@@ -259,7 +253,7 @@ TEST_CASE("real graph: nnfusion ScatterSub") {
 TEST_CASE("every shared graph analyses without error") {
   for (const std::string& path : testing::SharedTfGraphFiles()) {
     INFO(path);
-    const Graph g = LoadOrFail(path);
+    const Graph g = testing::LoadGraphOrFail(path);
     StatusOr<TrainingAnalysis> a = AnalyzeTraining(g);
     CHECK(a.ok());
   }

@@ -5,39 +5,19 @@
 #include "lib/graph/graph_io.h"
 #include "lib/graph/verifier.h"
 #include "lib/passes/testing/pass_runner.h"
+#include "lib/passes/testing/pass_test_util.h"
 #include "lib/passes/testing/plan_for_tests.h"
-#include "lib/testing/golden.h"
 #include "lib/testing/testdata.h"
 
 namespace parallax {
 namespace {
 
-Graph LoadOrFail(const std::string& path) {
-  StatusOr<Graph> graph = LoadGraph(path);
-  INFO(graph.status().ToString());
-  REQUIRE(graph.ok());
-  return std::move(graph).value();
-}
-
-Graph AnalysisGraph(const std::string& name) {
-  return LoadOrFail(testing::RepoPath("lib/analysis/testdata/" + name + ".pbtxt"));
-}
-
-bool RunBroadcastInit(Graph& graph, const Plan& plan, int rank) {
-  PassRunnerForTests runner(graph, plan, rank);
-  auto pass = CreateBroadcastInitPass();
-  StatusOr<bool> changed = runner.Run(*pass);
-  INFO(changed.status().ToString());
-  REQUIRE(changed.ok());
-  return *changed;
-}
-
-const Node& NodeNamed(const Graph& graph, std::string_view name) {
-  const NodeId id = graph.FindNode(name);
-  INFO(name);
-  REQUIRE(id != kNoNode);
-  return graph.node(id);
-}
+using testing::CheckRunChangesNothing;
+using testing::DiffAgainstPassGolden;
+using testing::LoadAnalysisGraph;
+using testing::LoadGraphOrFail;
+using testing::NodeNamed;
+using testing::RunPassOrFail;
 
 // The node feeding the initialiser's value input.
 const Node& InitValue(const Graph& graph, std::string_view initializer) {
@@ -63,23 +43,21 @@ TEST_CASE("broadcast-init: goldens on the analysis graphs") {
                         Case{"sparse_adagrad", SyncMethod::kParameterServer},
                         Case{"resource", SyncMethod::kAllGather}}) {
     DYNAMIC_SECTION(c.name) {
-      Graph graph = AnalysisGraph(c.name);
+      Graph graph = LoadAnalysisGraph(c.name);
       const Plan plan = PlanForTests(graph, 2, c.sparse_method);
-      CHECK(RunBroadcastInit(graph, plan, 1));
+      CHECK(RunPassOrFail(CreateBroadcastInitPass, graph, plan, 1));
       const Status verified = VerifyGraph(graph);
       INFO(verified.message());
       CHECK(verified.ok());
-      CHECK(testing::DiffAgainstGolden(
-                graph, testing::RepoPath("lib/passes/testdata/broadcast_init/" + c.name +
-                                         ".expected.pbtxt")) == "");
+      CHECK(DiffAgainstPassGolden(graph, "broadcast_init/" + c.name) == "");
     }
   }
 }
 
 TEST_CASE("broadcast-init: initial values come from rank 0, keys in plan order") {
-  Graph graph = AnalysisGraph("adam");
+  Graph graph = LoadAnalysisGraph("adam");
   const Plan plan = PlanForTests(graph, 4);
-  CHECK(RunBroadcastInit(graph, plan, 3));
+  CHECK(RunPassOrFail(CreateBroadcastInitPass, graph, plan, 3));
   const Node& w = InitValue(graph, "w/Assign");
   CHECK(w.name() == "w/parallax/broadcast_init");
   CHECK(w.op() == "ParallaxBroadcast");
@@ -103,9 +81,9 @@ TEST_CASE("broadcast-init: initial values come from rank 0, keys in plan order")
 }
 
 TEST_CASE("broadcast-init: parameter-server variables and their slots are skipped") {
-  Graph graph = AnalysisGraph("sparse_adagrad");
+  Graph graph = LoadAnalysisGraph("sparse_adagrad");
   const Plan plan = PlanForTests(graph, 2, SyncMethod::kParameterServer);
-  CHECK(RunBroadcastInit(graph, plan, 0));
+  CHECK(RunPassOrFail(CreateBroadcastInitPass, graph, plan, 0));
   CHECK(graph.FindNode("emb/parallax/broadcast_init") == kNoNode);
   CHECK(graph.FindNode("emb/Adagrad/parallax/broadcast_init") == kNoNode);
   CHECK(InitValue(graph, "w/Assign").op() == "ParallaxBroadcast");
@@ -114,11 +92,9 @@ TEST_CASE("broadcast-init: parameter-server variables and their slots are skippe
 
 TEST_CASE("broadcast-init: one rank changes nothing") {
   for (const std::string name : {"sgd_mlp", "adam", "sparse_adagrad", "resource"}) {
-    Graph graph = AnalysisGraph(name);
-    const std::string before = SerializeGraphDef(graph);
+    Graph graph = LoadAnalysisGraph(name);
     const Plan plan = PlanForTests(graph, 1);
-    CHECK_FALSE(RunBroadcastInit(graph, plan, 0));
-    CHECK(SerializeGraphDef(graph) == before);
+    CheckRunChangesNothing(CreateBroadcastInitPass, graph, plan, 0);
   }
 }
 
@@ -130,15 +106,13 @@ TEST_CASE("broadcast-init: variables without an initialiser are left alone") {
     return;
   }
   // Its four variables have no initialiser in the file.
-  Graph graph = LoadOrFail(*dir + "/tensorboard_mnist_mlp_train.pbtxt");
-  const std::string before = SerializeGraphDef(graph);
+  Graph graph = LoadGraphOrFail(*dir + "/tensorboard_mnist_mlp_train.pbtxt");
   const Plan plan = PlanForTests(graph, 2);
-  CHECK_FALSE(RunBroadcastInit(graph, plan, 1));
-  CHECK(SerializeGraphDef(graph) == before);
+  CheckRunChangesNothing(CreateBroadcastInitPass, graph, plan, 1);
 }
 
 TEST_CASE("broadcast-init: a plan variable the graph lacks is an internal error") {
-  Graph graph = AnalysisGraph("sgd_mlp");
+  Graph graph = LoadAnalysisGraph("sgd_mlp");
   Plan plan = PlanForTests(graph, 2);
   plan.variables[1].name = "gone";
   PassRunnerForTests runner(graph, plan, 0);

@@ -16,6 +16,7 @@
 #include "lib/passes/shard_inputs.h"
 #include "lib/passes/testing/pass_runner.h"
 #include "lib/passes/testing/plan_for_tests.h"
+#include "lib/testing/test_graphs.h"
 #include "lib/testing/golden.h"
 #include "lib/testing/testdata.h"
 
@@ -30,13 +31,6 @@ const char* const kAnalysisGraphs[] = {
     "resource",       "scatter_sub_sgd", "sgd_mlp",        "sparse_adagrad",
     "sparse_adam",    "sparse_momentum", "control_flow",
 };
-
-Graph LoadOrFail(const std::string& path) {
-  StatusOr<Graph> graph = LoadGraph(path);
-  INFO(graph.status().ToString());
-  REQUIRE(graph.ok());
-  return std::move(graph).value();
-}
 
 std::unique_ptr<Pipeline> DataParallelPipeline(bool with_place) {
   std::vector<std::unique_ptr<Pass>> passes;
@@ -75,7 +69,7 @@ std::vector<std::pair<std::string, int64_t>> CollectiveSequence(const Graph& gra
 }
 
 TEST_CASE("PlanForTests: ranks, methods and even round-robin partitions") {
-  const Graph graph = LoadOrFail(testing::RepoPath("lib/analysis/testdata/sparse_adagrad.pbtxt"));
+  const Graph graph = testing::LoadAnalysisGraph("sparse_adagrad");
   const Plan plan = PlanForTests(graph, 3);
   REQUIRE(plan.world_size() == 3);
   CHECK(plan.rank_devices[2] == "/job:worker/replica:0/task:2/device:CPU:0");
@@ -104,7 +98,7 @@ TEST_CASE("data-parallel passes: every analysis graph, 1, 2 and 4 ranks, every s
                               SyncMethod::kDensify}) {
       for (int world_size : {1, 2, 4}) {
         DYNAMIC_SECTION(name << " " << SyncMethodName(sparse) << " " << world_size << " ranks") {
-          Graph graph = LoadOrFail(testing::RepoPath(std::string("lib/analysis/testdata/") + name + ".pbtxt"));
+          Graph graph = testing::LoadAnalysisGraph(name);
           const Plan plan = PlanForTests(graph, world_size, sparse);
           const StatusOr<bool> changed = RunPipeline(graph, plan, world_size - 1);
           INFO(changed.status().ToString());
@@ -120,7 +114,7 @@ TEST_CASE("data-parallel passes: every analysis graph, 1, 2 and 4 ranks, every s
 TEST_CASE("data-parallel passes: with one rank the graph is the input graph") {
   for (const char* name : kAnalysisGraphs) {
     DYNAMIC_SECTION(name) {
-      const Graph input = LoadOrFail(testing::RepoPath(std::string("lib/analysis/testdata/") + name + ".pbtxt"));
+      const Graph input = testing::LoadAnalysisGraph(name);
       const Plan plan = PlanForTests(input, 1);
       Graph graph = input;
       const StatusOr<bool> changed = RunPipeline(graph, plan, 0, /*with_place=*/false);
@@ -142,7 +136,7 @@ TEST_CASE("data-parallel passes: with one rank the graph is the input graph") {
 TEST_CASE("data-parallel passes: collective instance keys are the same on every rank") {
   for (const char* name : {"adam", "sparse_adagrad", "resource", "addn_gradient"}) {
     DYNAMIC_SECTION(name) {
-      const Graph input = LoadOrFail(testing::RepoPath(std::string("lib/analysis/testdata/") + name + ".pbtxt"));
+      const Graph input = testing::LoadAnalysisGraph(name);
       const Plan plan = PlanForTests(input, 4);
       Graph rank0 = input, rank3 = input;
       REQUIRE(RunPipeline(rank0, plan, 0).ok());
@@ -172,7 +166,7 @@ TEST_CASE("data-parallel passes: the shared real TF graphs, 2 and 8 ranks") {
   for (const std::string& file : files) {
     for (int world_size : {2, 8}) {
       DYNAMIC_SECTION(file << " " << world_size << " ranks") {
-        const Graph input = LoadOrFail(file);
+        const Graph input = testing::LoadGraphOrFail(file);
         const Plan plan = PlanForTests(input, world_size);
         std::vector<std::pair<std::string, int64_t>> first_keys;
         for (int rank : {0, world_size - 1}) {

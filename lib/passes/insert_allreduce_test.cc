@@ -6,39 +6,17 @@
 #include "lib/graph/verifier.h"
 #include "lib/passes/pipeline.h"
 #include "lib/passes/testing/pass_runner.h"
+#include "lib/passes/testing/pass_test_util.h"
 #include "lib/passes/testing/plan_for_tests.h"
-#include "lib/testing/golden.h"
-#include "lib/testing/testdata.h"
 
 namespace parallax {
 namespace {
 
-Graph LoadOrFail(const std::string& path) {
-  StatusOr<Graph> graph = LoadGraph(path);
-  INFO(graph.status().ToString());
-  REQUIRE(graph.ok());
-  return std::move(graph).value();
-}
-
-Graph AnalysisGraph(const std::string& name) {
-  return LoadOrFail(testing::RepoPath("lib/analysis/testdata/" + name + ".pbtxt"));
-}
-
-bool RunInsertAllReduce(Graph& graph, const Plan& plan, int rank) {
-  PassRunnerForTests runner(graph, plan, rank);
-  auto pass = CreateInsertAllReducePass();
-  StatusOr<bool> changed = runner.Run(*pass);
-  INFO(changed.status().ToString());
-  REQUIRE(changed.ok());
-  return *changed;
-}
-
-const Node& NodeNamed(const Graph& graph, std::string_view name) {
-  const NodeId id = graph.FindNode(name);
-  INFO(name);
-  REQUIRE(id != kNoNode);
-  return graph.node(id);
-}
+using testing::CheckRunChangesNothing;
+using testing::DiffAgainstPassGolden;
+using testing::LoadAnalysisGraph;
+using testing::NodeNamed;
+using testing::RunPassOrFail;
 
 TEST_CASE("insert-allreduce: the pass's name and factory") {
   auto pass = CreateInsertAllReducePass();
@@ -51,23 +29,21 @@ TEST_CASE("insert-allreduce: goldens on the analysis graphs") {
   // aggregated gradient; resource: resource variables, sparse ones left to ps.
   for (const std::string name : {"sgd_mlp", "adam", "addn_gradient", "resource"}) {
     DYNAMIC_SECTION(name) {
-      Graph graph = AnalysisGraph(name);
+      Graph graph = LoadAnalysisGraph(name);
       const Plan plan = PlanForTests(graph, 2);
-      CHECK(RunInsertAllReduce(graph, plan, 1));
+      CHECK(RunPassOrFail(CreateInsertAllReducePass, graph, plan, 1));
       const Status verified = VerifyGraph(graph);
       INFO(verified.message());
       CHECK(verified.ok());
-      CHECK(testing::DiffAgainstGolden(
-                graph, testing::RepoPath("lib/passes/testdata/insert_allreduce/" + name +
-                                         ".expected.pbtxt")) == "");
+      CHECK(DiffAgainstPassGolden(graph, "insert_allreduce/" + name) == "");
     }
   }
 }
 
 TEST_CASE("insert-allreduce: the all-reduce sits between the gating Identity and the update") {
-  Graph graph = AnalysisGraph("sgd_mlp");
+  Graph graph = LoadAnalysisGraph("sgd_mlp");
   const Plan plan = PlanForTests(graph, 4);
-  CHECK(RunInsertAllReduce(graph, plan, 0));
+  CHECK(RunPassOrFail(CreateInsertAllReducePass, graph, plan, 0));
   const Node& apply = NodeNamed(graph, "GradientDescent/update_w/ApplyGradientDescent");
   const Node& reduce = graph.node(apply.input(2).node);
   CHECK(reduce.name() == "w/parallax/allreduce");
@@ -86,26 +62,26 @@ TEST_CASE("insert-allreduce: the all-reduce sits between the gating Identity and
 }
 
 TEST_CASE("insert-allreduce: the plan's average=false sums") {
-  Graph graph = AnalysisGraph("sgd_mlp");
+  Graph graph = LoadAnalysisGraph("sgd_mlp");
   Plan plan = PlanForTests(graph, 2);
   plan.average = false;
-  CHECK(RunInsertAllReduce(graph, plan, 0));
+  CHECK(RunPassOrFail(CreateInsertAllReducePass, graph, plan, 0));
   CHECK(NodeNamed(graph, "w/parallax/allreduce").FindAttr("final_op")->s() == "Id");
 }
 
 TEST_CASE("insert-allreduce: only variables the plan all-reduces") {
-  Graph graph = AnalysisGraph("sgd_mlp");
+  Graph graph = LoadAnalysisGraph("sgd_mlp");
   Plan plan = PlanForTests(graph, 2);
   for (VariablePlan& v : plan.variables) {
     if (v.name == "b") v.method = SyncMethod::kNone;
   }
-  CHECK(RunInsertAllReduce(graph, plan, 0));
+  CHECK(RunPassOrFail(CreateInsertAllReducePass, graph, plan, 0));
   CHECK(graph.FindNode("w/parallax/allreduce") != kNoNode);
   CHECK(graph.FindNode("b/parallax/allreduce") == kNoNode);
 }
 
 TEST_CASE("insert-allreduce: each update of a variable gets its own all-reduce") {
-  Graph graph = AnalysisGraph("sgd_mlp");
+  Graph graph = LoadAnalysisGraph("sgd_mlp");
   // A second optimizer step on w from the same gradient, run by the train op too.
   NodeSpec second;
   second.name = "GradientDescent_1/update_w/ApplyGradientDescent";
@@ -119,7 +95,7 @@ TEST_CASE("insert-allreduce: each update of a variable gets its own all-reduce")
   REQUIRE(graph.AddControlInput(graph.FindNode("GradientDescent"), *added).ok());
 
   const Plan plan = PlanForTests(graph, 2);
-  CHECK(RunInsertAllReduce(graph, plan, 0));
+  CHECK(RunPassOrFail(CreateInsertAllReducePass, graph, plan, 0));
   REQUIRE(VerifyGraph(graph).ok());
   const Node& first_apply = NodeNamed(graph, "GradientDescent/update_w/ApplyGradientDescent");
   const Node& second_apply = NodeNamed(graph, "GradientDescent_1/update_w/ApplyGradientDescent");
@@ -129,7 +105,7 @@ TEST_CASE("insert-allreduce: each update of a variable gets its own all-reduce")
 }
 
 TEST_CASE("insert-allreduce: a sparse variable planned for all-reduce is an internal error") {
-  Graph graph = AnalysisGraph("sparse_adagrad");
+  Graph graph = LoadAnalysisGraph("sparse_adagrad");
   const std::string before = SerializeGraphDef(graph);
   const Plan plan = PlanForTests(graph, 2, SyncMethod::kAllReduce);
   PassRunnerForTests runner(graph, plan, 0);
@@ -144,7 +120,7 @@ TEST_CASE("insert-allreduce: a sparse variable planned for all-reduce is an inte
 }
 
 TEST_CASE("insert-allreduce: a plan variable the graph lacks is an internal error") {
-  Graph graph = AnalysisGraph("sgd_mlp");
+  Graph graph = LoadAnalysisGraph("sgd_mlp");
   Plan plan = PlanForTests(graph, 2);
   plan.variables[0].name = "gone";
   PassRunnerForTests runner(graph, plan, 0);
@@ -156,23 +132,19 @@ TEST_CASE("insert-allreduce: a plan variable the graph lacks is an internal erro
 
 TEST_CASE("insert-allreduce: one rank changes nothing") {
   for (const std::string name : {"sgd_mlp", "adam", "sparse_adagrad", "resource"}) {
-    Graph graph = AnalysisGraph(name);
-    const std::string before = SerializeGraphDef(graph);
+    Graph graph = LoadAnalysisGraph(name);
     const Plan plan = PlanForTests(graph, 1);
-    CHECK_FALSE(RunInsertAllReduce(graph, plan, 0));
-    CHECK(SerializeGraphDef(graph) == before);
+    CheckRunChangesNothing(CreateInsertAllReducePass, graph, plan, 0);
   }
 }
 
 TEST_CASE("insert-allreduce: nothing to all-reduce, no change") {
-  Graph graph = AnalysisGraph("sparse_momentum");
+  Graph graph = LoadAnalysisGraph("sparse_momentum");
   Plan plan = PlanForTests(graph, 2);
   for (VariablePlan& v : plan.variables) {
     if (v.method == SyncMethod::kAllReduce) v.method = SyncMethod::kDensify;
   }
-  const std::string before = SerializeGraphDef(graph);
-  CHECK_FALSE(RunInsertAllReduce(graph, plan, 0));
-  CHECK(SerializeGraphDef(graph) == before);
+  CheckRunChangesNothing(CreateInsertAllReducePass, graph, plan, 0);
 }
 
 }  // namespace

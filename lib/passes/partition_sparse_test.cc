@@ -8,7 +8,7 @@
 #include "lib/graph/verifier.h"
 #include "lib/passes/collective_builder.h"
 #include "lib/passes/pipeline.h"
-#include "lib/passes/sparse_test_util.h"
+#include "lib/passes/testing/pass_test_util.h"
 #include "lib/passes/testing/plan_for_tests.h"
 #include "lib/testing/golden.h"
 #include "lib/testing/testdata.h"
@@ -17,15 +17,10 @@ namespace parallax {
 namespace {
 
 using testing::CollectiveSequence;
+using testing::DiffAgainstPassGolden;
 using testing::LoadAnalysisGraph;
+using testing::NodeInput;
 using testing::RunOnRank;
-
-std::string NodeInput(const Graph& g, std::string_view node, int index) {
-  NodeId id = g.FindNode(node);
-  REQUIRE(id != kNoNode);
-  REQUIRE(index < static_cast<int>(g.node(id).inputs().size()));
-  return g.InputString(g.node(id).input(index));
-}
 
 std::vector<std::string> Inputs(const Graph& g, std::string_view node) {
   NodeId id = g.FindNode(node);
@@ -71,9 +66,7 @@ TEST_CASE("partition-sparse: golden rank graphs for 1, 2 and 3 partitions on 2 r
       StatusOr<Graph> out = RunOnRank(CreatePartitionSparsePass, input, plan, rank, &changed);
       if (!out.ok()) FAIL(out.status().ToString());
       CHECK(changed);
-      CHECK(testing::DiffAgainstGolden(
-                *out, testing::RepoPath("lib/passes/testdata/partition_sparse/" + label +
-                                        ".expected.pbtxt")) == "");
+      CHECK(DiffAgainstPassGolden(*out, "partition_sparse/" + label) == "");
       sequences.push_back(CollectiveSequence(*out));
     }
     INFO(c.graph << " P=" << c.partitions);
@@ -233,11 +226,7 @@ TEST_CASE("partition-sparse: one rank, or no PS variable, changes nothing") {
   for (auto [ranks, method] : {std::pair{1, SyncMethod::kParameterServer},
                                std::pair{2, SyncMethod::kAllGather}}) {
     Plan plan = PlanForTests(input, ranks, method);
-    bool changed = true;
-    StatusOr<Graph> g = RunOnRank(CreatePartitionSparsePass, input, plan, 0, &changed);
-    REQUIRE(g.ok());
-    CHECK(!changed);
-    CHECK(GraphFingerprint(*g) == GraphFingerprint(input));
+    testing::CheckNoChange(CreatePartitionSparsePass, input, plan);
   }
 }
 
@@ -335,9 +324,7 @@ TEST_CASE("partition-sparse: dense golden rank graphs for 1, 2 and 3 partitions 
         if (!out.ok()) FAIL(out.status().ToString());
         CHECK(changed);
         CHECK(VerifyGraph(*out).ok());
-        CHECK(testing::DiffAgainstGolden(
-                  *out, testing::RepoPath("lib/passes/testdata/partition_sparse/" + label +
-                                          ".expected.pbtxt")) == "");
+        CHECK(DiffAgainstPassGolden(*out, "partition_sparse/" + label) == "");
         sequences.push_back(CollectiveSequence(*out));
       }
       INFO(name << " P=" << partitions);

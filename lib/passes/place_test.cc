@@ -5,6 +5,7 @@
 #include "lib/graph/graph_io.h"
 #include "lib/graph/verifier.h"
 #include "lib/passes/testing/pass_runner.h"
+#include "lib/passes/testing/pass_test_util.h"
 #include "lib/passes/testing/plan_for_tests.h"
 #include "lib/testing/golden.h"
 #include "lib/testing/testdata.h"
@@ -12,12 +13,11 @@
 namespace parallax {
 namespace {
 
-Graph LoadOrFail(const std::string& path) {
-  StatusOr<Graph> graph = LoadGraph(path);
-  INFO(graph.status().ToString());
-  REQUIRE(graph.ok());
-  return std::move(graph).value();
-}
+using testing::CheckRunChangesNothing;
+using testing::DiffAgainstPassGolden;
+using testing::LoadAnalysisGraph;
+using testing::LoadGraphOrFail;
+using testing::RunPassOrFail;
 
 // PlanForTests with GPU ranks: /job:worker/replica:0/task:R/device:GPU:0.
 Plan GpuPlan(const Graph& graph, int world_size) {
@@ -28,15 +28,6 @@ Plan GpuPlan(const Graph& graph, int world_size) {
         "/job:worker/replica:0/task:" + std::to_string(r) + "/device:GPU:0";
   }
   return plan;
-}
-
-bool RunPlace(Graph& graph, const Plan& plan, int rank) {
-  PassRunnerForTests runner(graph, plan, rank);
-  auto pass = CreatePlacePass();
-  StatusOr<bool> changed = runner.Run(*pass);
-  INFO(changed.status().ToString());
-  REQUIRE(changed.ok());
-  return *changed;
 }
 
 TEST_CASE("place: the pass's name and factory") {
@@ -61,21 +52,20 @@ TEST_CASE("place: device strings that name a CPU") {
 }
 
 TEST_CASE("place: golden, an unplaced training graph on CPU rank 1 of 2") {
-  Graph graph = LoadOrFail(testing::RepoPath("lib/analysis/testdata/sgd_mlp.pbtxt"));
+  Graph graph = LoadAnalysisGraph("sgd_mlp");
   const Plan plan = PlanForTests(graph, 2);
-  CHECK(RunPlace(graph, plan, 1));
+  CHECK(RunPassOrFail(CreatePlacePass, graph, plan, 1));
   REQUIRE(VerifyGraph(graph).ok());
   for (NodeId id : graph.NodeIds()) {
     CHECK(graph.node(id).device() == "/job:worker/replica:0/task:1/device:CPU:0");
   }
-  CHECK(testing::DiffAgainstGolden(
-            graph, testing::RepoPath("lib/passes/testdata/place/sgd_mlp.expected.pbtxt")) == "");
+  CHECK(DiffAgainstPassGolden(graph, "place/sgd_mlp") == "");
 }
 
 TEST_CASE("place: golden, every kind of device string on GPU rank 2 of 4") {
-  Graph graph = LoadOrFail(testing::RepoPath("lib/passes/testdata/place/devices.pbtxt"));
+  Graph graph = LoadGraphOrFail(testing::RepoPath("lib/passes/testdata/place/devices.pbtxt"));
   const Plan plan = GpuPlan(graph, 4);
-  CHECK(RunPlace(graph, plan, 2));
+  CHECK(RunPassOrFail(CreatePlacePass, graph, plan, 2));
   REQUIRE(VerifyGraph(graph).ok());
   auto device_of = [&](std::string_view name) {
     return std::string(graph.node(graph.FindNode(name)).device());
@@ -97,40 +87,37 @@ TEST_CASE("place: golden, every kind of device string on GPU rank 2 of 4") {
   CHECK(device_of("already") == cpu);
   // Colocation attrs stay as they were.
   CHECK(graph.node(graph.FindNode("w/read_on_cpu")).FindAttr("_class")->list().s(0) == "loc:@w");
-  CHECK(testing::DiffAgainstGolden(
-            graph, testing::RepoPath("lib/passes/testdata/place/devices.expected.pbtxt")) == "");
+  CHECK(DiffAgainstPassGolden(graph, "place/devices") == "");
 }
 
 TEST_CASE("place: a second run changes nothing and says so") {
-  Graph graph = LoadOrFail(testing::RepoPath("lib/passes/testdata/place/devices.pbtxt"));
+  Graph graph = LoadGraphOrFail(testing::RepoPath("lib/passes/testdata/place/devices.pbtxt"));
   const Plan plan = GpuPlan(graph, 4);
-  CHECK(RunPlace(graph, plan, 3));
-  const std::string once = SerializeGraphDef(graph);
-  CHECK_FALSE(RunPlace(graph, plan, 3));
-  CHECK(SerializeGraphDef(graph) == once);
+  CHECK(RunPassOrFail(CreatePlacePass, graph, plan, 3));
+  CheckRunChangesNothing(CreatePlacePass, graph, plan, 3);
 }
 
 TEST_CASE("place: on a CPU rank every node goes to the rank's CPU") {
-  Graph graph = LoadOrFail(testing::RepoPath("lib/passes/testdata/place/devices.pbtxt"));
+  Graph graph = LoadGraphOrFail(testing::RepoPath("lib/passes/testdata/place/devices.pbtxt"));
   const Plan plan = PlanForTests(graph, 2);
-  CHECK(RunPlace(graph, plan, 0));
+  CHECK(RunPassOrFail(CreatePlacePass, graph, plan, 0));
   for (NodeId id : graph.NodeIds()) {
     CHECK(graph.node(id).device() == "/job:worker/replica:0/task:0/device:CPU:0");
   }
 }
 
 TEST_CASE("place: with one rank only the device strings change") {
-  const Graph input = LoadOrFail(testing::RepoPath("lib/analysis/testdata/adam.pbtxt"));
+  const Graph input = LoadAnalysisGraph("adam");
   Graph graph = input;
   const Plan plan = PlanForTests(graph, 1);
-  CHECK(RunPlace(graph, plan, 0));
+  CHECK(RunPassOrFail(CreatePlacePass, graph, plan, 0));
   // Put the original devices back: the rest must be the input graph.
   for (NodeId id : graph.NodeIds()) graph.SetDevice(id, input.node(id).device());
   CHECK(testing::DiffGraphs(graph, input) == "");
 }
 
 TEST_CASE("place: a rank outside the plan is an internal error") {
-  Graph graph = LoadOrFail(testing::RepoPath("lib/analysis/testdata/sgd_mlp.pbtxt"));
+  Graph graph = LoadAnalysisGraph("sgd_mlp");
   const Plan plan = PlanForTests(graph, 2);
   PassRunnerForTests runner(graph, plan, 2);
   auto pass = CreatePlacePass();
@@ -146,11 +133,11 @@ TEST_CASE("place: a real placed graph keeps its CPU nodes on the rank's CPU") {
     WARN("skipped: " << why);
     return;
   }
-  Graph graph = LoadOrFail(*dir + "/bigdl_lenet_rmsprop_train.pbtxt");
+  Graph graph = LoadGraphOrFail(*dir + "/bigdl_lenet_rmsprop_train.pbtxt");
   int cpu_before = 0;
   for (NodeId id : graph.NodeIds()) cpu_before += graph.node(id).device() == "/device:CPU:0";
   const Plan plan = GpuPlan(graph, 8);
-  CHECK(RunPlace(graph, plan, 5));
+  CHECK(RunPassOrFail(CreatePlacePass, graph, plan, 5));
   REQUIRE(VerifyGraph(graph).ok());
   int cpu = 0, gpu = 0;
   for (NodeId id : graph.NodeIds()) {

@@ -5,28 +5,18 @@
 #include "lib/graph/graph_io.h"
 #include "lib/graph/verifier.h"
 #include "lib/passes/testing/pass_runner.h"
+#include "lib/passes/testing/pass_test_util.h"
 #include "lib/passes/testing/plan_for_tests.h"
-#include "lib/testing/golden.h"
 #include "lib/testing/testdata.h"
 
 namespace parallax {
 namespace {
 
-Graph LoadOrFail(const std::string& path) {
-  StatusOr<Graph> graph = LoadGraph(path);
-  INFO(graph.status().ToString());
-  REQUIRE(graph.ok());
-  return std::move(graph).value();
-}
-
-bool RunShardInputs(Graph& graph, const Plan& plan, int rank) {
-  PassRunnerForTests runner(graph, plan, rank);
-  auto pass = CreateShardInputsPass();
-  StatusOr<bool> changed = runner.Run(*pass);
-  INFO(changed.status().ToString());
-  REQUIRE(changed.ok());
-  return *changed;
-}
+using testing::CheckRunChangesNothing;
+using testing::DiffAgainstPassGolden;
+using testing::LoadAnalysisGraph;
+using testing::LoadGraphOrFail;
+using testing::RunPassOrFail;
 
 // (shard index, number of shards) of the node, or (-1, -1) when unannotated.
 std::pair<int64_t, int64_t> ShardOf(const Graph& graph, std::string_view name) {
@@ -47,61 +37,54 @@ TEST_CASE("shard-inputs: the pass's name and factory") {
 }
 
 TEST_CASE("shard-inputs: golden, placeholder feeds on rank 1 of 4") {
-  Graph graph = LoadOrFail(testing::RepoPath("lib/analysis/testdata/sgd_mlp.pbtxt"));
+  Graph graph = LoadAnalysisGraph("sgd_mlp");
   const Plan plan = PlanForTests(graph, 4);
   REQUIRE(plan.feeds == std::vector<std::string>{"x", "y"});
-  CHECK(RunShardInputs(graph, plan, 1));
+  CHECK(RunPassOrFail(CreateShardInputsPass, graph, plan, 1));
   REQUIRE(VerifyGraph(graph).ok());
   CHECK(ShardOf(graph, "x") == Shard{1, 4});
   CHECK(ShardOf(graph, "y") == Shard{1, 4});
   CHECK(ShardOf(graph, "w") == Shard{-1, -1});
-  CHECK(testing::DiffAgainstGolden(
-            graph, testing::RepoPath("lib/passes/testdata/shard_inputs/sgd_mlp.expected.pbtxt")) == "");
+  CHECK(DiffAgainstPassGolden(graph, "shard_inputs/sgd_mlp") == "");
 }
 
 TEST_CASE("shard-inputs: golden, a queue-fed model on rank 2 of 3") {
-  Graph graph = LoadOrFail(testing::RepoPath("lib/passes/testdata/shard_inputs/queue_input.pbtxt"));
+  Graph graph = LoadGraphOrFail(testing::RepoPath("lib/passes/testdata/shard_inputs/queue_input.pbtxt"));
   const Plan plan = PlanForTests(graph, 3);
-  CHECK(RunShardInputs(graph, plan, 2));
+  CHECK(RunPassOrFail(CreateShardInputsPass, graph, plan, 2));
   REQUIRE(VerifyGraph(graph).ok());
   CHECK(ShardOf(graph, "input/dequeue") == Shard{2, 3});
   CHECK(ShardOf(graph, "keep_prob") == Shard{2, 3});
   CHECK(ShardOf(graph, "input/queue") == Shard{-1, -1});  // the dequeue is the boundary
-  CHECK(testing::DiffAgainstGolden(
-            graph, testing::RepoPath("lib/passes/testdata/shard_inputs/queue_input.expected.pbtxt")) ==
-        "");
+  CHECK(DiffAgainstPassGolden(graph, "shard_inputs/queue_input") == "");
 }
 
 TEST_CASE("shard-inputs: a second run changes nothing; a different rank corrects the attrs") {
-  Graph graph = LoadOrFail(testing::RepoPath("lib/analysis/testdata/sgd_mlp.pbtxt"));
+  Graph graph = LoadAnalysisGraph("sgd_mlp");
   const Plan plan = PlanForTests(graph, 4);
-  CHECK(RunShardInputs(graph, plan, 3));
-  const std::string once = SerializeGraphDef(graph);
-  CHECK_FALSE(RunShardInputs(graph, plan, 3));
-  CHECK(SerializeGraphDef(graph) == once);
-  CHECK(RunShardInputs(graph, plan, 0));
+  CHECK(RunPassOrFail(CreateShardInputsPass, graph, plan, 3));
+  CheckRunChangesNothing(CreateShardInputsPass, graph, plan, 3);
+  CHECK(RunPassOrFail(CreateShardInputsPass, graph, plan, 0));
   CHECK(ShardOf(graph, "x") == Shard{0, 4});
 }
 
 TEST_CASE("shard-inputs: one rank changes nothing") {
   for (const std::string path : {"lib/analysis/testdata/sgd_mlp.pbtxt",
                                  "lib/passes/testdata/shard_inputs/queue_input.pbtxt"}) {
-    Graph graph = LoadOrFail(testing::RepoPath(path));
-    const std::string before = SerializeGraphDef(graph);
+    Graph graph = LoadGraphOrFail(testing::RepoPath(path));
     const Plan plan = PlanForTests(graph, 1);
-    CHECK_FALSE(RunShardInputs(graph, plan, 0));
-    CHECK(SerializeGraphDef(graph) == before);
+    CheckRunChangesNothing(CreateShardInputsPass, graph, plan, 0);
   }
 }
 
 TEST_CASE("shard-inputs: feeds may be tensor names; an unknown feed is an internal error") {
-  Graph graph = LoadOrFail(testing::RepoPath("lib/analysis/testdata/sgd_mlp.pbtxt"));
+  Graph graph = LoadAnalysisGraph("sgd_mlp");
   Plan plan = PlanForTests(graph, 2);
   plan.feeds = {"x:0"};
-  CHECK(RunShardInputs(graph, plan, 1));
+  CHECK(RunPassOrFail(CreateShardInputsPass, graph, plan, 1));
   CHECK(ShardOf(graph, "x") == Shard{1, 2});
 
-  Graph other = LoadOrFail(testing::RepoPath("lib/analysis/testdata/sgd_mlp.pbtxt"));
+  Graph other = LoadAnalysisGraph("sgd_mlp");
   const std::string before = SerializeGraphDef(other);
   plan.feeds = {"x", "images"};
   PassRunnerForTests runner(other, plan, 0);
@@ -119,9 +102,9 @@ TEST_CASE("shard-inputs: a real queue-fed graph gets its dequeue annotated") {
     WARN("skipped: " << why);
     return;
   }
-  Graph graph = LoadOrFail(*dir + "/tensorboard_mnist_mlp_train.pbtxt");
+  Graph graph = LoadGraphOrFail(*dir + "/tensorboard_mnist_mlp_train.pbtxt");
   const Plan plan = PlanForTests(graph, 8);
-  CHECK(RunShardInputs(graph, plan, 7));
+  CHECK(RunPassOrFail(CreateShardInputsPass, graph, plan, 7));
   CHECK(ShardOf(graph, "mnist_dataset_train_2/random_shuffle_queue_DequeueMany") == Shard{7, 8});
   CHECK(VerifyGraph(graph).ok());
 }

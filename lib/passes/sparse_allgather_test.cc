@@ -2,17 +2,12 @@
 
 #include <catch2/catch.hpp>
 
-#include "lib/graph/graph_io.h"
-#include "lib/passes/pipeline.h"
-#include "lib/passes/sparse_test_util.h"
+#include "lib/passes/testing/pass_test_util.h"
 #include "lib/passes/testing/plan_for_tests.h"
-#include "lib/testing/golden.h"
-#include "lib/testing/testdata.h"
 
 namespace parallax {
 namespace {
 
-using testing::CollectiveSequence;
 using testing::LoadAnalysisGraph;
 using testing::NodeInput;
 using testing::RunOnRank;
@@ -61,11 +56,7 @@ TEST_CASE("sparse-allgather: one rank, or no allgather variable, changes nothing
   for (auto [ranks, method] : {std::pair{1, SyncMethod::kAllGather},
                                std::pair{2, SyncMethod::kParameterServer}}) {
     Plan plan = PlanForTests(input, ranks, method);
-    bool changed = true;
-    StatusOr<Graph> g = RunOnRank(CreateSparseAllGatherPass, input, plan, 0, &changed);
-    REQUIRE(g.ok());
-    CHECK(!changed);
-    CHECK(GraphFingerprint(*g) == GraphFingerprint(input));
+    testing::CheckNoChange(CreateSparseAllGatherPass, input, plan);
   }
 }
 
@@ -82,26 +73,7 @@ TEST_CASE("sparse-allgather: a dense update under allgather is an error") {
 }
 
 TEST_CASE("sparse-allgather: shared TensorFlow graphs") {
-  std::vector<std::string> files = testing::SharedTfGraphFiles();
-  if (files.empty()) {
-    WARN("shared TF graphs absent ($PARALLAX_SHARED_DIR/testdata/tf): skipped");
-    return;
-  }
-  for (const std::string& file : files) {
-    INFO(file);
-    StatusOr<Graph> input = LoadGraph(file);
-    REQUIRE(input.ok());
-    Plan plan = PlanForTests(*input, 2, SyncMethod::kAllGather);
-    StatusOr<Graph> rank0 = RunOnRank(CreateSparseAllGatherPass, *input, plan, 0, nullptr);
-    StatusOr<Graph> rank1 = RunOnRank(CreateSparseAllGatherPass, *input, plan, 1, nullptr);
-    REQUIRE(rank0.ok());
-    REQUIRE(rank1.ok());
-    CHECK(CollectiveSequence(*rank0) == CollectiveSequence(*rank1));
-    if (file.find("sparse_apply_momentum") != std::string::npos ||
-        file.find("scattersub") != std::string::npos) {
-      CHECK(CollectiveSequence(*rank0).size() == 2);
-    }
-  }
+  testing::CheckSharedTfGraphsOnTwoRanks(CreateSparseAllGatherPass, SyncMethod::kAllGather);
 }
 
 }  // namespace

@@ -22,33 +22,12 @@
 #include "lib/graph/names.h"
 #include "lib/graph/verifier.h"
 #include "lib/ops/op_registry.h"
-#include "lib/testing/testdata.h"
+#include "lib/testing/test_graphs.h"
 #include "lib/transform/strategy.h"
 #include "lib/transform/transform.h"
 
 namespace parallax {
 namespace {
-
-const char* const kAnalysisGraphs[] = {
-    "adam.pbtxt",          "addn_gradient.pbtxt",   "assign_optimizer.pbtxt", "control_flow.pbtxt",
-    "momentum.pbtxt",      "resource.pbtxt",        "scatter_sub_sgd.pbtxt",  "sgd_mlp.pbtxt",
-    "sparse_adagrad.pbtxt", "sparse_adam.pbtxt",    "sparse_momentum.pbtxt",
-};
-
-std::vector<std::string> AllGraphs() {
-  std::vector<std::string> paths;
-  for (const char* name : kAnalysisGraphs) {
-    paths.push_back(testing::RepoPath(std::string("lib/analysis/testdata/") + name));
-  }
-  std::vector<std::string> shared = testing::SharedTfGraphFiles();
-  if (shared.empty()) {
-    std::string why;
-    testing::SharedTfGraphDir(&why);
-    WARN("skipping the shared TF graphs: " << why);
-  }
-  paths.insert(paths.end(), shared.begin(), shared.end());
-  return paths;
-}
 
 // The cluster spec's strategy section for each configuration tested.
 struct Config {
@@ -147,7 +126,7 @@ std::string FirstDifference(const std::vector<Issued>& rank0, const std::vector<
 
 TEST_CASE("every rank issues the same collectives in the same order, in every run") {
   int checked = 0, with_train_collectives = 0, with_init_collectives = 0;
-  for (const std::string& path : AllGraphs()) {
+  for (const std::string& path : testing::AnalysisAndSharedGraphFiles()) {
     StatusOr<Graph> input = LoadGraph(path);
     INFO(path << ": " << input.status().ToString());
     REQUIRE(input.ok());

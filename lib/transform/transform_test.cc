@@ -13,6 +13,7 @@
 #include "lib/graph/graph_io.h"
 #include "lib/graph/verifier.h"
 #include "lib/models/zoo.h"
+#include "lib/testing/test_graphs.h"
 #include "lib/testing/testdata.h"
 #include "lib/transform/pipelines.h"
 #include "lib/transform/report.h"
@@ -20,27 +21,6 @@
 
 namespace parallax {
 namespace {
-
-const char* const kAnalysisGraphs[] = {
-    "adam.pbtxt",          "addn_gradient.pbtxt",   "assign_optimizer.pbtxt", "control_flow.pbtxt",
-    "momentum.pbtxt",      "resource.pbtxt",        "scatter_sub_sgd.pbtxt",  "sgd_mlp.pbtxt",
-    "sparse_adagrad.pbtxt", "sparse_adam.pbtxt",    "sparse_momentum.pbtxt",
-};
-
-std::vector<std::string> AllGraphs() {
-  std::vector<std::string> paths;
-  for (const char* name : kAnalysisGraphs) {
-    paths.push_back(testing::RepoPath(std::string("lib/analysis/testdata/") + name));
-  }
-  std::vector<std::string> shared = testing::SharedTfGraphFiles();
-  if (shared.empty()) {
-    std::string why;
-    testing::SharedTfGraphDir(&why);
-    WARN("skipping the shared TF graphs: " << why);
-  }
-  paths.insert(paths.end(), shared.begin(), shared.end());
-  return paths;
-}
 
 // N CPU ranks: one host up to 8 ranks, else hosts of 8.
 ClusterSpec CpuCluster(int ranks, const std::string& strategy = "") {
@@ -139,15 +119,19 @@ void CheckJob(const Job& job, int ranks) {
   REQUIRE(job.ranks.size() == static_cast<size_t>(ranks));
   const auto keys0 = Collectives(job.ranks[0]);
   std::set<int64_t> distinct;
-  for (const auto& [key, op, name] : keys0) CHECK(distinct.insert(key).second);
+  for (const auto& [key, op, name] : keys0) {
+    CHECK(distinct.insert(key).second);  // one key, one collective
+  }
   for (int r = 0; r < ranks; ++r) {
     INFO("rank " << r);
     const Graph& graph = job.ranks[static_cast<size_t>(r)];
     CHECK(graph.source() == "rank-" + std::to_string(r));
+    // Loads back from its file form and verifies.
     StatusOr<Graph> back = ParseGraph(SerializeGraphDef(graph), "rank.pb");
     REQUIRE(back.ok());
     CHECK(VerifyGraph(*back).ok());
     CHECK(back->num_nodes() == graph.num_nodes());
+    // Every node on the rank's device.
     for (NodeId id : graph.NodeIds()) {
       const std::string_view device = graph.node(id).device();
       CHECK(device.starts_with("/job:worker/replica:0/task:" + std::to_string(r) + "/device:"));
@@ -162,37 +146,14 @@ void CheckJob(const Job& job, int ranks) {
 
 TEST_CASE("every test graph transforms for 1, 2, 8 and 64 ranks") {
   int dense_collectives = 0, sparse_collectives = 0;
-  for (const std::string& path : AllGraphs()) {
+  for (const std::string& path : testing::AnalysisAndSharedGraphFiles()) {
     for (int ranks : {1, 2, 8, 64}) {
       INFO(path << " for " << ranks << " ranks");
       Job job = TransformFile(path, ranks);
-      REQUIRE(job.ranks.size() == static_cast<size_t>(ranks));
-      const auto keys0 = Collectives(job.ranks[0]);
-      std::set<int64_t> distinct;
-      for (const auto& [key, op, name] : keys0) {
-        CHECK(distinct.insert(key).second);  // one key, one collective
+      CheckJob(job, ranks);
+      for (const auto& [key, op, name] : Collectives(job.ranks[0])) {
         if (op == "CollectiveReduceV2") ++dense_collectives;
         if (op == "CollectiveGatherV2" || op == "ParallaxSparsePush") ++sparse_collectives;
-      }
-      for (int r = 0; r < ranks; ++r) {
-        INFO("rank " << r);
-        const Graph& graph = job.ranks[static_cast<size_t>(r)];
-        CHECK(graph.source() == "rank-" + std::to_string(r));
-        // Loads back from its file form and verifies.
-        StatusOr<Graph> back = ParseGraph(SerializeGraphDef(graph), "rank.pb");
-        REQUIRE(back.ok());
-        CHECK(VerifyGraph(*back).ok());
-        CHECK(back->num_nodes() == graph.num_nodes());
-        // Every node on the rank's device.
-        for (NodeId id : graph.NodeIds()) {
-          const std::string_view device = graph.node(id).device();
-          CHECK(device.starts_with("/job:worker/replica:0/task:" + std::to_string(r) + "/device:"));
-        }
-        if (r > 0) CHECK(Collectives(graph) == keys0);
-      }
-      if (ranks == 1) {
-        CHECK(Structure(job.ranks[0]) == Structure(job.input));
-        CHECK(keys0.empty());
       }
     }
   }
@@ -226,7 +187,7 @@ TEST_CASE("--strategy ps: every test graph transforms for 1, 2, 8 and 64 ranks")
   TransformOptions ps;
   ps.strategy = StrategyKind::kPs;
   int dense_on_ps = 0;
-  for (const std::string& path : AllGraphs()) {
+  for (const std::string& path : testing::AnalysisAndSharedGraphFiles()) {
     for (int ranks : {1, 2, 8, 64}) {
       INFO(path << " for " << ranks << " ranks, --strategy ps");
       Job job = TransformFile(path, ranks, "", ps);
