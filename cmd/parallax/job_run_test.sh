@@ -75,9 +75,18 @@ ck_flags=(--synthetic --seed 7 --log-every 5)
 "${mpirun[@]}" "$parallax" run job/ "${ck_flags[@]}" --steps 40 --checkpoint-dir straight \
   >straight.log 2>&1 || { cat straight.log; fail "uninterrupted 2-rank run"; }
 "${mpirun[@]}" "$parallax" run job/ "${ck_flags[@]}" --steps 20 --checkpoint-dir resumed \
-  >first.log 2>&1 || { cat first.log; fail "first half"; }
+  --metrics resumed.jsonl >first.log 2>&1 || { cat first.log; fail "first half"; }
 "${mpirun[@]}" "$parallax" run job/ "${ck_flags[@]}" --steps 40 --checkpoint-dir resumed \
-  --resume >second.log 2>&1 || { cat second.log; fail "resumed half"; }
+  --resume --metrics resumed.jsonl >second.log 2>&1 || { cat second.log; fail "resumed half"; }
+# Every rank is given the same --metrics file; rank 0 alone writes it (the resume appends):
+# one line per report, steps 5, 10, ..., 40.
+if [[ "$(grep -o '^{"step":[0-9]*' resumed.jsonl | tr -d '{"step:' | tr '\n' ' ')" == \
+      "5 10 15 20 25 30 35 40 " ]]; then
+  pass "job metrics: rank 0's lines only, appended on resume"
+else
+  cat resumed.jsonl
+  fail "job metrics: expected one line per report, steps 5..40"
+fi
 grep -q "resumed from resumed/rank-0/checkpoint-20.safetensors (step 20)" second.log ||
   { cat second.log; fail "the resume does not say it restored step 20"; }
 for r in 0 1; do

@@ -585,7 +585,11 @@ StatusOr<TrainSummary> Trainer::Run(const std::function<void(const StepReport&)>
   summary.resumed_from = resumed_from_;
 
   std::FILE* metrics = nullptr;
-  if (!options_.metrics_path.empty()) {
+  // In a job only rank 0 writes the file (every rank may share it): its losses are the
+  // job's means.
+  const bool writes_metrics =
+      options_.communicator == nullptr || options_.communicator->rank() == 0;
+  if (!options_.metrics_path.empty() && writes_metrics) {
     metrics = std::fopen(options_.metrics_path.c_str(), resumed_from_.empty() ? "w" : "a");
     if (metrics == nullptr) {
       return InvalidArgumentError("{}: cannot write metrics: {}", options_.metrics_path,
