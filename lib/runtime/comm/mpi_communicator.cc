@@ -405,7 +405,6 @@ StatusOr<std::unique_ptr<MpiCommunicator>> MpiCommunicator::Create(const MpiOpti
     for (int r = 0; r < state.size; ++r) communicator->host_of_[static_cast<size_t>(r)] = r / k;
   }
 
-
   if (options.collective_timeout_s > 0) {
     state.watchdog = std::thread([&state] { state.WatchdogLoop(); });
   }
