@@ -1,7 +1,8 @@
 // `parallax verify GRAPH --ranks N [--steps K] [feed flags as run] [--strategy S]
-// [--sparse M] [--partitions P] [--cluster C.yaml] [--tolerance T] [--keep DIR] [--json]`:
-// trains the single-device graph with the global batch N·b in this process and its N-rank
-// transform with b per rank under mpirun on localhost, then compares every variable
+// [--sparse M] [--partitions P] [--cluster C.yaml] [--accumulate] [--tolerance T]
+// [--keep DIR] [--json]`: trains the single-device graph with the global batch N·b (with
+// --accumulate: N accumulated batches of b) in this process and its N-rank transform with
+// b per rank under mpirun on localhost, then compares every variable
 // (lib/verify/verify.h does the work; docs/verify.md). Prints a row per variable and the
 // verdict. Exit status: 0 PASS, 1 FAIL, 2 bad input, 3 the job failed.
 #include <cstdio>
@@ -49,6 +50,9 @@ Command AddVerifyCommand(CLI::App& app, bool* failed) {
                                           "variable, average) to use; its hosts are ignored");
   sub->add_option("--tolerance", o.tolerance, "largest max relative difference that passes "
                                               "(default 1e-5)");
+  sub->add_flag("--accumulate", o.accumulate,
+                "one device accumulates the gradients of the ranks' N batches of b per step "
+                "(for graphs that fix their batch size) instead of one batch of N*b");
   sub->add_option("--init-checkpoint", o.init_checkpoint,
                   "start both sides from this checkpoint (graphs without an init op)");
   sub->add_option("--keep", o.keep_dir, "keep the work directory (job, checkpoints, ranks' "

@@ -6,14 +6,19 @@
 #     parameter servers with 1, 2 and 3 partitions (3 ranks), with allgather and densify
 #     (2 and 4 ranks), embedding with sparse Adam on PS, started from --init-checkpoint;
 #     the shared TensorBoard MNIST MLP (queue input, no init op: started from a
-#     checkpoint) on 1 rank only, bit-identical (its Reshape fixes the batch at 200, so
-#     2 ranks are refused with exit 2). Adam on the dense mlp is
+#     checkpoint) on 1 rank, bit-identical (its Reshape fixes the batch at 200, so 2 ranks
+#     without --accumulate are refused with exit 2), and with --accumulate on 2, 3 and 4
+#     ranks (one device runs each rank's 200 examples and applies the combined gradients:
+#     bit-identical where the cross-rank sum has the same order); --accumulate on the
+#     fixed-batch mlp and on the Adam mlp (bit-identical, where N*b gives 1.8e-5) and
+#     following the plan's sum (`average: false`). Adam on the dense mlp with N*b is
 #     checked at 1e-4: TF's Adam (epsilon 1e-8 added to the uncorrected sqrt(v))
 #     amplifies the last-bit differences of gradients that cancel to ~3e-7 by ~1000x, and
 #     the zoo mlp reaches 1.8e-5 / 3.8e-5 at seeds 0 / 1 (docs/verify.md);
 #  2. the check can fail: gradients summed instead of averaged (`average: false`) FAILs
 #     with exit 1; tolerance 0 on a run that is not bit-identical FAILs;
-#  3. bad input exits 2 with one line: a fixed batch, an unknown method, no init op, data
+#  3. bad input exits 2 with one line: a fixed batch (suggesting --accumulate), a sparse
+#     gradient with --accumulate, an unknown method, no init op, data
 #     whose epoch is not a multiple of the ranks when the steps pass its end; a rank that
 #     fails makes verify exit 3.
 # Every case prints verify's table, so the log shows each measured difference.
@@ -91,6 +96,14 @@ verify_case "mlp SGD, 4 ranks, shuffled, seed 7" 0 1e-5 mlp_sgd.pb --ranks 4 --b
 verify_case "mlp Momentum, 2 ranks" 0 1e-5 mlp_momentum.pb --ranks 2 --batch 32 "${syn[@]}"
 verify_case "mlp Adam, 2 ranks (1e-4: see the header)" 0 1e-4 mlp_adam.pb --ranks 2 --batch 32 \
   "${syn[@]}" --tolerance 1e-4
+# --accumulate: the one device runs both ranks' 32 examples and applies the mean gradient,
+# so only the cross-rank sum's order could differ (none on 2 ranks): far below N*b's 1.8e-5.
+verify_case "mlp Adam, 2 ranks, --accumulate" 0 1e-6 mlp_adam.pb --ranks 2 --batch 32 \
+  "${syn[@]}" --accumulate
+grep -q "vs one device accumulating 2 batches of 32" <<<"$last_out" ||
+  fail "--accumulate: the header does not say the one device accumulates"
+verify_case "fixed-batch mlp (placeholder [32,784]), 3 ranks, --accumulate" 0 1e-5 fixed.pb \
+  --ranks 3 "${syn[@]}" --accumulate
 verify_case "lenet Momentum, 2 ranks" 0 1e-5 lenet.pb --ranks 2 --batch 16 "${syn[@]}"
 for p in 1 2 3; do
   verify_case "embedding PS, $p partitions, 3 ranks" 0 1e-5 emb.pb --ranks 3 --batch 16 \
@@ -158,8 +171,15 @@ PY
   # 2 x 200, and verify says so. One rank checks the 1-rank transform == the input graph
   # (bit-identical), the pipeline fed and the initial checkpoint used, all-reduce and PS.
   expect_error "TensorBoard MLP on 2 ranks: batch fixed inside the graph" 2 \
-    "parallax: error: $tb: one device, batch 400 (its input pipeline dequeues 200): step 1: node 'MatMul' (MatMul): Matrix size-incompatible: In[0]: [200,1568], In[1]: [784,100] (transpose_a=false, transpose_b=false); the graph seems to fix its batch size beyond its inputs (e.g. a Reshape to a constant shape): verify needs a graph that trains at any batch size" \
+    "parallax: error: $tb: one device, batch 400 (its input pipeline dequeues 200): step 1: node 'MatMul' (MatMul): Matrix size-incompatible: In[0]: [200,1568], In[1]: [784,100] (transpose_a=false, transpose_b=false); the graph seems to fix its batch size beyond its inputs (e.g. a Reshape to a constant shape): use --accumulate (one device accumulates the ranks' batches) or a graph that trains at any batch size" \
     "$tb" --ranks 2 "${syn[@]}" --init-checkpoint tb_init.safetensors
+  # ... which --accumulate verifies: all-reduce on 2, 3 and 4 ranks, parameter servers on 3.
+  for n in 2 3 4; do
+    verify_case "TensorBoard MNIST MLP (shared), $n ranks, --accumulate" 0 1e-5 "$tb" \
+      --ranks "$n" "${syn[@]}" --init-checkpoint tb_init.safetensors --accumulate
+  done
+  verify_case "TensorBoard MNIST MLP (shared), 3 ranks, ps, --accumulate" 0 1e-5 "$tb" \
+    --ranks 3 "${syn[@]}" --init-checkpoint tb_init.safetensors --accumulate --strategy ps
   for strategy in auto ps; do
     verify_case "TensorBoard MNIST MLP (shared), 1 rank, $strategy: bit-identical" 0 0 "$tb" \
       --ranks 1 "${syn[@]}" --init-checkpoint tb_init.safetensors --strategy "$strategy" \
@@ -181,14 +201,23 @@ strategy:
 EOF
 verify_case "gradients summed, not averaged: FAIL" 1 0 mlp_sgd.pb --ranks 2 --batch 32 \
   "${syn[@]}" --cluster sum.yaml
+# With --accumulate the one device combines as the plan does: summed here, so it PASSes.
+verify_case "gradients summed, --accumulate sums too: PASS" 0 1e-5 mlp_sgd.pb --ranks 2 \
+  --batch 32 "${syn[@]}" --cluster sum.yaml --accumulate
 verify_case "tolerance 0 on a run that is not bit-identical: FAIL" 1 0 mlp_sgd.pb --ranks 2 \
   --batch 32 "${syn[@]}" --tolerance 0
 grep -Eq '^  dense/kernel .* FAIL$' <<<"$last_out" || fail "tolerance 0: dense/kernel did not FAIL"
 
 # --- 3. bad input and failed jobs -------------------------------------------------------
 expect_error "fixed batch" 2 \
-  "parallax: error: fixed.pb: placeholder 'x' (float [32,784]) fixes the batch dimension at 32, so one device cannot take the global batch of 2 x 32 = 64; export the graph with an open batch (\`parallax models export NAME --batch 0\`, or a placeholder of shape [-1, ...])" \
+  "parallax: error: fixed.pb: placeholder 'x' (float [32,784]) fixes the batch dimension at 32, so one device cannot take the global batch of 2 x 32 = 64; use --accumulate (one device accumulates the ranks' 2 batches of 32), or export the graph with an open batch (\`parallax models export NAME --batch 0\`, or a placeholder of shape [-1, ...])" \
   fixed.pb --ranks 2 --synthetic
+expect_error "--accumulate with a sparse gradient" 2 \
+  "parallax: error: emb.pb: variable 'embeddings' takes a sparse gradient (values, indices) in 'Adagrad/update_embeddings/SparseApplyAdagrad'; --accumulate combines dense gradients only: verify this graph without --accumulate" \
+  emb.pb --ranks 2 --synthetic --accumulate
+expect_error "--accumulate: --batch other than a fixed placeholder's" 2 \
+  "parallax: error: --batch 16 conflicts with placeholder 'x' (float [32,784]): it fixes the batch at 32" \
+  fixed.pb --ranks 2 --synthetic --accumulate --batch 16
 expect_error "unknown sparse method" 2 \
   "parallax: error: --sparse: unknown method 'gather' (expected ps, allgather or dense)" \
   emb.pb --ranks 2 --synthetic --sparse gather

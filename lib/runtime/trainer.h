@@ -43,6 +43,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -140,6 +141,16 @@ class Trainer {
   StatusOr<TrainSummary> Run(const std::function<void(const StepReport&)>& on_report = nullptr);
   // One pass over the eval feeds in file order.
   StatusOr<EvalResult> Evaluate();
+
+  // The feeds of the examples `ids`, as Step() feeds its batch: for callers that pick
+  // the examples themselves (`parallax verify --accumulate` reads every rank's shard).
+  StatusOr<std::vector<std::pair<std::string, Tensor>>> FeedsFor(
+      std::span<const int64_t> ids) const {
+    return feeder_->Feeds(ids);
+  }
+  // Examples per epoch over all shards (the data's, or kSyntheticEpochExamples).
+  int64_t examples_per_epoch() const { return num_examples_; }
+  const std::string& fingerprint() const { return fingerprint_; }
 
   Executor& executor() { return *executor_; }
   int64_t step() const { return step_; }

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -13,6 +12,7 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -26,8 +26,10 @@
 #include "lib/graph/graph_io.h"
 #include "lib/graph/verifier.h"
 #include "lib/launch/mpirun.h"
+#include "lib/verify/accumulate.h"
 #include "lib/ops/dtypes.h"
 #include "lib/runtime/checkpoint/checkpoint.h"
+#include "lib/runtime/checkpoint/job_checkpoint.h"
 #include "lib/runtime/checkpoint/safetensors.h"
 #include "lib/runtime/data/dataset.h"
 #include "lib/runtime/data/feeder.h"
@@ -40,7 +42,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::string_view kLocalSuffix = "/parallax/local";
+constexpr std::string_view kLocalSuffix = kLocalStorageSuffix;
 
 bool IsCountedDequeue(std::string_view op) {
   return op == "QueueDequeueManyV2" || op == "QueueDequeueMany" || op == "QueueDequeueUpToV2" ||
@@ -116,21 +118,6 @@ class WorkDir {
   bool keep_ = false;
 };
 
-// Rows and bytes per row of a tensor whose dimension 0 counts rows (a 1-D tensor's rows
-// are its elements).
-struct RowGeometry {
-  int64_t rows = 0;
-  size_t row_bytes = 0;
-};
-StatusOr<RowGeometry> RowsOf(const std::string& name, DataType dtype, const TensorShape& shape) {
-  if (shape.rank() < 1) return InvalidArgumentError("'{}' is a scalar: it has no rows", name);
-  const int size = DataTypeSize(dtype);
-  if (size <= 0) return InvalidArgumentError("'{}': dtype {} has no fixed size", name, dtype);
-  int64_t per_row = 1;
-  for (int i = 1; i < shape.rank(); ++i) per_row *= shape.dim(i);
-  return RowGeometry{shape.dim(0), static_cast<size_t>(per_row) * static_cast<size_t>(size)};
-}
-
 // Checkpoint metadata for a fresh start at step 0 (the initial checkpoint's copies).
 std::map<std::string, std::string> StartMetadata(const VerifyOptions& o) {
   return {{"format", std::string(kCheckpointFormat)},
@@ -160,10 +147,10 @@ bool IsPartitioned(const LocalStorage& storage, const std::string& name) {
   return std::any_of(storage.begin(), storage.end(),
                      [&](const std::set<std::string>& s) { return s.contains(local); });
 }
-std::vector<std::pair<int64_t, int64_t>> OwnedRanges(const VariablePlan& v, int rank) {
-  std::vector<std::pair<int64_t, int64_t>> out;
+std::vector<RowRange> OwnedRanges(const VariablePlan& v, int rank) {
+  std::vector<RowRange> out;
   for (const Partition& p : v.partitions) {
-    if (p.owner == rank) out.emplace_back(p.row_begin, p.row_end);
+    if (p.owner == rank) out.push_back({p.row_begin, p.row_end});
   }
   return out;
 }
@@ -198,9 +185,7 @@ Status WriteInitialCheckpoints(const VerifyOptions& o, const Plan& plan,
       const auto ranges = OwnedRanges(*owner, r);
       StatusOr<Tensor> rows = SliceRows(tensor, ranges);
       if (!rows.ok()) return rows.status().WithPrefix(o.init_checkpoint);
-      std::vector<std::string> text;
-      for (const auto& [b, e] : ranges) text.push_back(fmt::format("{}-{}", b, e));
-      rank.metadata["rows:" + local] = fmt::format("{}", fmt::join(text, ","));
+      rank.metadata[std::string(kRowsMetadataPrefix) + local] = FormatRowRanges(ranges);
       rank.tensors.emplace(local, *std::move(rows));
     }
     PX_RETURN_IF_ERROR(WriteSafetensors(
@@ -238,9 +223,13 @@ StatusOr<ClusterSpec> VerifyCluster(const VerifyOptions& o) {
   return spec;
 }
 
-// Placeholders that fix the batch dimension: the first one is the error.
-Status CheckOpenBatch(const Graph& graph, const Plan& plan, const VerifyOptions& o,
-                      int64_t global_batch) {
+// The first placeholder among the inputs that fixes the batch dimension, with that size.
+struct FixedBatch {
+  FeedTarget target;
+  int64_t size = 0;
+};
+std::optional<FixedBatch> FindFixedBatch(const Graph& graph, const Plan& plan,
+                                         const VerifyOptions& o) {
   std::vector<std::string> names = plan.feeds;
   for (const FeedSpec& f : o.feeds) names.push_back(f.name);
   for (const std::string& name : names) {
@@ -250,14 +239,24 @@ Status CheckOpenBatch(const Graph& graph, const Plan& plan, const VerifyOptions&
     if (!target->shape.known_rank || target->shape.dims.empty() || target->shape.dims[0] < 0) {
       continue;
     }
-    return InvalidArgumentError(
-        "{}: {} fixes the batch dimension at {}, so one device cannot take the global batch of "
-        "{} x {} = {}; export the graph with an open batch (`parallax models export NAME --batch "
-        "0`, or a placeholder of shape [-1, ...])",
-        o.graph, target->DebugString(), target->shape.dims[0], o.ranks,
-        global_batch / std::max(1, o.ranks), global_batch);
+    const int64_t size = target->shape.dims[0];
+    return FixedBatch{*std::move(target), size};
   }
-  return Status::Ok();
+  return std::nullopt;
+}
+
+// Without accumulation a placeholder that fixes the batch dimension is the error.
+Status CheckOpenBatch(const std::optional<FixedBatch>& fixed, const VerifyOptions& o,
+                      int64_t global_batch) {
+  if (!fixed) return Status::Ok();
+  return InvalidArgumentError(
+      "{}: {} fixes the batch dimension at {}, so one device cannot take the global batch of "
+      "{} x {} = {}; use --accumulate (one device accumulates the ranks' {} batches of {}), or "
+      "export the graph with an open batch (`parallax models export NAME --batch 0`, or a "
+      "placeholder of shape [-1, ...])",
+      o.graph, fixed->target.DebugString(), fixed->size, o.ranks,
+      global_batch / std::max(1, o.ranks), global_batch, o.ranks,
+      global_batch / std::max(1, o.ranks));
 }
 
 // Examples per epoch: the first file feed's count (the trainer checks that all agree),
@@ -300,92 +299,6 @@ void CompareInto(const Tensor& want, const Tensor& got, VariableComparison* out)
   } else {
     out->max_rel = std::max(out->max_rel, rel);
   }
-}
-
-StatusOr<std::vector<std::pair<int64_t, int64_t>>> ParseRowRanges(std::string_view text,
-                                                                  std::string_view what) {
-  std::vector<std::pair<int64_t, int64_t>> out;
-  if (text.empty()) return out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = std::min(text.find(',', start), text.size());
-    const std::string_view item = text.substr(start, comma - start);
-    const size_t dash = item.find('-');
-    int64_t b = -1, e = -1;
-    bool ok = dash != std::string_view::npos;
-    if (ok) {
-      auto r1 = std::from_chars(item.data(), item.data() + dash, b);
-      auto r2 = std::from_chars(item.data() + dash + 1, item.data() + item.size(), e);
-      ok = r1.ec == std::errc() && r1.ptr == item.data() + dash && r2.ec == std::errc() &&
-           r2.ptr == item.data() + item.size() && b >= 0 && e >= b;
-    }
-    if (!ok) {
-      return InvalidArgumentError("{}: row range '{}' is not BEGIN-END", what, item);
-    }
-    out.emplace_back(b, e);
-    start = comma + 1;
-  }
-  return out;
-}
-
-StatusOr<Tensor> AssembleRows(const std::string& name, DataType dtype, const TensorShape& shape,
-                              const std::vector<RowBlock>& blocks) {
-  PX_ASSIGN_OR_RETURN(RowGeometry g, RowsOf(name, dtype, shape));
-  Tensor full(dtype, shape);
-  std::vector<int> holders(static_cast<size_t>(g.rows), 0);
-  for (const RowBlock& block : blocks) {
-    int64_t count = 0;
-    for (const auto& [b, e] : block.ranges) count += e - b;
-    const Tensor& t = block.rows;
-    bool fits = t.dtype() == dtype && t.rank() == shape.rank() && t.dim(0) == count;
-    for (int i = 1; fits && i < shape.rank(); ++i) fits = t.dim(i) == shape.dim(i);
-    if (!fits) {
-      return InvalidArgumentError("'{}': a rank's rows are {} {} for {} rows of {} {}", name,
-                                  DataTypeShortName(t.dtype()), ShapeText(t.shape()), count,
-                                  DataTypeShortName(dtype), ShapeText(shape));
-    }
-    int64_t at = 0;
-    for (const auto& [b, e] : block.ranges) {
-      if (e > g.rows) {
-        return InvalidArgumentError("'{}': rows {}-{} are outside its {} rows", name, b, e, g.rows);
-      }
-      for (int64_t row = b; row < e; ++row) ++holders[static_cast<size_t>(row)];
-      std::memcpy(static_cast<char*>(full.raw_data()) + static_cast<size_t>(b) * g.row_bytes,
-                  static_cast<const char*>(t.raw_data()) + static_cast<size_t>(at) * g.row_bytes,
-                  static_cast<size_t>(e - b) * g.row_bytes);
-      at += e - b;
-    }
-  }
-  for (int64_t row = 0; row < g.rows; ++row) {
-    const int n = holders[static_cast<size_t>(row)];
-    if (n != 1) {
-      return InvalidArgumentError("'{}': row {} is held by {} ranks, not 1", name, row, n);
-    }
-  }
-  return full;
-}
-
-StatusOr<Tensor> SliceRows(const Tensor& full,
-                           const std::vector<std::pair<int64_t, int64_t>>& ranges) {
-  PX_ASSIGN_OR_RETURN(RowGeometry g, RowsOf("tensor", full.dtype(), full.shape()));
-  int64_t count = 0;
-  for (const auto& [b, e] : ranges) {
-    if (b < 0 || e < b || e > g.rows) {
-      return InvalidArgumentError("rows {}-{} are outside the tensor's {} rows", b, e, g.rows);
-    }
-    count += e - b;
-  }
-  std::vector<int64_t> dims = full.shape().dims();
-  dims[0] = count;
-  Tensor out(full.dtype(), TensorShape(dims));
-  int64_t at = 0;
-  for (const auto& [b, e] : ranges) {
-    std::memcpy(static_cast<char*>(out.raw_data()) + static_cast<size_t>(at) * g.row_bytes,
-                static_cast<const char*>(full.raw_data()) + static_cast<size_t>(b) * g.row_bytes,
-                static_cast<size_t>(e - b) * g.row_bytes);
-    at += e - b;
-  }
-  return out;
 }
 
 StatusOr<std::optional<PipelineBatch>> FindPipelineBatch(const Graph& graph) {
@@ -477,8 +390,10 @@ StatusOr<VerifyReport> Verify(const VerifyOptions& o) {
   report.tolerance = o.tolerance;
 
   // Batch: b per rank, N·b on the one device.
+  // With accumulation the one device keeps b: the graph as it is.
   Graph reference = graph;
   PX_ASSIGN_OR_RETURN(std::optional<PipelineBatch> pipeline, FindPipelineBatch(graph));
+  const std::optional<FixedBatch> fixed = FindFixedBatch(graph, plan, o);
   int64_t batch = o.batch > 0 ? o.batch : kDefaultBatchSize;
   if (pipeline) {
     if (o.batch > 0 && o.batch != pipeline->count) {
@@ -487,13 +402,38 @@ StatusOr<VerifyReport> Verify(const VerifyOptions& o) {
                                   o.batch, pipeline->description, pipeline->count);
     }
     batch = pipeline->count;
-    SetPipelineBatch(reference, *pipeline, batch * o.ranks);
-    report.notes.push_back(fmt::format("{}: one device dequeues {} = {} x {} examples per step",
-                                       pipeline->description, batch * o.ranks, o.ranks, batch));
+    if (!o.accumulate) {
+      SetPipelineBatch(reference, *pipeline, batch * o.ranks);
+      report.notes.push_back(fmt::format("{}: one device dequeues {} = {} x {} examples per step",
+                                         pipeline->description, batch * o.ranks, o.ranks, batch));
+    }
+  } else if (fixed && o.accumulate) {
+    if (o.batch > 0 && o.batch != fixed->size) {
+      return InvalidArgumentError("--batch {} conflicts with {}: it fixes the batch at {}",
+                                  o.batch, fixed->target.DebugString(), fixed->size);
+    }
+    batch = fixed->size;
   }
   report.batch = batch;
   report.global_batch = batch * o.ranks;
-  PX_RETURN_IF_ERROR(CheckOpenBatch(graph, plan, o, report.global_batch));
+  report.accumulate = o.accumulate;
+  if (!o.accumulate) PX_RETURN_IF_ERROR(CheckOpenBatch(fixed, o, report.global_batch));
+  std::optional<AccumulationPlan> accumulation;
+  if (o.accumulate) {
+    if (analysis.train_ops.empty()) {
+      return InvalidArgumentError("{}: no train op found (no node runs a gradient update)",
+                                  o.graph);
+    }
+    PX_ASSIGN_OR_RETURN(accumulation,
+                        PlanAccumulation(graph, analysis, plan,
+                                         graph.node(analysis.train_ops[0].node).name()));
+    if (!accumulation->backward_left.empty()) {
+      report.notes.push_back(fmt::format(
+          "accumulate: with the gradients fed the train op still runs {} node(s) of the "
+          "backward pass (on micro-batch 0), e.g. '{}'",
+          accumulation->backward_left.size(), accumulation->backward_left[0]));
+    }
+  }
   if (analysis.init_op.node == kNoNode && o.init_checkpoint.empty()) {
     return InvalidArgumentError("{}: no init op found (no node initialises the variables); "
                                 "start both sides from a checkpoint with --init-checkpoint FILE",
@@ -546,12 +486,40 @@ StatusOr<VerifyReport> Verify(const VerifyOptions& o) {
   single.seed = o.seed;
   single.shuffle = o.shuffle;
   single.threads = o.threads;
+  if (o.accumulate && o.threads <= 0) {
+    // The ranks' kernel threads (the cores divided by N, as `parallax run JOB_DIR`): a
+    // kernel's result can depend on how its work is split, and with accumulation the one
+    // device computes the very tensors each rank computes.
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    single.threads = std::max(1, cores / o.ranks);
+  }
   single.log_every = o.steps;
   single.checkpoint_dir = single_dir;
   single.keep_checkpoints = 0;
   single.resume = !o.init_checkpoint.empty();
   std::string single_checkpoint;
-  {
+  if (accumulation) {
+    single.batch = pipeline ? 0 : batch;
+    PX_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(reference, single));
+    if (trainer->batch_size() != batch) {
+      return InternalError("verify: one device's micro-batch is {}, expected {}",
+                           trainer->batch_size(), batch);
+    }
+    spdlog::info("one device: {} accumulated micro-batches of {}, {} steps", o.ranks, batch,
+                 o.steps);
+    StatusOr<AccumulatedRun> run = TrainAccumulated(
+        *trainer, *accumulation,
+        AccumulateOptions{.ranks = o.ranks, .steps = o.steps, .seed = o.seed,
+                          .shuffle = o.shuffle, .checkpoint_dir = single_dir});
+    if (!run.ok()) {
+      return run.status().WithPrefix(
+          fmt::format("{}: one device, {} accumulated micro-batches of {}", o.graph, o.ranks,
+                      batch));
+    }
+    report.single_loss_first = run->first_loss;
+    report.single_loss_last = run->last_loss;
+    single_checkpoint = run->checkpoint;
+  } else {
     PX_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(reference, single));
     if (trainer->batch_size() != report.global_batch) {
       return InternalError("verify: one device's batch is {}, expected {}", trainer->batch_size(),
@@ -581,7 +549,8 @@ StatusOr<VerifyReport> Verify(const VerifyOptions& o) {
                                 summary.status().message(),
                                 first_step && o.ranks > 1
                                     ? "; the graph seems to fix its batch size beyond its inputs "
-                                      "(e.g. a Reshape to a constant shape): verify needs a graph "
+                                      "(e.g. a Reshape to a constant shape): use --accumulate "
+                                      "(one device accumulates the ranks' batches) or a graph "
                                       "that trains at any batch size"
                                     : ""));
     }
@@ -621,12 +590,18 @@ StatusOr<VerifyReport> Verify(const VerifyOptions& o) {
                               Tail(log_path, 20)));
   }
 
-  // Compare.
+  // Compare. ReadJobCheckpoint reassembles the parameter-server variables (and checks
+  // their rows); it keeps rank 0's copy of a replicated one, and verify wants every
+  // rank's, so those are read from each file.
   PX_ASSIGN_OR_RETURN(SafetensorsContents want, ReadSafetensors(single_checkpoint));
+  StatusOr<JobCheckpoint> job = ReadJobCheckpoint(ranks_dir, o.steps);
+  if (!job.ok()) {
+    return Status(StatusCode::kAborted,
+                  fmt::format("{}: the {}-rank job's checkpoint: {}", o.graph, o.ranks,
+                              job.status().message()));
+  }
   std::vector<SafetensorsContents> got;
-  for (int r = 0; r < o.ranks; ++r) {
-    const std::string path = CheckpointPath(
-        (fs::path(ranks_dir) / fmt::format("rank-{}", r)).string(), o.steps);
+  for (const std::string& path : job->files) {
     PX_ASSIGN_OR_RETURN(SafetensorsContents contents, ReadSafetensors(path));
     got.push_back(std::move(contents));
   }
@@ -641,36 +616,11 @@ StatusOr<VerifyReport> Verify(const VerifyOptions& o) {
                : owner->name == name || owner->method == SyncMethod::kParameterServer
                    ? std::string(SyncMethodName(owner->method))
                    : "local";
-    c.partitioned = IsPartitioned(storage, name);
+    c.partitioned = job->partitioned.contains(name);
     if (c.partitioned) {
-      const std::string local = name + std::string(kLocalSuffix);
-      std::vector<RowBlock> blocks;
-      for (int r = 0; r < o.ranks && c.problem.empty(); ++r) {
-        auto t = got[r].tensors.find(local);
-        if (t == got[r].tensors.end()) continue;  // owns no rows
-        auto rows = got[r].metadata.find("rows:" + local);
-        if (rows == got[r].metadata.end()) {
-          c.problem = fmt::format("rank {} holds '{}' without its rows metadata", r, local);
-          break;
-        }
-        StatusOr<std::vector<std::pair<int64_t, int64_t>>> ranges =
-            ParseRowRanges(rows->second, fmt::format("rank {}: rows:{}", r, local));
-        if (!ranges.ok()) {
-          c.problem = ranges.status().message();
-          break;
-        }
-        blocks.push_back(RowBlock{*std::move(ranges), t->second});
-      }
-      if (c.problem.empty()) {
-        StatusOr<Tensor> x = AssembleRows(name, y.dtype(), y.shape(), blocks);
-        if (x.ok()) {
-          CompareInto(y, *x, &c);
-        } else {
-          c.problem = x.status().message();
-        }
-      }
+      CompareInto(y, job->variables.at(name), &c);
     } else {
-      for (int r = 0; r < o.ranks; ++r) {
+      for (size_t r = 0; r < got.size(); ++r) {
         auto t = got[r].tensors.find(name);
         if (t == got[r].tensors.end()) {
           c.problem = fmt::format("missing from rank {}'s checkpoint", r);
@@ -698,9 +648,14 @@ StatusOr<VerifyReport> Verify(const VerifyOptions& o) {
 }
 
 std::string RenderVerifyReport(const VerifyReport& r) {
-  std::string out = fmt::format(
-      "verify {}: {} ranks x batch {} vs one device x batch {}, {} steps, strategy {}\n", r.graph,
-      r.ranks, r.batch, r.global_batch, r.steps, r.strategy);
+  std::string out =
+      r.accumulate
+          ? fmt::format("verify {}: {} ranks x batch {} vs one device accumulating {} batches of "
+                        "{}, {} steps, strategy {}\n",
+                        r.graph, r.ranks, r.batch, r.ranks, r.batch, r.steps, r.strategy)
+          : fmt::format(
+                "verify {}: {} ranks x batch {} vs one device x batch {}, {} steps, strategy {}\n",
+                r.graph, r.ranks, r.batch, r.global_batch, r.steps, r.strategy);
   for (const std::string& note : r.notes) out += fmt::format("note: {}\n", note);
   size_t width = 8;
   for (const VariableComparison& v : r.variables) width = std::max(width, v.name.size());
@@ -727,6 +682,7 @@ std::string VerifyReportToJson(const VerifyReport& r) {
   w.BeginObject();
   w.Field("graph", r.graph).Field("ranks", r.ranks).Field("steps", r.steps);
   w.Field("batch", r.batch).Field("global_batch", r.global_batch);
+  w.Field("accumulate", r.accumulate);
   w.Field("strategy", r.strategy);
   w.Key("tolerance").Double(r.tolerance);
   w.Key("variables").BeginArray();

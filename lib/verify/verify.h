@@ -24,19 +24,28 @@
 //    failure. The overall figures are the maxima over variables;
 //  - *PASS*: every variable present, rows complete, relative difference <= tolerance.
 //
-// Refused as bad input (InvalidArgument), before anything runs: a placeholder that fixes
-// the batch dimension (one device cannot take N·b; the graph must be exported with an
-// open batch), data whose epoch is not a multiple of N examples when K steps run past the
-// epoch end (the job leaves the last E mod N examples of each epoch out, one device does
-// not), a `--batch` other than an input pipeline's fixed dequeue count. An in-graph input
+// With `accumulate`, one device instead runs, per step, the forward and backward pass on
+// each rank's b examples (micro-batch r = rank r's shard), combines the gradients as the
+// plan's reduction does and applies them once (accumulate.h): the same training up to the
+// order of the cross-rank sum, for graphs whose batch size is fixed (the batch is b on
+// both sides, and the ranks' epoch ends are the one device's too).
+//
+// Refused as bad input (InvalidArgument), before anything runs: without `accumulate`, a
+// placeholder that fixes the batch dimension (one device cannot take N·b; the error
+// suggests --accumulate or an export with an open batch), data whose epoch is not a
+// multiple of N examples when K steps run past the epoch end (the job leaves the last
+// E mod N examples of each epoch out, one device does not; not with `accumulate`), a `--batch` other than an input pipeline's fixed dequeue count. An in-graph input
 // pipeline (QueueDequeueMany with a Const count, which `parallax run` replaces by feeds)
 // only sets how many examples a step reads: the reference's copy gets the count N·b, the
 // ranks' graphs keep b. A graph without an init op starts both sides from
 // `init_checkpoint` (a `parallax run` checkpoint of the input graph's variables), sliced
 // for the ranks' parameter-server storage.
 //
-// Cost: one transform, K single-device steps at batch N·b, one mpirun job of N ranks x K
-// steps, and reading N + 1 checkpoints. The work directory (job/, single/, ranks/,
+// Parameter-server variables are reassembled by ReadJobCheckpoint (job_checkpoint.h);
+// replicated ones are compared on every rank's file.
+//
+// Cost: one transform, K single-device steps at batch N·b (or N·K runs at b and K apply
+// runs), one mpirun job of N ranks x K steps, and reading N + 1 checkpoints. The work directory (job/, single/, ranks/,
 // job.log) is a temporary one removed at the end unless `keep_dir` names it.
 #ifndef PARALLAX_LIB_VERIFY_VERIFY_H_
 #define PARALLAX_LIB_VERIFY_VERIFY_H_
@@ -81,6 +90,10 @@ struct VerifyOptions {
   std::optional<StrategyKind> strategy;    // --strategy
   std::optional<SparseMethod> sparse;      // --sparse: strategy.sparse
   std::optional<int> partitions;           // --partitions: strategy.partitions
+  // One device trains N micro-batches of b per step (each rank's examples), its gradients
+  // combined as the plan's reduction and applied once (accumulate.h), instead of one batch
+  // of N·b: for graphs that fix their batch size.
+  bool accumulate = false;
   std::string init_checkpoint;  // start both sides from this file instead of the init op
   std::string keep_dir;         // keep the work directory here (must not exist); "" removes it
 };
@@ -102,7 +115,8 @@ struct VerifyReport {
   int ranks = 0;
   int64_t steps = 0;
   int64_t batch = 0;            // per rank
-  int64_t global_batch = 0;     // N·b, the one device's
+  int64_t global_batch = 0;     // N·b, the one device's (N micro-batches of b: accumulate)
+  bool accumulate = false;
   std::string strategy;
   double tolerance = 0;
   std::vector<VariableComparison> variables;  // in the reference checkpoint's (name) order
@@ -128,22 +142,6 @@ std::string VerifyReportToJson(const VerifyReport& report);
 // Compares the job's `got` against the reference `want` (same dtype and shape, or a
 // problem is set); accumulates into `out` (max over calls, e.g. over ranks).
 void CompareInto(const Tensor& want, const Tensor& got, VariableComparison* out);
-
-// "0-500,700-800" -> {{0,500},{700,800}}; "" -> {}. Errors name `what`.
-StatusOr<std::vector<std::pair<int64_t, int64_t>>> ParseRowRanges(std::string_view text,
-                                                                  std::string_view what);
-
-// One rank's local storage of a partitioned tensor: its rows and the ranges they hold.
-struct RowBlock {
-  std::vector<std::pair<int64_t, int64_t>> ranges;  // [begin, end), concatenated in order
-  Tensor rows;                                      // [sum of range lengths, ...]
-};
-// The whole tensor of shape `shape` from the ranks' blocks. Errors: a row held twice or
-// by nobody, a block whose row count, dtype or row shape does not fit.
-StatusOr<Tensor> AssembleRows(const std::string& name, DataType dtype, const TensorShape& shape,
-                              const std::vector<RowBlock>& blocks);
-// The rows `ranges` of `full`, concatenated (the inverse, for the initial checkpoint).
-StatusOr<Tensor> SliceRows(const Tensor& full, const std::vector<std::pair<int64_t, int64_t>>& ranges);
 
 // Finds the input pipelines whose Const dequeue count fixes the batch (QueueDequeueMany /
 // UpTo): returns {count, description}; none: nullopt. Errors: counts that differ, a

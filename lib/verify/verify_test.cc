@@ -1,6 +1,6 @@
-// The pieces of `parallax verify` that need no job: the comparison's metrics, the row
-// ranges of parameter-server checkpoints, reassembly and slicing of partitioned rows, and
-// the input-pipeline batch found and changed. The whole command runs under mpirun in
+// The pieces of `parallax verify` that need no job: the comparison's metrics and the
+// input-pipeline batch found and changed (the reassembly of parameter-server rows is
+// ReadJobCheckpoint's, tested in lib/runtime/checkpoint). The whole command runs under mpirun in
 // cmd/parallax:verify_test.
 #include "lib/verify/verify.h"
 
@@ -43,46 +43,6 @@ TEST_CASE("CompareInto: identical is 0, a zero reference any change huge, NaN is
   VariableComparison shape;
   CompareInto(Floats({1, 2}, {2}), Floats({1, 2}, {1, 2}), &shape);
   CHECK(shape.problem == "float [1,2] in the job, float [2] on one device");
-}
-
-TEST_CASE("ParseRowRanges") {
-  auto r = ParseRowRanges("0-500,700-800", "rows:v");
-  REQUIRE(r.ok());
-  CHECK(*r == std::vector<std::pair<int64_t, int64_t>>{{0, 500}, {700, 800}});
-  CHECK(ParseRowRanges("", "rows:v")->empty());
-  CHECK(ParseRowRanges("5-3", "rows:v").status().message() ==
-        "rows:v: row range '5-3' is not BEGIN-END");
-  CHECK(ParseRowRanges("1-2,x", "rows:v").status().message() ==
-        "rows:v: row range 'x' is not BEGIN-END");
-}
-
-TEST_CASE("AssembleRows puts every rank's rows in place; SliceRows is its inverse") {
-  // 5 rows of 2; rank 0 owns [0,2) and [4,5), rank 1 owns [2,4) (partitions round-robin).
-  const Tensor full = Floats({0, 1, 10, 11, 20, 21, 30, 31, 40, 41}, {5, 2});
-  auto r0 = SliceRows(full, {{0, 2}, {4, 5}});
-  auto r1 = SliceRows(full, {{2, 4}});
-  REQUIRE(r0.ok());
-  REQUIRE(r1.ok());
-  CHECK(r0->DebugString(10) == "float[3,2] {0, 1, 10, 11, 40, 41}");
-  auto back = AssembleRows("emb", tensorflow::DT_FLOAT, TensorShape({5, 2}),
-                           {RowBlock{{{0, 2}, {4, 5}}, *r0}, RowBlock{{{2, 4}}, *r1}});
-  REQUIRE(back.ok());
-  CHECK(back->DebugString(10) == full.DebugString(10));
-
-  auto missing = AssembleRows("emb", tensorflow::DT_FLOAT, TensorShape({5, 2}),
-                              {RowBlock{{{0, 2}, {4, 5}}, *r0}});
-  CHECK(missing.status().message() == "'emb': row 2 is held by 0 ranks, not 1");
-  auto twice = AssembleRows("emb", tensorflow::DT_FLOAT, TensorShape({5, 2}),
-                            {RowBlock{{{0, 2}, {4, 5}}, *r0}, RowBlock{{{2, 4}}, *r1},
-                             RowBlock{{{2, 4}}, *r1}});
-  CHECK(twice.status().message() == "'emb': row 2 is held by 2 ranks, not 1");
-  auto wrong = AssembleRows("emb", tensorflow::DT_FLOAT, TensorShape({5, 2}),
-                            {RowBlock{{{0, 3}}, *r1}});
-  CHECK(wrong.status().message() == "'emb': a rank's rows are float [2,2] for 3 rows of float [5,2]");
-  // A 1-D variable's rows are its elements.
-  auto bias = SliceRows(Floats({1, 2, 3}, {3}), {{1, 3}});
-  REQUIRE(bias.ok());
-  CHECK(bias->DebugString() == "float[2] {2, 3}");
 }
 
 constexpr char kQueueGraph[] = R"pb(
