@@ -278,7 +278,12 @@ Status Graph::RemoveNode(NodeId id) {
 }
 
 void Graph::SetDevice(NodeId id, std::string_view device) {
-  nodes_[static_cast<size_t>(id)].device_ = arena_->Store(device);
+  Node& n = nodes_[static_cast<size_t>(id)];
+  if (n.device_ == device) return;
+  // Passes set one device on many nodes in a row: store each run's string once (the
+  // arena is shared by copies and locked, so a store per node costs time and memory).
+  if (device != last_device_) last_device_ = arena_->Store(device);
+  n.device_ = last_device_;
 }
 
 void Graph::SetAttr(NodeId id, std::string_view key, const tensorflow::AttrValue& value) {

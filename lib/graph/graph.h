@@ -211,6 +211,7 @@ class Graph {
   // Owners of the bytes that the nodes' string_views point into.
   std::shared_ptr<const std::string> file_bytes_;
   std::shared_ptr<StringArena> arena_;
+  std::string_view last_device_;  // in arena_: the string SetDevice stored last
 };
 
 // Serializes one attr map entry (NodeDef field 5) for Node's serialized form.
