@@ -72,8 +72,6 @@ class BreakPorts : public Pass {
   }
 };
 
-std::vector<std::unique_ptr<Pass>> Passes(std::vector<std::unique_ptr<Pass>> list) { return list; }
-
 std::unique_ptr<Pipeline> ThreePasses(PipelineOptions options) {
   std::vector<std::unique_ptr<Pass>> passes;
   passes.push_back(std::make_unique<AddNoOp>("first"));
