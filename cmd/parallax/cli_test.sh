@@ -97,10 +97,14 @@ expect 0 "$parallax" transform "$example" --cluster "$tmp/local.yaml" -o "$local
 expect 0 "$parallax" launch "$local_job" --dry-run --steps 5 -- --mca btl self,tcp
 root_flag=""; [[ $(id -u) -eq 0 ]] && root_flag=" --allow-run-as-root"
 forwarded=$(env | cut -d= -f1 | grep -E '^(NCCL|PARALLAX)_' | sort | sed 's/^/ -x /' | tr -d '\n')
-want="mpirun -np 2 --hostfile $local_job/hostfile --map-by slot --bind-to none --tag-output -x PATH -x LD_LIBRARY_PATH$forwarded$root_flag --mca btl self,tcp $self run $local_job --steps 5"
+# `parallax launch` forwards PATH and LD_LIBRARY_PATH when set (mpirun warns about unset
+# ones); launch.sh always names both.
+base_env=""
+for v in PATH LD_LIBRARY_PATH; do [[ -n "${!v+x}" ]] && base_env+=" -x $v"; done
+want="mpirun -np 2 --hostfile $local_job/hostfile --map-by slot --bind-to none --tag-output$base_env$forwarded$root_flag --mca btl self,tcp $self run $local_job --steps 5"
 [[ "$(cat "$tmp/out")" == "$want" ]] && pass || fail "launch --dry-run (one host): got '$(cat "$tmp/out")', want '$want'"
 expect 0 "$parallax" launch "$job" --hostfile "$job/hostfile" --dry-run
-want="mpirun -np 4 --hostfile $job/hostfile --map-by slot --bind-to none --tag-output -x PATH -x LD_LIBRARY_PATH$forwarded$root_flag $self run $job"
+want="mpirun -np 4 --hostfile $job/hostfile --map-by slot --bind-to none --tag-output$base_env$forwarded$root_flag $self run $job"
 [[ "$(cat "$tmp/out")" == "$want" ]] && pass || fail "launch --dry-run (two hosts): got '$(cat "$tmp/out")', want '$want'"
 printf 'node1 slots=2\n' > "$tmp/small.hosts"
 expect 2 "$parallax" launch "$job" --hostfile "$tmp/small.hosts" --dry-run

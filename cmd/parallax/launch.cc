@@ -5,6 +5,7 @@
 // after `--` go to mpirun. The exit status is the job's: 0, or 3 when a rank failed.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 
 #include <spdlog/spdlog.h>
@@ -47,6 +48,10 @@ Command AddLaunchCommand(CLI::App& app, std::vector<std::string> mpirun_args) {
       PX_RETURN_IF_ERROR(CheckHostfileCoversPlan(plan, hosts));
     }
     MpirunOptions options = MpirunOptionsForThisMachine();
+    // Started from here, now: forward only what is set (mpirun warns about every -x of an
+    // unset variable). launch.sh, run later, keeps PATH and LD_LIBRARY_PATH.
+    std::erase_if(options.forward_env,
+                  [](const std::string& name) { return std::getenv(name.c_str()) == nullptr; });
     options.run_args = sub->remaining();
     options.extra_mpirun_args = mpirun_args;
     const std::vector<std::string> argv = MpirunArgv(plan, flags->job, options);
