@@ -5,6 +5,7 @@ set -u
 
 root="${TEST_SRCDIR:-$PWD}/${TEST_WORKSPACE:-.}"
 parallax="$root/cmd/parallax/parallax"
+tb_init_script="$root/cmd/parallax/testdata/tensorboard_mlp_init.py"
 bad="$root/testdata/bad"
 tmp="${TEST_TMPDIR:-$(mktemp -d)}"
 passed=0
@@ -234,22 +235,7 @@ if [[ -n "${PARALLAX_SHARED_DIR:-}" && -f "$tb" && -f "$fm/train-images-idx3-uby
   expect 2 "$parallax" run "$tb" --feed "$q:0=$fm/train-images-idx3-ubyte.gz" --feed "$q:1=$fm/train-labels-idx1-ubyte.gz"
   expect_stderr_line "parallax: error: $tb: no init op found (no node initialises the variables); name one with --init-op, or --resume from a checkpoint"
   mkdir -p "$tmp/tb"
-  python3 - "$tmp/tb/checkpoint-0.safetensors" <<'PY'
-import json, random, struct, sys
-rng = random.Random(0)
-shapes = {"hidden_weights": [784, 100], "hidden_biases": [100], "logits_weights": [100, 10], "logits_biases": [10]}
-header, data = {}, b""
-for name in sorted(shapes):
-    n = shapes[name][0] * (shapes[name][1] if len(shapes[name]) > 1 else 1)
-    scale = 0.0 if name.endswith("biases") else (6.0 / sum(shapes[name])) ** 0.5
-    blob = struct.pack("<%df" % n, *[rng.uniform(-scale, scale) for _ in range(n)])
-    header[name] = {"dtype": "F32", "shape": shapes[name], "data_offsets": [len(data), len(data) + len(blob)]}
-    data += blob
-header["__metadata__"] = {"format": "parallax-checkpoint-1", "step": "0", "data_epoch": "0",
-                          "data_index": "0", "shuffle_seed": "0"}
-h = json.dumps(header).encode()
-open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + data)
-PY
+  python3 "$tb_init_script" "$tmp/tb/checkpoint-0.safetensors"
   expect 0 "$parallax" run "$tb" --feed "$q:0=$fm/train-images-idx3-ubyte.gz" --feed "$q:1=$fm/train-labels-idx1-ubyte.gz" \
     --steps 200 --checkpoint-dir "$tmp/tb" --resume --threads 2 \
     --eval-feed "$q:0=$fm/t10k-images-idx3-ubyte.gz" --eval-feed "$q:1=$fm/t10k-labels-idx1-ubyte.gz"

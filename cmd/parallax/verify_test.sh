@@ -22,9 +22,10 @@
 #     whose epoch is not a multiple of the ranks when the steps pass its end; a rank that
 #     fails makes verify exit 3.
 # Every case prints verify's table, so the log shows each measured difference.
-#   verify_test.sh PARALLAX
+#   verify_test.sh PARALLAX TENSORBOARD_MLP_INIT_PY
 set -u
 parallax=$(realpath "$1")
+tb_init_script=$(realpath "$2")  # testdata/tensorboard_mlp_init.py
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # OpenMPI's session directory (unix sockets, short paths) in a short private folder.
 TMPDIR=$(mktemp -d /tmp/parallax-verify.XXXXXX)
@@ -148,22 +149,7 @@ expect_error "a missing --init-checkpoint" 2 \
 # start from the same checkpoint.
 tb="${PARALLAX_SHARED_DIR:-}/testdata/tf/tensorboard_mnist_mlp_train.pbtxt"
 if [[ -n "${PARALLAX_SHARED_DIR:-}" && -f "$tb" ]]; then
-  python3 - tb_init.safetensors <<'PY'
-import json, random, struct, sys
-rng = random.Random(0)
-shapes = {"hidden_weights": [784, 100], "hidden_biases": [100], "logits_weights": [100, 10], "logits_biases": [10]}
-header, data = {}, b""
-for name in sorted(shapes):
-    n = shapes[name][0] * (shapes[name][1] if len(shapes[name]) > 1 else 1)
-    scale = 0.0 if name.endswith("biases") else (6.0 / sum(shapes[name])) ** 0.5
-    blob = struct.pack("<%df" % n, *[rng.uniform(-scale, scale) for _ in range(n)])
-    header[name] = {"dtype": "F32", "shape": shapes[name], "data_offsets": [len(data), len(data) + len(blob)]}
-    data += blob
-header["__metadata__"] = {"format": "parallax-checkpoint-1", "step": "0", "data_epoch": "0",
-                          "data_index": "0", "shuffle_seed": "0"}
-h = json.dumps(header).encode()
-open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + data)
-PY
+  python3 "$tb_init_script" tb_init.safetensors
   expect_error "TensorBoard MLP without an init checkpoint" 2 \
     "parallax: error: $tb: no init op found (no node initialises the variables); start both sides from a checkpoint with --init-checkpoint FILE" \
     "$tb" --ranks 2 --synthetic
