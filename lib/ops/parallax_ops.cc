@@ -17,6 +17,17 @@ OpSchemaBuilder PartitionedOp(std::string name) {
   return b;
 }
 
+// The initial rows of a partitioned variable, from rank root_rank to their owners: one
+// collective made of a send on the root and a receive on every other rank (one instance
+// key, like TensorFlow's CollectiveBcastSend/Recv).
+OpSchemaBuilder ScatterRowsOp(std::string name) {
+  OpSchemaBuilder b(std::move(name));
+  b.Output("local_rows: T").Attr("T: type").Attr("num_rows: int").Attr("row_splits: list(int)")
+      .Attr("owners: list(int)").Attr("root_rank: int = 0").Attr("group_size: int")
+      .Attr("instance_key: int").Collective();
+  return b;
+}
+
 }  // namespace
 
 // Every rank's output is rank `root_rank`'s input (used to start all replicas from the
@@ -36,5 +47,16 @@ PX_REGISTER_OP(PartitionedOp("ParallaxSparsePull").Input("params: T").Input("ids
 PX_REGISTER_OP(PartitionedOp("ParallaxSparsePush").Input("values: T").Input("indices: Tindices")
                    .Output("local_values: T").Output("local_indices: Tindices")
                    .Attr("scale: float = 1"));
+
+
+// On rank root_rank: sends each owner the rows of `value` (the whole variable, [num_rows,
+// ...]) that it owns, packed as its local storage (its partitions concatenated in
+// partition order); local_rows is the root's own share ([0, ...] when it owns none).
+PX_REGISTER_OP(ScatterRowsOp("ParallaxScatterRowsSend").Input("value: T"));
+
+// On every other rank: receives this rank's rows of the root's value ([0, ...] when it
+// owns no partition). No data input: the rows' dtype and shape come from the attrs
+// (`shape`: the whole variable's), so the initial value is never computed here.
+PX_REGISTER_OP(ScatterRowsOp("ParallaxScatterRowsRecv").Attr("shape: shape"));
 
 }  // namespace parallax

@@ -86,6 +86,30 @@ void AddPartitionAttrs(NodeSpec& spec, const VariablePlan& variable, tensorflow:
 
 }  // namespace
 
+StatusOr<OutputRef> TfCollectives::ScatterRows(Graph& graph, std::string_view scope,
+                                               const VariablePlan& variable,
+                                               std::optional<OutputRef> value,
+                                               tensorflow::DataType dtype,
+                                               const std::vector<int64_t>& shape, int root) {
+  NodeSpec spec;
+  spec.name = graph.UniqueName(scope);
+  spec.device = options().device;
+  if (value) {
+    spec.op = "ParallaxScatterRowsSend";
+    spec.inputs = {*value};
+  } else {
+    spec.op = "ParallaxScatterRowsRecv";
+    spec.attrs["shape"] = ShapeAttr(shape);
+  }
+  // The index type is irrelevant here (no indices travel): the shared attrs without it.
+  AddPartitionAttrs(spec, variable, dtype, tensorflow::DT_INT32, options().group_size,
+                    TakeInstanceKey());
+  spec.attrs.erase("Tindices");
+  spec.attrs["root_rank"] = IntAttr(root);
+  PX_ASSIGN_OR_RETURN(NodeId id, graph.AddNode(spec));
+  return OutputRef{id, 0};
+}
+
 StatusOr<OutputRef> TfCollectives::SparsePull(Graph& graph, std::string_view scope,
                                               const VariablePlan& variable,
                                               OutputRef local_storage, OutputRef ids,

@@ -5,7 +5,8 @@
 // swappable in tests (after XLA's SPMDCollectiveOpsCreator). The default, TfCollectives,
 // emits TensorFlow's V2 collective ops where TF has one (CollectiveReduceV2,
 // CollectiveGatherV2) and Parallax's own ops otherwise (ParallaxBroadcast,
-// ParallaxSparsePull/Push), so rank graphs stay loadable by TF tools.
+// ParallaxScatterRowsSend/Recv, ParallaxSparsePull/Push), so rank graphs stay loadable
+// by TF tools.
 //
 // Keys: every collective gets the next instance key from the builder's counter. Passes
 // create collectives in a deterministic order (pass order, then variable order), so the
@@ -17,6 +18,7 @@
 #define PARALLAX_LIB_PASSES_COLLECTIVE_BUILDER_H_
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +63,17 @@ class CollectiveBuilder {
   // Every rank gets rank `root`'s `input`.
   virtual StatusOr<OutputRef> Broadcast(Graph& graph, std::string_view scope, OutputRef input,
                                         tensorflow::DataType dtype, int root) = 0;
+  // The rows of the partitioned `variable` that this rank owns (its local storage: its
+  // partitions concatenated in partition order; [0, ...] when it owns none), taken from
+  // rank `root`'s value of the whole variable. On the root `value` is that value (the
+  // send half); on every other rank it is nullopt (the receive half, which computes no
+  // whole value: dtype and `shape`, the whole variable's, come from the attrs). Both
+  // halves are one collective with one instance key, like TF's CollectiveBcastSend/Recv.
+  virtual StatusOr<OutputRef> ScatterRows(Graph& graph, std::string_view scope,
+                                          const VariablePlan& variable,
+                                          std::optional<OutputRef> value,
+                                          tensorflow::DataType dtype,
+                                          const std::vector<int64_t>& shape, int root) = 0;
   // Rows `ids` of the partitioned variable `variable`; `local_storage` is this rank's
   // partitions concatenated.
   virtual StatusOr<OutputRef> SparsePull(Graph& graph, std::string_view scope,
@@ -92,6 +105,10 @@ class TfCollectives : public CollectiveBuilder {
                                 tensorflow::DataType dtype) override;
   StatusOr<OutputRef> Broadcast(Graph& graph, std::string_view scope, OutputRef input,
                                 tensorflow::DataType dtype, int root) override;
+  StatusOr<OutputRef> ScatterRows(Graph& graph, std::string_view scope,
+                                  const VariablePlan& variable, std::optional<OutputRef> value,
+                                  tensorflow::DataType dtype, const std::vector<int64_t>& shape,
+                                  int root) override;
   StatusOr<OutputRef> SparsePull(Graph& graph, std::string_view scope,
                                  const VariablePlan& variable, OutputRef local_storage,
                                  OutputRef ids, tensorflow::DataType dtype,

@@ -11,7 +11,9 @@
 //
 // Terms:
 //  - a *collective* is a node whose op the registry marks is_collective (TF's V1/V2
-//    collectives, NCCL ops, ParallaxBroadcast/SparsePull/SparsePush).
+//    collectives, NCCL ops, ParallaxBroadcast/ScatterRowsSend/ScatterRowsRecv/SparsePull/
+//    SparsePush). A row scatter's send half (rank 0) and receive half (the others) carry
+//    the same name and key: one collective, seen from its two sides.
 //  - collective a *precedes* b when a is an ancestor of b through data or control edges,
 //    loop back-edges ignored. Its *level* is 1 + the largest level of the collectives
 //    preceding it (1 when none does).

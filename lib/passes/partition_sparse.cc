@@ -333,7 +333,6 @@ class VariableRewriter {
   Status CheckPartitions() const;
   Status MakeStorage();
   Status RewriteInitializer(const Storage& storage);
-  StatusOr<OutputRef> OwnedRows(OutputRef full, const Variable& var);
   Status RewriteLookups();
   Status RewriteShapeReadersAndInitChecks(const Storage& storage);
   Status RewriteValueReads();
@@ -419,38 +418,6 @@ Status VariableRewriter::MakeStorage() {
   return Status::Ok();
 }
 
-StatusOr<OutputRef> VariableRewriter::OwnedRows(OutputRef full, const Variable& var) {
-  const std::string base = var.name + "/parallax/init_rows";
-  const size_t rank = var.shape.dims.size();
-  const DataType index_type =
-      var.shape.dims[0] > INT32_MAX ? tensorflow::DT_INT64 : tensorflow::DT_INT32;
-  std::vector<OutputRef> slices;
-  for (const Partition& p : owned_) {
-    std::vector<int64_t> begin(rank, 0), size(rank, -1);
-    begin[0] = p.row_begin;
-    size[0] = p.rows();
-    PX_ASSIGN_OR_RETURN(OutputRef b, sparse::IndexConst(graph_, base + "/begin", index_type, begin,
-                                                        false, device_));
-    PX_ASSIGN_OR_RETURN(OutputRef s, sparse::IndexConst(graph_, base + "/size", index_type, size,
-                                                        false, device_));
-    AttrMap attrs;
-    attrs["T"] = TypeAttr(var.dtype);
-    attrs["Index"] = TypeAttr(index_type);
-    PX_ASSIGN_OR_RETURN(OutputRef slice, AddOp(graph_, base, "Slice", {full, b, s}, attrs, device_));
-    slices.push_back(slice);
-  }
-  if (slices.size() == 1) return slices.front();
-  PX_ASSIGN_OR_RETURN(OutputRef axis, sparse::IndexConst(graph_, base + "/concat/axis",
-                                                         tensorflow::DT_INT32, {0}, true, device_));
-  std::vector<OutputRef> inputs = slices;
-  inputs.push_back(axis);
-  AttrMap attrs;
-  attrs["T"] = TypeAttr(var.dtype);
-  attrs["N"] = IntAttr(static_cast<int64_t>(slices.size()));
-  attrs["Tidx"] = TypeAttr(tensorflow::DT_INT32);
-  return AddOp(graph_, base + "/concat", "ConcatV2", inputs, attrs, device_);
-}
-
 Status VariableRewriter::RewriteInitializer(const Storage& storage) {
   const Variable& var = *storage.var;
   if (var.initializer == kNoNode || !graph_.IsLive(var.initializer)) return Status::Ok();
@@ -461,20 +428,25 @@ Status VariableRewriter::RewriteInitializer(const Storage& storage) {
   const std::string init_device(init.device());
   const OutputRef value = init.input(1);
   const AttrMap attrs = init.DecodeAttrs();
-  PX_ASSIGN_OR_RETURN(OutputRef broadcast,
-                      context_.collectives->Broadcast(graph_, var.name + "/parallax/broadcast_init",
-                                                      value, var.dtype, /*root=*/0));
+  // Rank 0 sends each owner its rows of the initial value; the others receive theirs
+  // without computing it (the initialiser's inputs die with it below).
+  constexpr int kRoot = 0;
+  std::optional<OutputRef> whole;
+  if (context_.rank == kRoot) whole = value;
+  PX_ASSIGN_OR_RETURN(OutputRef rows,
+                      context_.collectives->ScatterRows(graph_, var.name + "/parallax/scatter_init",
+                                                        plan_, whole, var.dtype, var.shape.dims,
+                                                        kRoot));
   if (storage.local == kNoNode) {
-    // No storage: the init op waits on the broadcast this rank must join.
+    // No storage: the init op waits on the scatter this rank must join (0 rows).
     for (const InputRef& use : graph_.node(var.initializer).fanout()) {
       if (!graph_.node(use.node).input(use.index).is_control()) {
         return InvalidArgumentError("variable '{}': its initialiser '{}' is read by '{}'",
                                     var.name, init_name, graph_.node(use.node).name());
       }
     }
-    return Replace(graph_, var.initializer, broadcast);
+    return Replace(graph_, var.initializer, rows);
   }
-  PX_ASSIGN_OR_RETURN(OutputRef rows, OwnedRows(broadcast, var));
   PX_ASSIGN_OR_RETURN(OutputRef assign,
                       AddOp(graph_, var.name + "/parallax/local/Assign", init_op,
                             {OutputRef{storage.local, 0}, rows}, attrs, init_device));
@@ -801,7 +773,7 @@ Status VariableRewriter::MoveToLocalStorage(const Storage& storage) {
 Status VariableRewriter::Run(std::map<std::string, std::string>& colocation) {
   PX_RETURN_IF_ERROR(CheckPartitions());
   PX_RETURN_IF_ERROR(MakeStorage());
-  // Collectives in a fixed order on every rank: broadcasts (V, then slots), lookup pulls,
+  // Collectives in a fixed order on every rank: initial-row scatters (V, then slots), lookup pulls,
   // the whole-variable pull, pushes.
   for (const Storage& s : storage_) PX_RETURN_IF_ERROR(RewriteInitializer(s));
   PX_RETURN_IF_ERROR(RewriteLookups());

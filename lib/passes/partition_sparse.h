@@ -15,10 +15,15 @@
 // *sparse* when it takes (values, indices).
 //
 // In rank r's graph, for every kParameterServer variable in plan order:
-//  - initialisation: Assign(V, init) becomes Assign(V/parallax/local, rows), the rows of
-//    `collectives->Broadcast(init, root 0)` that r owns (Slice per owned partition,
-//    ConcatV2 when several), so all ranks start from rank 0's values; the same for every
-//    slot. A rank without storage still joins the broadcast (the init op waits on it).
+//  - initialisation: Assign(V, init) becomes Assign(V/parallax/local, rows) with rows =
+//    `collectives->ScatterRows(...)` (`V/parallax/scatter_init`), one collective in two
+//    halves like TF's CollectiveBcastSend/Recv: on rank 0 the send half takes `init` and
+//    sends every owner its rows packed as its local storage (several partitions of one
+//    owner concatenated in partition order), keeping its own; on the other ranks the
+//    receive half has no input (shape, dtype and partitions are attrs), so `init`'s
+//    subgraph is removed there and only rank 0 computes the whole initial value. All
+//    ranks start from rank 0's values; the same for every slot. A rank without storage
+//    still joins the scatter and receives 0 rows (the init op waits on it).
 //  - lookups: GatherV2/Gather (axis 0) of V or of its read, ResourceGather of the handle,
 //    become `collectives->SparsePull(local read, ids)` (`V/parallax/pull`); a rank without
 //    storage passes an empty Const of shape [0, ...] (`V/parallax/empty`).
@@ -50,7 +55,7 @@
 //    chain; whatever waited on the update (the train op) waits on the pushes instead.
 //  - V, its slots and their old reads are removed; `_class` colocation on `loc:@V` moves
 //    to `loc:@V/parallax/local` (dropped without storage).
-// Collectives are made in a fixed order per variable — broadcasts (V, then slots),
+// Collectives are made in a fixed order per variable — initial-row scatters (V, then slots),
 // lookup pulls, the whole-variable pull, pushes — so all ranks get the same keys.
 //
 // Why this equals the single-device step (batch N·b, N ranks of batch b each; the
@@ -93,7 +98,10 @@
 // and pulls all rows, about 2·(N−1)/N·(bytes + rows·index_bytes), like a ring all-reduce
 // but point to point, concentrated on the owners. Memory per rank is
 // rows/P·(1 + slots)·row_bytes instead of all rows (plus the pulled V while it is read)
-// and a row-ids Const of rows·4 bytes per dense variable.
+// and a row-ids Const of rows·4 bytes per dense variable. Initialisation, once: rank 0
+// computes V's and each slot's initial value and sends (N−1)/N of it, each owner only its
+// rows (a broadcast would send all of it to each of the N−1 others, and every rank would
+// materialise it); the other ranks allocate only their local storage.
 // Limits (CheckPartitionable): the variable must not be frozen and must have a known row
 // count (not a scalar); every direct reader must be one of the above (no restore
 // Assigns, no SaveV2 of V itself: InvalidArgument naming the reader); a sparse-only

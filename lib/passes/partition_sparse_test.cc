@@ -40,6 +40,16 @@ std::vector<int64_t> ShapeOf(const Graph& g, std::string_view node) {
   return dims;
 }
 
+// The collectives as "op#key", sorted: what every rank must agree on after this pass (the
+// same key for the same collective). The order they are issued in is order-collectives'
+// business: a row scatter's receive half has no inputs, so it sits elsewhere in a
+// topological order than the send half does on rank 0.
+std::vector<std::string> KeyedCollectives(const Graph& graph) {
+  std::vector<std::string> sequence = CollectiveSequence(graph);
+  std::sort(sequence.begin(), sequence.end());
+  return sequence;
+}
+
 bool Contains(const std::vector<std::string>& v, const std::string& x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
@@ -67,7 +77,7 @@ TEST_CASE("partition-sparse: golden rank graphs for 1, 2 and 3 partitions on 2 r
       if (!out.ok()) FAIL(out.status().ToString());
       CHECK(changed);
       CHECK(DiffAgainstPassGolden(*out, "partition_sparse/" + label) == "");
-      sequences.push_back(CollectiveSequence(*out));
+      sequences.push_back(KeyedCollectives(*out));
     }
     INFO(c.graph << " P=" << c.partitions);
     CHECK(!sequences[0].empty());
@@ -88,8 +98,8 @@ TEST_CASE("partition-sparse: every graph, rank and partition count verifies and 
           StatusOr<Graph> out = RunOnRank(CreatePartitionSparsePass, input, plan, rank, nullptr);
           if (!out.ok()) FAIL(out.status().ToString());
           CHECK(VerifyGraph(*out).ok());
-          if (rank == 0) first = CollectiveSequence(*out);
-          CHECK(CollectiveSequence(*out) == first);
+          if (rank == 0) first = KeyedCollectives(*out);
+          CHECK(KeyedCollectives(*out) == first);
         }
       }
     }
@@ -129,10 +139,13 @@ TEST_CASE("partition-sparse: an owner gets local storage, pulls and the deduplic
                                  // owner already updated
                                  "^emb/parallax/pull"});
   CHECK(g->FindNode("Momentum/update_emb/Unique") == kNoNode);
-  // Init: rank 0's values, this rank's rows.
+  // Init: this rank (not rank 0) receives its rows of rank 0's initial value, which it
+  // never computes.
   CHECK(Inputs(*g, "emb/parallax/local/Assign") ==
-        std::vector<std::string>{"emb/parallax/local", "emb/parallax/init_rows"});
-  CHECK(NodeInput(*g, "emb/parallax/init_rows", 0) == "emb/parallax/broadcast_init");
+        std::vector<std::string>{"emb/parallax/local", "emb/parallax/scatter_init"});
+  CHECK(g->node(g->FindNode("emb/parallax/scatter_init")).op() == "ParallaxScatterRowsRecv");
+  CHECK(Inputs(*g, "emb/parallax/scatter_init").empty());
+  CHECK(g->FindNode("emb/Initializer/zeros") == kNoNode);
   CHECK(Contains(Inputs(*g, "init"), "^emb/parallax/local/Assign"));
   // Colocation follows the storage.
   CHECK(g->node(g->FindNode("emb/Momentum/parallax/local/Assign")).FindAttr("_class")->list().s(0) ==
@@ -158,14 +171,18 @@ TEST_CASE("partition-sparse: a rank owning nothing pulls with empty storage and 
   CHECK(Inputs(*g, "Momentum") ==
         std::vector<std::string>{"^Momentum/update_w/ApplyMomentum", "^emb/parallax/push",
                                  "^emb/parallax/pull"});
-  CHECK(Contains(Inputs(*g, "init"), "^emb/parallax/broadcast_init"));
-  CHECK(Contains(Inputs(*g, "init"), "^emb/Momentum/parallax/broadcast_init"));
+  // It joins the scatters (receiving 0 rows) without computing the initial values.
+  CHECK(Contains(Inputs(*g, "init"), "^emb/parallax/scatter_init"));
+  CHECK(Contains(Inputs(*g, "init"), "^emb/Momentum/parallax/scatter_init"));
+  CHECK(g->node(g->FindNode("emb/parallax/scatter_init")).op() == "ParallaxScatterRowsRecv");
+  CHECK(Inputs(*g, "emb/parallax/scatter_init").empty());
+  CHECK(g->FindNode("emb/Initializer/zeros") == kNoNode);
   // No colocation on a variable that is gone.
   CHECK(g->node(g->FindNode("gradients/embedding_lookup_grad/Shape")).FindAttr("_class")->list().s_size() ==
         0);
 }
 
-TEST_CASE("partition-sparse: a rank owning two partitions concatenates their initial rows") {
+TEST_CASE("partition-sparse: a rank owning two partitions receives them packed") {
   Graph input = LoadAnalysisGraph("sparse_momentum");
   Plan plan = PlanForTests(input, 2, SyncMethod::kParameterServer, 3);
   StatusOr<Graph> g = RunOnRank(CreatePartitionSparsePass, input, plan, 0, nullptr);
@@ -174,11 +191,16 @@ TEST_CASE("partition-sparse: a rank owning two partitions concatenates their ini
   REQUIRE(emb->partitions.size() == 3);
   const int64_t local = emb->partitions[0].rows() + emb->partitions[2].rows();
   CHECK(ShapeOf(*g, "emb/parallax/local") == std::vector<int64_t>{local, 16});
-  CHECK(Inputs(*g, "emb/parallax/init_rows/concat") ==
-        std::vector<std::string>{"emb/parallax/init_rows", "emb/parallax/init_rows_1",
-                                 "emb/parallax/init_rows/concat/axis"});
-  const auto begin = g->node(g->FindNode("emb/parallax/init_rows/begin_1")).FindAttr("value")->tensor();
-  CHECK(begin.int_val(0) == emb->partitions[2].row_begin);
+  // Rank 0 sends the initial value; the scatter delivers the local storage itself, both
+  // partitions packed: no Slice or ConcatV2 here.
+  CHECK(Inputs(*g, "emb/parallax/local/Assign") ==
+        std::vector<std::string>{"emb/parallax/local", "emb/parallax/scatter_init"});
+  CHECK(Inputs(*g, "emb/parallax/scatter_init") ==
+        std::vector<std::string>{"emb/Initializer/zeros"});
+  const Node& scatter = g->node(g->FindNode("emb/parallax/scatter_init"));
+  CHECK(scatter.op() == "ParallaxScatterRowsSend");
+  CHECK(scatter.FindAttr("owners")->list().i_size() == 3);
+  CHECK(scatter.FindAttr("row_splits")->list().i(2) == emb->partitions[2].row_begin);
 }
 
 TEST_CASE("partition-sparse: sparse Adam's chain moves to the local storage") {
@@ -325,7 +347,7 @@ TEST_CASE("partition-sparse: dense golden rank graphs for 1, 2 and 3 partitions 
         CHECK(changed);
         CHECK(VerifyGraph(*out).ok());
         CHECK(DiffAgainstPassGolden(*out, "partition_sparse/" + label) == "");
-        sequences.push_back(CollectiveSequence(*out));
+        sequences.push_back(KeyedCollectives(*out));
       }
       INFO(name << " P=" << partitions);
       CHECK(!sequences[0].empty());
@@ -349,8 +371,8 @@ TEST_CASE("partition-sparse: dense variables verify and agree for every rank and
           if (!out.ok()) FAIL(out.status().ToString());
           CHECK(changed);
           CHECK(VerifyGraph(*out).ok());
-          if (rank == 0) first = CollectiveSequence(*out);
-          CHECK(CollectiveSequence(*out) == first);
+          if (rank == 0) first = KeyedCollectives(*out);
+          CHECK(KeyedCollectives(*out) == first);
         }
       }
     }
@@ -395,9 +417,8 @@ TEST_CASE("partition-sparse: a dense owner pulls every row, sums the pushed grad
                                  "w/parallax/segment_sum", "^w/parallax/pull"});
   // Init: rank 0's values, this rank's rows.
   CHECK(Inputs(*g, "w/parallax/local/Assign") ==
-        std::vector<std::string>{"w/parallax/local", "w/parallax/init_rows"});
-  CHECK(NodeInput(*g, "w/parallax/init_rows", 0) == "w/parallax/broadcast_init");
-  // Collectives: broadcasts, pulls, pushes, per variable in plan order.
+        std::vector<std::string>{"w/parallax/local", "w/parallax/scatter_init"});
+  // Collectives: initial-row scatters, pulls, pushes, per variable in plan order.
   CHECK(CollectiveSequence(*g).size() == 6);
 }
 
@@ -417,7 +438,7 @@ TEST_CASE("partition-sparse: a rank owning no dense rows pulls with empty storag
   CHECK(Inputs(*g, "GradientDescent") ==
         std::vector<std::string>{"^w/parallax/push", "^w/parallax/pull", "^b/parallax/push",
                                  "^b/parallax/pull"});
-  CHECK(Contains(Inputs(*g, "init"), "^w/parallax/broadcast_init"));
+  CHECK(Contains(Inputs(*g, "init"), "^w/parallax/scatter_init"));
 }
 
 TEST_CASE("partition-sparse: dense Adam and Momentum partition their slots; beta powers stay") {
@@ -432,7 +453,7 @@ TEST_CASE("partition-sparse: dense Adam and Momentum partition their slots; beta
                                  "w/Adam_1/parallax/local", "beta1_power/read", "beta2_power/read",
                                  "Adam/learning_rate", "Adam/beta1", "Adam/beta2", "Adam/epsilon",
                                  "w/parallax/segment_sum", "^w/parallax/pull"});
-  CHECK(NodeInput(*owner, "w/Adam/parallax/init_rows", 0) == "w/Adam/parallax/broadcast_init");
+  CHECK(NodeInput(*owner, "w/Adam/parallax/local/Assign", 1) == "w/Adam/parallax/scatter_init");
   CHECK(Inputs(*owner, "Adam/Assign") ==
         std::vector<std::string>{"beta1_power", "Adam/mul", "^Adam/update_w/ApplyAdam",
                                  "^Adam/update_b/ApplyAdam"});
@@ -579,8 +600,8 @@ TEST_CASE("partition-sparse: shared TensorFlow graphs") {
       StatusOr<Graph> out = RunOnRank(CreatePartitionSparsePass, *input, plan, rank, &changed);
       if (!out.ok()) FAIL(out.status().ToString());
       CHECK(changed == (partitioned > 0));
-      if (rank == 0) first = CollectiveSequence(*out);
-      CHECK(CollectiveSequence(*out) == first);
+      if (rank == 0) first = KeyedCollectives(*out);
+      CHECK(KeyedCollectives(*out) == first);
     }
     if (file.find("scattersub") != std::string::npos) CHECK(partitioned == 1);
     if (file.find("frozen_sparse_apply_momentum") != std::string::npos) {

@@ -107,7 +107,12 @@ std::optional<std::vector<Issued>> RunOrder(const Graph& graph, const Plan& plan
     if (!needed[static_cast<size_t>(id)] || fed[static_cast<size_t>(id)] || !IsCollective(node)) {
       continue;
     }
-    issued.emplace_back(std::string(node.name()), std::string(node.op()), InstanceKey(graph, node));
+    // A row scatter's send (root) and receive (others) halves are one collective.
+    std::string op(node.op());
+    if (op == "ParallaxScatterRowsSend" || op == "ParallaxScatterRowsRecv") {
+      op = "ParallaxScatterRows";
+    }
+    issued.emplace_back(std::string(node.name()), op, InstanceKey(graph, node));
   }
   return issued;
 }

@@ -81,7 +81,17 @@ std::vector<std::string> Structure(const Graph& graph) {
 
 bool IsCollective(std::string_view op) {
   return op == "CollectiveReduceV2" || op == "CollectiveGatherV2" || op == "ParallaxBroadcast" ||
+         op == "ParallaxScatterRowsSend" || op == "ParallaxScatterRowsRecv" ||
          op == "ParallaxSparsePull" || op == "ParallaxSparsePush";
+}
+
+// The collective an op takes part in: a row scatter's send (root) and receive (others)
+// halves are one collective.
+std::string CollectiveOf(std::string_view op) {
+  if (op == "ParallaxScatterRowsSend" || op == "ParallaxScatterRowsRecv") {
+    return "ParallaxScatterRows";
+  }
+  return std::string(op);
 }
 
 // The instance key of a collective node: its attr, or its instance_key Const input.
@@ -101,7 +111,7 @@ std::vector<std::tuple<int64_t, std::string, std::string>> Collectives(const Gra
   for (NodeId id : graph.NodeIds()) {
     const Node& node = graph.node(id);
     if (!IsCollective(node.op())) continue;
-    out.emplace_back(InstanceKey(graph, node), std::string(node.op()), std::string(node.name()));
+    out.emplace_back(InstanceKey(graph, node), CollectiveOf(node.op()), std::string(node.name()));
   }
   std::sort(out.begin(), out.end());
   return out;

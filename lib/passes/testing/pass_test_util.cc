@@ -90,7 +90,12 @@ std::vector<std::string> CollectiveSequence(const Graph& graph) {
     const Node& node = graph.node(id);
     const OpSchema* schema = FindOpSchema(node.op());
     if (schema == nullptr || !schema->is_collective) continue;
-    sequence.push_back(std::string(node.op()) + "#" + InstanceKey(graph, node));
+    // A row scatter's send (root) and receive (others) halves are one collective.
+    std::string op(node.op());
+    if (op == "ParallaxScatterRowsSend" || op == "ParallaxScatterRowsRecv") {
+      op = "ParallaxScatterRows";
+    }
+    sequence.push_back(op + "#" + InstanceKey(graph, node));
   }
   return sequence;
 }

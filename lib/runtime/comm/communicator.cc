@@ -58,22 +58,23 @@ Status CheckRows(const Tensor& tensor, std::string_view what) {
   return Status::Ok();
 }
 
-Status CheckSendCounts(const Tensor& send, std::span<const int64_t> send_counts, int size) {
-  PX_RETURN_IF_ERROR(CheckRows(send, "all-to-all"));
+Status CheckSendCounts(const Tensor& send, std::span<const int64_t> send_counts, int size,
+                       std::string_view what) {
+  PX_RETURN_IF_ERROR(CheckRows(send, what));
   if (static_cast<int64_t>(send_counts.size()) != size) {
-    return InvalidArgumentError("all-to-all: {} send counts for {} ranks", send_counts.size(),
+    return InvalidArgumentError("{}: {} send counts for {} ranks", what, send_counts.size(),
                                 size);
   }
   int64_t total = 0;
   for (size_t r = 0; r < send_counts.size(); ++r) {
     if (send_counts[r] < 0) {
-      return InvalidArgumentError("all-to-all: send count for rank {} is negative ({})", r,
+      return InvalidArgumentError("{}: send count for rank {} is negative ({})", what, r,
                                   send_counts[r]);
     }
     total += send_counts[r];
   }
   if (total != send.dim(0)) {
-    return InvalidArgumentError("all-to-all: send counts sum to {} rows, the send tensor has {}",
+    return InvalidArgumentError("{}: send counts sum to {} rows, the send tensor has {}", what,
                                 total, send.dim(0));
   }
   return Status::Ok();
@@ -152,6 +153,14 @@ Status LocalCommunicator::AllToAllV(const Tensor& send, std::span<const int64_t>
   PX_RETURN_IF_ERROR(comm_internal::CheckSendCounts(send, send_counts, 1));
   *received = send;
   received_counts->assign(1, send.dim(0));
+  return Status::Ok();
+}
+
+Status LocalCommunicator::ScatterV(const Tensor& send, std::span<const int64_t> send_counts,
+                                   Tensor* received, int root) {
+  if (root != 0) return InvalidArgumentError("scatter from rank {}, but the job has 1 rank", root);
+  PX_RETURN_IF_ERROR(comm_internal::CheckSendCounts(send, send_counts, 1, "scatter"));
+  *received = send;
   return Status::Ok();
 }
 

@@ -10,7 +10,7 @@
 //  - *rank* / *size*: this process's index in the job and the number of processes.
 //  - *host*: the ranks that share a machine (MPI_COMM_TYPE_SHARED); *local rank* / *local
 //    size* index those ranks, *host id* numbers the hosts 0.. in order of their lowest rank.
-//  - *rows*: tensors travel as rows of dimension 0 (AllGatherV, AllToAllV); a row is
+//  - *rows*: tensors travel as rows of dimension 0 (AllGatherV, AllToAllV, ScatterV); a row is
 //    everything after dimension 0. All ranks must agree on the dtype and the row shape.
 //  - *label*: what a collective is for ("node 'w/parallax/allreduce' instance_key 7"), set
 //    by the caller with ScopedLabel; it appears in timeout messages.
@@ -22,7 +22,7 @@
 // Traffic counters: bytes_sent() and messages_sent() total what this rank has handed to
 // the transport since the communicator was made — per collective call, the bytes of its
 // send buffer addressed to other ranks (an all-to-all's rows for itself are not counted;
-// a broadcast counts on the root only) and one message per transport call. They count
+// a broadcast or a scatter counts on the root only) and one message per transport call. They count
 // what the caller hands over, not what the transport's algorithm puts on the wire
 // (docs/comm.md has the table per call).
 //
@@ -99,6 +99,16 @@ class Communicator {
   virtual Status AllToAllV(const Tensor& send, std::span<const int64_t> send_counts,
                            Tensor* received, std::vector<int64_t>* received_counts) = 0;
 
+  // Personalised distribution from `root` (MPI_Scatterv). On the root, `send` holds rows
+  // grouped by destination rank as for AllToAllV (send_counts[r] rows for rank r, summing
+  // to send.dim(0)); on the other ranks `send` and `send_counts` are ignored (pass empty
+  // ones). On return every rank's `received` holds the rows the root addressed to it, with
+  // the root's dtype and row shape (as for Broadcast, the others need not know them; the
+  // root's own rows are copied). The root's errors (bad counts, an uninitialised tensor)
+  // travel with the header, so every rank returns the same error.
+  virtual Status ScatterV(const Tensor& send, std::span<const int64_t> send_counts,
+                          Tensor* received, int root) = 0;
+
   // Returns once every rank has called it.
   virtual Status Barrier() = 0;
 
@@ -158,8 +168,9 @@ class Communicator {
   std::atomic<int64_t> messages_sent_{0};
 };
 
-// A job of one process: every collective is local (AllReduce copies, AllGatherV and
-// AllToAllV hand the input back, Broadcast from rank 0 leaves the tensor as it is);
+// A job of one process: every collective is local (AllReduce copies, AllGatherV,
+// AllToAllV and ScatterV hand the input back, Broadcast from rank 0 leaves the tensor as
+// it is);
 // nothing is sent, so the traffic counters stay 0.
 class LocalCommunicator : public Communicator {
  public:
@@ -177,6 +188,8 @@ class LocalCommunicator : public Communicator {
   Status Broadcast(Tensor& tensor, int root) override;
   Status AllToAllV(const Tensor& send, std::span<const int64_t> send_counts, Tensor* received,
                    std::vector<int64_t>* received_counts) override;
+  Status ScatterV(const Tensor& send, std::span<const int64_t> send_counts, Tensor* received,
+                  int root) override;
   Status Barrier() override { return Status::Ok(); }
   [[noreturn]] void Abort(const Status& error, int exit_code = 3) override;
 };
@@ -186,7 +199,9 @@ namespace comm_internal {
 // Checks shared by the implementations; errors say which argument is wrong.
 Status CheckReducible(const Tensor& input, ReduceOp op);
 Status CheckRows(const Tensor& tensor, std::string_view what);  // rank >= 1, fixed-size type
-Status CheckSendCounts(const Tensor& send, std::span<const int64_t> send_counts, int size);
+// `what` names the collective in the messages ("all-to-all", "scatter").
+Status CheckSendCounts(const Tensor& send, std::span<const int64_t> send_counts, int size,
+                       std::string_view what = "all-to-all");
 // The shape of a tensor of `rows` rows shaped like `like`'s rows.
 TensorShape WithRows(const TensorShape& like, int64_t rows);
 // Bytes of one row of `tensor` (rank >= 1).

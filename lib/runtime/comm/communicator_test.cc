@@ -85,6 +85,23 @@ TEST_CASE("LocalCommunicator: AllGatherV, Broadcast, AllToAllV and Barrier") {
   CHECK(comm.Barrier().ok());
 }
 
+TEST_CASE("LocalCommunicator: ScatterV from rank 0 is the send tensor") {
+  LocalCommunicator comm;
+  const Tensor rows = Tensor::FromVector<int32_t>({1, 2, 3, 4}, TensorShape{2, 2});
+  Tensor received;
+  const std::vector<int64_t> counts = {2};
+  REQUIRE(comm.ScatterV(rows, counts, &received, 0).ok());
+  CHECK(TensorsBitEqual(received, rows));
+  const std::vector<int64_t> wrong = {3};
+  CHECK(comm.ScatterV(rows, wrong, &received, 0).message() ==
+        "scatter: send counts sum to 3 rows, the send tensor has 2");
+  CHECK(comm.ScatterV(rows, counts, &received, 1).message() ==
+        "scatter from rank 1, but the job has 1 rank");
+  CHECK(comm.ScatterV(Tensor(), counts, &received, 0).message() ==
+        "scatter of an uninitialised tensor");
+  CHECK(comm.bytes_sent() == 0);
+}
+
 TEST_CASE("LocalCommunicator sends nothing: its traffic counters stay 0") {
   LocalCommunicator comm;
   Tensor t = Tensor::FromVector<float>({1, 2, 3}, TensorShape{3});

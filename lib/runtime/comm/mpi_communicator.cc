@@ -576,6 +576,70 @@ Status MpiCommunicator::AllToAllV(const Tensor& send, std::span<const int64_t> s
   return Status::Ok();
 }
 
+Status MpiCommunicator::ScatterV(const Tensor& send, std::span<const int64_t> send_counts,
+                                 Tensor* received, int root) {
+  if (root < 0 || root >= size_) {
+    return InvalidArgumentError("scatter from rank {}, but the job has {} rank{}", root, size_,
+                                size_ == 1 ? "" : "s");
+  }
+  Impl::Watch watch(*impl_, "scatter");
+  // Per rank: the root's verdict, the dtype, the tensor's rank, the rows for that rank and
+  // the row shape, so that every rank can allocate (and fail) together with the root.
+  enum Verdict : int64_t { kOk = 0, kBadSend, kTooManyDims };
+  constexpr size_t kHeader = 4 + kMaxBroadcastDims;
+  std::vector<int64_t> headers;
+  Status root_error;
+  if (rank_ == root) {
+    headers.assign(kHeader * static_cast<size_t>(size_), 0);
+    root_error = comm_internal::CheckSendCounts(send, send_counts, size_, "scatter");
+    Verdict verdict = kOk;
+    if (!root_error.ok()) {
+      verdict = kBadSend;
+    } else if (send.rank() > kMaxBroadcastDims) {
+      verdict = kTooManyDims;
+    }
+    for (int r = 0; r < size_; ++r) {
+      int64_t* h = &headers[kHeader * static_cast<size_t>(r)];
+      h[0] = verdict;
+      if (verdict != kOk) continue;
+      h[1] = send.dtype();
+      h[2] = send.rank();
+      h[3] = send_counts[static_cast<size_t>(r)];
+      for (int i = 1; i < send.rank(); ++i) h[3 + i] = send.dim(i);
+    }
+  }
+  std::vector<int64_t> mine(kHeader, 0);
+  PX_MPI_RETURN_IF_ERROR(MPI_Scatter(headers.data(), static_cast<int>(kHeader), MPI_INT64_T,
+                                     mine.data(), static_cast<int>(kHeader), MPI_INT64_T, root,
+                                     impl_->comm));
+  CountSent(rank_ == root ? (size_ - 1) * static_cast<int64_t>(kHeader * sizeof(int64_t)) : 0);
+  switch (mine[0]) {
+    case kOk: break;
+    case kBadSend:
+      if (rank_ == root) return root_error;
+      return InvalidArgumentError("scatter: rank {}'s send tensor or counts are invalid (rank {} "
+                                  "says why)", root, root);
+    default:
+      return UnimplementedError("scatter of a tensor of rank > {}", kMaxBroadcastDims);
+  }
+  std::vector<int64_t> dims(mine.begin() + 3, mine.begin() + 3 + mine[2]);
+  Tensor result(static_cast<DataType>(mine[1]), TensorShape(std::move(dims)));
+  const int64_t row_bytes = RowBytes(result);
+  VLayout send_layout, receive_layout;
+  if (rank_ == root) PX_RETURN_IF_ERROR(send_layout.Build(send_counts, row_bytes));
+  const int64_t my_rows = result.dim(0);
+  PX_RETURN_IF_ERROR(receive_layout.Build(std::span<const int64_t>(&my_rows, 1), row_bytes));
+  PX_MPI_RETURN_IF_ERROR(MPI_Scatterv(rank_ == root ? send.raw_data() : nullptr,
+                                      rank_ == root ? send_layout.counts() : nullptr,
+                                      rank_ == root ? send_layout.displacements() : nullptr,
+                                      send_layout.type(), result.raw_data(),
+                                      receive_layout.counts()[0], receive_layout.type(), root,
+                                      impl_->comm));
+  CountSent(rank_ == root ? (send.dim(0) - my_rows) * row_bytes : 0);
+  *received = std::move(result);
+  return Status::Ok();
+}
+
 Status MpiCommunicator::Barrier() {
   Impl::Watch watch(*impl_, "barrier");
   PX_MPI_RETURN_IF_ERROR(MPI_Barrier(impl_->comm));

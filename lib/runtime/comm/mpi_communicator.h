@@ -4,6 +4,8 @@
 // (AllReduce: MPI_Allreduce, then a division by size() for kMean; AllGatherV: an
 // MPI_Allgather of the row counts, then MPI_Allgatherv; Broadcast: the root's dtype and
 // shape, then MPI_Bcast; AllToAllV: MPI_Alltoall of the counts, then MPI_Alltoallv;
+// ScatterV: MPI_Scatter of a header per rank (verdict, dtype, rows, row shape), then
+// MPI_Scatterv;
 // Barrier: MPI_Barrier). MPI_Allreduce's reduction order is fixed by its algorithm, which
 // is the same on every rank, so every rank gets bit-identical sums. Messages above 2^31
 // elements go in several calls (MPI counts are ints).
@@ -74,6 +76,8 @@ class MpiCommunicator : public Communicator {
   Status Broadcast(Tensor& tensor, int root) override;
   Status AllToAllV(const Tensor& send, std::span<const int64_t> send_counts, Tensor* received,
                    std::vector<int64_t>* received_counts) override;
+  Status ScatterV(const Tensor& send, std::span<const int64_t> send_counts, Tensor* received,
+                  int root) override;
   Status Barrier() override;
   [[noreturn]] void Abort(const Status& error, int exit_code = 3) override;
 

@@ -259,6 +259,67 @@ void TestBroadcast(Communicator& comm, TestReport& report) {
                      "Broadcast from a rank outside the job");
 }
 
+// Rank r gets rows [offset_r, offset_r + counts[r]) of the root's send, in order; ranks
+// with a count of 0 get [0, row shape...].
+void TestScatterV(Communicator& comm, TestReport& report) {
+  const int size = comm.size();
+  const int me = comm.rank();
+  for (int root = 0; root < size; ++root) {
+    for (int pattern = 0; pattern < 3; ++pattern) {
+      // 0: r + 1 rows each; 1: everything to the last rank; 2: nothing at all.
+      std::vector<int64_t> counts(static_cast<size_t>(size), 0);
+      for (int r = 0; r < size; ++r) {
+        const bool last = r == size - 1;
+        counts[static_cast<size_t>(r)] = pattern == 0 ? r + 1 : pattern == 1 && last ? 7 : 0;
+      }
+      int64_t total = 0, offset = 0;
+      for (int r = 0; r < size; ++r) {
+        if (r < me) offset += counts[static_cast<size_t>(r)];
+        total += counts[static_cast<size_t>(r)];
+      }
+      for (DataType dtype : {tensorflow::DT_FLOAT, tensorflow::DT_INT64, tensorflow::DT_UINT8}) {
+        const uint64_t seed = 1300 + static_cast<uint64_t>(root * 10 + pattern);
+        const Tensor root_send = Input(dtype, TensorShape{total, 2, 3}, root, seed);
+        const std::string name = fmt::format("ScatterV root {} pattern {} {}", root, pattern,
+                                             DataTypeShortName(dtype));
+        // Non-roots pass nothing: dtype and row shape come from the root.
+        Tensor received;
+        const Status status = me == root ? comm.ScatterV(root_send, counts, &received, root)
+                                         : comm.ScatterV(Tensor(), {}, &received, root);
+        if (!report.ExpectOk(status, name)) continue;
+        const int64_t mine = counts[static_cast<size_t>(me)];
+        report.Expect(received.dtype() == dtype && received.shape() == TensorShape{mine, 2, 3},
+                      name + " shape", received.DebugString(2));
+        const int64_t row_bytes = 6 * DataTypeSize(dtype);
+        report.Expect(mine == 0 || std::memcmp(received.raw_data(),
+                                               static_cast<const char*>(root_send.raw_data()) +
+                                                   offset * row_bytes,
+                                               static_cast<size_t>(mine * row_bytes)) == 0,
+                      name + " = root's rows for this rank");
+      }
+    }
+  }
+  // The root's bad counts: every rank fails, the root with the cause.
+  Tensor received;
+  const std::vector<int64_t> wrong(static_cast<size_t>(size), 1);
+  const Tensor two(tensorflow::DT_FLOAT, TensorShape{size + 1});  // one row too many
+  const Status status = me == 0 ? comm.ScatterV(two, wrong, &received, 0)
+                                : comm.ScatterV(Tensor(), {}, &received, 0);
+  if (me == 0) {
+    report.ExpectError(status,
+                       fmt::format("scatter: send counts sum to {} rows, the send tensor has {}",
+                                   size, size + 1),
+                       "ScatterV with counts that do not match (root)");
+  } else {
+    report.ExpectError(status,
+                       "scatter: rank 0's send tensor or counts are invalid (rank 0 says why)",
+                       "ScatterV with counts that do not match (others)");
+  }
+  report.ExpectError(comm.ScatterV(two, wrong, &received, size),
+                     fmt::format("scatter from rank {}, but the job has {} ranks", size, size),
+                     "ScatterV from a rank outside the job");
+}
+
 void TestAllToAllV(Communicator& comm, TestReport& report) {
   const int size = comm.size();
   const int me = comm.rank();
@@ -386,6 +447,18 @@ void TestCounters(Communicator& comm, TestReport& report) {
   std::vector<int64_t> received_counts;
   expect("counters: AllToAllV", 8 * (size - 1) + rows_to_others * 16, 2,
          [&] { return comm.AllToAllV(send, send_counts, &received, &received_counts); });
+  // Scatter: the root hands each other rank its header (verdict, dtype, rank, rows, 32
+  // dims: 36 int64) and its rows (s + 1 rows of 2 int64 to rank s); the others send
+  // nothing. One MPI_Scatter and one MPI_Scatterv on every rank.
+  for (int root : {0, size - 1}) {
+    int64_t to_others = 0;
+    for (int s = 0; s < size; ++s) to_others += s == root ? 0 : (s + 1) * 16;
+    expect(fmt::format("counters: ScatterV from {}", root),
+           me == root ? (size - 1) * 288 + to_others : 0, 2, [&] {
+             return me == root ? comm.ScatterV(send, send_counts, &received, root)
+                               : comm.ScatterV(Tensor(), {}, &received, root);
+           });
+  }
   expect("counters: Barrier", 0, 1, [&] { return comm.Barrier(); });
   // A call refused before anything is sent counts nothing.
   const int64_t bytes_before = comm.bytes_sent(), messages_before = comm.messages_sent();
@@ -428,6 +501,7 @@ int Run(int argc, char** argv) {
   TestAllReduce(comm, report);
   TestAllGatherV(comm, report);
   TestBroadcast(comm, report);
+  TestScatterV(comm, report);
   TestAllToAllV(comm, report);
   TestBarrier(comm, report);
   TestCounters(comm, report);

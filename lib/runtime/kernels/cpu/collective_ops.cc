@@ -1,7 +1,7 @@
 // CPU kernels for the communication ops the transformer emits (lib/passes/
 // collective_builder.h): CollectiveReduceV2, CollectiveGatherV2, ParallaxBroadcast,
-// ParallaxSparsePull and ParallaxSparsePush. They run on host memory through the job's
-// Communicator (KernelContext::communicator()).
+// ParallaxScatterRowsSend/Recv, ParallaxSparsePull and ParallaxSparsePush. They run on
+// host memory through the job's Communicator (KernelContext::communicator()).
 //
 // Terms:
 //  - a collective is *local* when group_size is 1: it is then computed here, without a
@@ -22,6 +22,11 @@
 // (push_aggregation.h): items go to their host's aggregator for the owner, which sums
 // equal rows and sends one message per owner (two AllToAllVs more); the owner then gets
 // its own host's items by source rank, then the other hosts' sums.
+// Row scatter (a partitioned variable's initial value): the root packs the rows of the
+// whole value per owner as that owner's local storage (no copy when the owners of the
+// partitions, in partition order, never decrease: the value is then grouped already) and
+// hands them out with one ScatterV; the other ranks' receive op has no input, so they
+// never compute the whole value.
 // Cost per pull or push: the rows that cross ranks once (pull: each distinct id's row,
 // plus 8-byte requests), plus one all-to-all of counts per AllToAllV. On one host a push
 // sends duplicate indices once per occurrence (shared memory; combining would cost a
@@ -265,6 +270,10 @@ class Partitioning {
 
   int64_t group_size() const { return group_size_; }
   int64_t instance_key() const { return instance_key_; }
+  int64_t num_rows() const { return num_rows_; }
+  const std::vector<int64_t>& row_splits() const { return row_splits_; }
+  const std::vector<int64_t>& owners() const { return owners_; }
+  int64_t local_offset(size_t partition) const { return local_offset_[partition]; }
   DataType index_type() const { return index_type_; }
   int64_t local_rows(int rank) const { return local_rows_[static_cast<size_t>(rank)]; }
 
@@ -293,6 +302,147 @@ class Partitioning {
   std::vector<int64_t> local_offset_;  // per partition
   std::vector<int64_t> local_rows_;    // per rank
 };
+
+// ---- ParallaxScatterRowsSend / ParallaxScatterRowsRecv ----
+
+// The attrs both halves share: the partitioning and root_rank (inside the group).
+Status InitScatterRows(const KernelInit& init, Partitioning* partitioning, int64_t* root) {
+  PX_RETURN_IF_ERROR(partitioning->Init(init));
+  PX_RETURN_IF_ERROR(init.GetAttrOr("root_rank", root, int64_t{0}));
+  if (*root < 0 || *root >= partitioning->group_size()) {
+    return InvalidArgumentError("attr 'root_rank' is {}, outside the group of {} rank{}", *root,
+                                partitioning->group_size(),
+                                partitioning->group_size() == 1 ? "" : "s");
+  }
+  return Status::Ok();
+}
+
+// The received rows must be this rank's local storage, shaped [local rows, row dims...].
+Status CheckReceivedRows(const Tensor& rows, int64_t expected_rows, int rank) {
+  if (rows.dim(0) != expected_rows) {
+    return InternalError("rank {} received {} rows, but owns {} rows of the variable", rank,
+                         rows.dim(0), expected_rows);
+  }
+  return Status::Ok();
+}
+
+// On the root: local_rows = the root's rows of `value`; every owner gets its own.
+class ParallaxScatterRowsSendOp : public OpKernel {
+ public:
+  ParallaxScatterRowsSendOp(const KernelInit& init, Status* status) {
+    *status = InitScatterRows(init, &partitioning_, &root_);
+  }
+
+  Status Compute(KernelContext& context) const override {
+    Communicator* communicator = nullptr;
+    PX_RETURN_IF_ERROR(GroupCommunicator(context, partitioning_.group_size(), &communicator));
+    const int rank = communicator == nullptr ? 0 : communicator->rank();
+    const int size = communicator == nullptr ? 1 : communicator->size();
+    if (rank != root_) {
+      // Only reachable through a wrong graph: every other rank must join with the Recv.
+      return InvalidArgumentError("the send half of a row scatter runs on root_rank {}, this is "
+                                  "rank {} (it must run ParallaxScatterRowsRecv)",
+                                  root_, rank);
+    }
+    const Tensor& value = context.input(0);
+    PX_RETURN_IF_ERROR(comm_internal::CheckRows(value, "a row scatter"));
+    if (value.dim(0) != partitioning_.num_rows()) {
+      return InvalidArgumentError("value has {} rows, the partitioned variable {}", value.dim(0),
+                                  partitioning_.num_rows());
+    }
+    const std::vector<int64_t>& owners = partitioning_.owners();
+    const std::vector<int64_t>& splits = partitioning_.row_splits();
+    std::vector<int64_t> counts(static_cast<size_t>(size));
+    for (int r = 0; r < size; ++r) counts[static_cast<size_t>(r)] = partitioning_.local_rows(r);
+    Tensor send = value;
+    if (!std::is_sorted(owners.begin(), owners.end())) {
+      // Pack: rank r's rows start after the rows of ranks < r, each partition at its
+      // offset in r's local storage.
+      std::vector<int64_t> start(static_cast<size_t>(size) + 1, 0);
+      for (int r = 0; r < size; ++r) start[static_cast<size_t>(r) + 1] = start[r] + counts[r];
+      send = Tensor(value.dtype(), value.shape());
+      const int64_t row_bytes = comm_internal::RowBytes(value);
+      for (size_t p = 0; p < owners.size(); ++p) {
+        const int64_t to = start[static_cast<size_t>(owners[p])] + partitioning_.local_offset(p);
+        std::memcpy(static_cast<char*>(send.raw_data()) + to * row_bytes,
+                    static_cast<const char*>(value.raw_data()) + splits[p] * row_bytes,
+                    static_cast<size_t>((splits[p + 1] - splits[p]) * row_bytes));
+      }
+    }
+    if (communicator == nullptr) {
+      context.set_output(0, std::move(send));  // one rank owns every row
+      return Status::Ok();
+    }
+    Communicator::ScopedLabel label(communicator, Label(context, partitioning_.instance_key()));
+    Tensor rows;
+    PX_RETURN_IF_ERROR(communicator->ScatterV(send, counts, &rows, static_cast<int>(root_)));
+    PX_RETURN_IF_ERROR(CheckReceivedRows(rows, partitioning_.local_rows(rank), rank));
+    context.set_output(0, std::move(rows));
+    return Status::Ok();
+  }
+
+ private:
+  Partitioning partitioning_;
+  int64_t root_ = 0;
+};
+PX_REGISTER_KERNEL(ParallaxScatterRowsSendOp, "ParallaxScatterRowsSend", kCpu);
+
+// On every other rank: local_rows = this rank's rows of the root's value.
+class ParallaxScatterRowsRecvOp : public OpKernel {
+ public:
+  ParallaxScatterRowsRecvOp(const KernelInit& init, Status* status) {
+    *status = InitScatterRows(init, &partitioning_, &root_);
+    if (status->ok()) *status = init.GetAttr("T", &dtype_);
+    const tensorflow::TensorShapeProto* shape = nullptr;
+    if (status->ok()) *status = init.GetAttr("shape", &shape);
+    if (!status->ok()) return;
+    known_rank_ = !shape->unknown_rank();
+    for (const auto& dim : shape->dim()) dims_.push_back(dim.size());
+    if (known_rank_ && (dims_.empty() || (dims_[0] >= 0 && dims_[0] != partitioning_.num_rows()))) {
+      *status = InvalidArgumentError("attr 'shape' has {} dimension{} and {} rows; the "
+                                     "partitioned variable has {} rows",
+                                     dims_.size(), dims_.size() == 1 ? "" : "s",
+                                     dims_.empty() ? 0 : dims_[0], partitioning_.num_rows());
+    }
+  }
+
+  Status Compute(KernelContext& context) const override {
+    Communicator* communicator = nullptr;
+    PX_RETURN_IF_ERROR(GroupCommunicator(context, partitioning_.group_size(), &communicator));
+    const int rank = communicator == nullptr ? 0 : communicator->rank();
+    if (communicator == nullptr || rank == root_) {
+      return InvalidArgumentError("the receive half of a row scatter runs on ranks other than "
+                                  "root_rank {}, this is rank {} (it must run "
+                                  "ParallaxScatterRowsSend)",
+                                  root_, rank);
+    }
+    Communicator::ScopedLabel label(communicator, Label(context, partitioning_.instance_key()));
+    Tensor rows;
+    PX_RETURN_IF_ERROR(communicator->ScatterV(Tensor(), {}, &rows, static_cast<int>(root_)));
+    PX_RETURN_IF_ERROR(CheckReceivedRows(rows, partitioning_.local_rows(rank), rank));
+    bool matches = rows.dtype() == dtype_ &&
+                   (!known_rank_ || rows.rank() == static_cast<int>(dims_.size()));
+    for (size_t d = 1; matches && known_rank_ && d < dims_.size(); ++d) {
+      matches = dims_[d] < 0 || dims_[d] == rows.dim(static_cast<int>(d));
+    }
+    if (!matches) {
+      return InvalidArgumentError("received {} rows {} from rank {}, but attrs 'T' and 'shape' say "
+                                  "{} [{}]",
+                                  DataTypeShortName(rows.dtype()), rows.shape().DebugString(),
+                                  root_, DataTypeShortName(dtype_), fmt::join(dims_, ", "));
+    }
+    context.set_output(0, std::move(rows));
+    return Status::Ok();
+  }
+
+ private:
+  Partitioning partitioning_;
+  int64_t root_ = 0;
+  DataType dtype_ = tensorflow::DT_FLOAT;
+  bool known_rank_ = false;
+  std::vector<int64_t> dims_;
+};
+PX_REGISTER_KERNEL(ParallaxScatterRowsRecvOp, "ParallaxScatterRowsRecv", kCpu);
 
 std::vector<int64_t> ReadIndices(const Tensor& indices) {
   std::vector<int64_t> out(static_cast<size_t>(indices.num_elements()));

@@ -312,6 +312,34 @@ AttrMap PartitionAttrs(const Layout& layout, DataType index_type, int size) {
           {"instance_key", IntAttr(11)}};
 }
 
+// The root sends the whole table; every rank gets its local storage, packed in partition
+// order (layouts with several partitions per rank, empty partitions and ranks owning
+// nothing included).
+void TestScatterRows(Device& device, Communicator& comm, TestReport& report) {
+  const int size = comm.size();
+  const int me = comm.rank();
+  Tensor table(DT_FLOAT, TensorShape{kRows, kWidth});
+  for (int64_t r = 0; r < kRows; ++r) {
+    for (int64_t c = 0; c < kWidth; ++c) table.data<float>()[r * kWidth + c] = TableValue(r, c);
+  }
+  for (const Layout& layout : Layouts(size)) {
+    for (int root : {0, size - 1}) {
+      AttrMap attrs = PartitionAttrs(layout, DT_INT32, size);
+      attrs.erase("Tindices");
+      attrs["root_rank"] = IntAttr(root);
+      const std::string name = fmt::format("ParallaxScatterRows {} root {}", layout.name, root);
+      AttrMap recv_attrs = attrs;  // the receive half knows the shape from its attrs
+      recv_attrs["shape"] = ShapeAttr({kRows, kWidth});
+      StatusOr<std::vector<Tensor>> out =
+          me == root ? RunOp(device, "ParallaxScatterRowsSend", {table}, attrs)
+                     : RunOp(device, "ParallaxScatterRowsRecv", {}, recv_attrs);
+      if (!report.ExpectOk(out.status(), name)) continue;
+      report.Expect(TensorsBitEqual((*out)[0], LocalStorage(layout, me)), name + " = local storage",
+                    (*out)[0].DebugString(4));
+    }
+  }
+}
+
 void TestSparse(Device& device, Communicator& comm, TestReport& report) {
   const int size = comm.size();
   const int me = comm.rank();
@@ -441,6 +469,7 @@ int Run() {
   TestReduce(device, comm, report);
   TestGather(device, comm, report);
   TestBroadcast(device, comm, report);
+  TestScatterRows(device, comm, report);
   TestSparse(device, comm, report);
   return report.Finish();
 }

@@ -152,6 +152,33 @@ TEST_CASE("ParallaxSparsePull over one rank gathers rows of its local storage") 
   }
 }
 
+TEST_CASE("ParallaxScatterRowsSend over one rank is its input; Recv needs another rank") {
+  const Tensor value = Iota(DT_FLOAT, {7, 3});
+  for (int partitions = 1; partitions <= 3; ++partitions) {
+    const std::vector<int64_t> owners(static_cast<size_t>(partitions), 0);
+    AttrMap attrs = PartitionAttrs(DT_FLOAT, DT_INT32, Splits(partitions), owners);
+    attrs.erase("Tindices");
+    CHECK(TensorsBitEqual(Run("ParallaxScatterRowsSend", {value}, attrs)[0], value));
+  }
+  AttrMap attrs = PartitionAttrs(DT_FLOAT, DT_INT32, {0, 4, 7}, {0, 0});
+  attrs.erase("Tindices");
+  CHECK(ErrorOf("ParallaxScatterRowsSend", {Iota(DT_FLOAT, {6, 3})}, attrs) ==
+        "node 'op' (ParallaxScatterRowsSend): value has 6 rows, the partitioned variable 7");
+  attrs["shape"] = ShapeAttr({7, 3});
+  CHECK(ErrorOf("ParallaxScatterRowsRecv", {}, attrs) ==
+        "node 'op' (ParallaxScatterRowsRecv): the receive half of a row scatter runs on ranks "
+        "other than root_rank 0, this is rank 0 (it must run ParallaxScatterRowsSend)");
+  attrs["root_rank"] = IntAttr(1);
+  CHECK(ErrorOf("ParallaxScatterRowsRecv", {}, attrs) ==
+        "node 'op' (ParallaxScatterRowsRecv): attr 'root_rank' is 1, outside the group of 1 "
+        "rank");
+  attrs["root_rank"] = IntAttr(0);
+  attrs["shape"] = ShapeAttr({8, 3});
+  CHECK(ErrorOf("ParallaxScatterRowsRecv", {}, attrs) ==
+        "node 'op' (ParallaxScatterRowsRecv): attr 'shape' has 2 dimensions and 8 rows; the "
+        "partitioned variable has 7 rows");
+}
+
 TEST_CASE("ParallaxSparsePull checks ids, params and attrs") {
   const Tensor params = Iota(DT_FLOAT, {7, 2});
   const AttrMap attrs = PartitionAttrs(DT_FLOAT, DT_INT32, {0, 4, 7}, {0, 0});
