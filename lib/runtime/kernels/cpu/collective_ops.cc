@@ -47,15 +47,18 @@ namespace {
 
 constexpr DeviceType kCpu = DeviceType::kCpu;
 
-// The communicator for a collective over `group_size` ranks; nullptr when the collective
-// is local (group_size 1 on a process without a job, or a job of one rank).
-Status GroupCommunicator(KernelContext& context, int64_t group_size, Communicator** out) {
-  *out = nullptr;
+// The job's ranks a collective of `group_size` runs over. One rank alone (group_size 1,
+// and no communicator or a job of one): communicator null, rank 0, size 1.
+struct Group {
+  Communicator* communicator = nullptr;
+  int rank = 0;
+  int size = 1;
+};
+
+StatusOr<Group> JoinGroup(KernelContext& context, int64_t group_size) {
   if (group_size < 1) return InvalidArgumentError("group_size must be >= 1, got {}", group_size);
   Communicator* communicator = context.communicator();
-  if (group_size == 1 && (communicator == nullptr || communicator->size() == 1)) {
-    return Status::Ok();
-  }
+  if (group_size == 1 && (communicator == nullptr || communicator->size() == 1)) return Group{};
   if (communicator == nullptr) {
     return FailedPreconditionError("{} with group_size {} needs a communicator: run the job "
                                    "under mpirun (parallax launch)",
@@ -67,8 +70,7 @@ Status GroupCommunicator(KernelContext& context, int64_t group_size, Communicato
                                 group_size, communicator->size(),
                                 communicator->size() == 1 ? "" : "s");
   }
-  *out = communicator;
-  return Status::Ok();
+  return Group{communicator, communicator->rank(), communicator->size()};
 }
 
 std::string Label(const KernelContext& context, int64_t instance_key) {
@@ -136,8 +138,8 @@ class CollectiveReduceV2Op : public OpKernel {
   Status Compute(KernelContext& context) const override {
     V2Keys keys;
     PX_RETURN_IF_ERROR(ReadV2Keys(context, &keys));
-    Communicator* communicator = nullptr;
-    PX_RETURN_IF_ERROR(GroupCommunicator(context, keys.group_size, &communicator));
+    PX_ASSIGN_OR_RETURN(const Group group, JoinGroup(context, keys.group_size));
+    Communicator* communicator = group.communicator;
     const Tensor& input = context.input(0);
     if (communicator == nullptr) {
       // Any reduction over one rank, divided by 1, is the input.
@@ -167,8 +169,8 @@ class CollectiveGatherV2Op : public OpKernel {
   Status Compute(KernelContext& context) const override {
     V2Keys keys;
     PX_RETURN_IF_ERROR(ReadV2Keys(context, &keys));
-    Communicator* communicator = nullptr;
-    PX_RETURN_IF_ERROR(GroupCommunicator(context, keys.group_size, &communicator));
+    PX_ASSIGN_OR_RETURN(const Group group, JoinGroup(context, keys.group_size));
+    Communicator* communicator = group.communicator;
     const Tensor& input = context.input(0);
     if (communicator == nullptr) {
       PX_RETURN_IF_ERROR(comm_internal::CheckRows(input, "all-gather"));
@@ -200,8 +202,8 @@ class ParallaxBroadcastOp : public OpKernel {
   }
 
   Status Compute(KernelContext& context) const override {
-    Communicator* communicator = nullptr;
-    PX_RETURN_IF_ERROR(GroupCommunicator(context, group_size_, &communicator));
+    PX_ASSIGN_OR_RETURN(const Group group, JoinGroup(context, group_size_));
+    Communicator* communicator = group.communicator;
     const Tensor& input = context.input(0);
     if (communicator == nullptr) {
       context.set_output(0, input);
@@ -334,10 +336,10 @@ class ParallaxScatterRowsSendOp : public OpKernel {
   }
 
   Status Compute(KernelContext& context) const override {
-    Communicator* communicator = nullptr;
-    PX_RETURN_IF_ERROR(GroupCommunicator(context, partitioning_.group_size(), &communicator));
-    const int rank = communicator == nullptr ? 0 : communicator->rank();
-    const int size = communicator == nullptr ? 1 : communicator->size();
+    PX_ASSIGN_OR_RETURN(const Group group, JoinGroup(context, partitioning_.group_size()));
+    Communicator* communicator = group.communicator;
+    const int rank = group.rank;
+    const int size = group.size;
     if (rank != root_) {
       // Only reachable through a wrong graph: every other rank must join with the Recv.
       return InvalidArgumentError("the send half of a row scatter runs on root_rank {}, this is "
@@ -407,9 +409,9 @@ class ParallaxScatterRowsRecvOp : public OpKernel {
   }
 
   Status Compute(KernelContext& context) const override {
-    Communicator* communicator = nullptr;
-    PX_RETURN_IF_ERROR(GroupCommunicator(context, partitioning_.group_size(), &communicator));
-    const int rank = communicator == nullptr ? 0 : communicator->rank();
+    PX_ASSIGN_OR_RETURN(const Group group, JoinGroup(context, partitioning_.group_size()));
+    Communicator* communicator = group.communicator;
+    const int rank = group.rank;
     if (communicator == nullptr || rank == root_) {
       return InvalidArgumentError("the receive half of a row scatter runs on ranks other than "
                                   "root_rank {}, this is rank {} (it must run "
@@ -504,10 +506,10 @@ class ParallaxSparsePullOp : public OpKernel {
   }
 
   Status Compute(KernelContext& context) const override {
-    Communicator* communicator = nullptr;
-    PX_RETURN_IF_ERROR(GroupCommunicator(context, partitioning_.group_size(), &communicator));
-    const int rank = communicator == nullptr ? 0 : communicator->rank();
-    const int size = communicator == nullptr ? 1 : communicator->size();
+    PX_ASSIGN_OR_RETURN(const Group group, JoinGroup(context, partitioning_.group_size()));
+    Communicator* communicator = group.communicator;
+    const int rank = group.rank;
+    const int size = group.size;
     const Tensor& params = context.input(0);
     const Tensor& ids_tensor = context.input(1);
     PX_RETURN_IF_ERROR(CheckIndexTensor(ids_tensor, partitioning_.index_type(), "ids"));
@@ -616,9 +618,9 @@ class ParallaxSparsePushOp : public OpKernel {
   }
 
   Status Compute(KernelContext& context) const override {
-    Communicator* communicator = nullptr;
-    PX_RETURN_IF_ERROR(GroupCommunicator(context, partitioning_.group_size(), &communicator));
-    const int size = communicator == nullptr ? 1 : communicator->size();
+    PX_ASSIGN_OR_RETURN(const Group group, JoinGroup(context, partitioning_.group_size()));
+    Communicator* communicator = group.communicator;
+    const int size = group.size;
     const Tensor& values = context.input(0);
     const Tensor& indices_tensor = context.input(1);
     PX_RETURN_IF_ERROR(CheckIndexTensor(indices_tensor, partitioning_.index_type(), "indices"));

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <unordered_map>
 
 #include <dnnl.hpp>
 
@@ -328,6 +329,21 @@ struct DnnlConv::Primitives {
   memory::desc scratchpad;
   bool reorder = false;             // weights != user_weights
   dnnl::reorder weights_reorder;    // HWIO -> weights, or diff_weights -> HWIO
+
+  // `user` (HWIO) in the primitive's weights layout: itself, or a reordered copy.
+  memory WeightsFrom(dnnl::stream& stream, memory user) const {
+    if (!reorder) return user;
+    memory reordered(weights, Engine());
+    weights_reorder.execute(stream, user, reordered);
+    return reordered;
+  }
+  // Runs the primitive on `args` with a scratchpad of its own, and waits for it.
+  void Execute(dnnl::stream& stream, std::unordered_map<int, memory> args) const {
+    AlignedBuffer scratch(scratchpad.get_size());
+    args.emplace(DNNL_ARG_SCRATCHPAD, memory(scratchpad, Engine(), scratch.data));
+    primitive.execute(stream, args);
+    stream.wait();
+  }
 };
 
 DnnlConv::DnnlConv() = default;
@@ -410,18 +426,9 @@ Status DnnlConv::Forward(const Geometry& g, const float* input, const float* fil
     memory src(p->src, Engine(), const_cast<float*>(input));
     memory user_weights(p->user_weights, Engine(), const_cast<float*>(filter));
     memory dst(p->dst, Engine(), output);
-    memory weights = user_weights;
-    if (p->reorder) {
-      weights = memory(p->weights, Engine());
-      p->weights_reorder.execute(stream, user_weights, weights);
-    }
-    AlignedBuffer scratch(p->scratchpad.get_size());
-    memory scratchpad(p->scratchpad, Engine(), scratch.data);
-    p->primitive.execute(stream, {{DNNL_ARG_SRC, src},
-                                  {DNNL_ARG_WEIGHTS, weights},
-                                  {DNNL_ARG_DST, dst},
-                                  {DNNL_ARG_SCRATCHPAD, scratchpad}});
-    stream.wait();
+    p->Execute(stream, {{DNNL_ARG_SRC, src},
+                        {DNNL_ARG_WEIGHTS, p->WeightsFrom(stream, user_weights)},
+                        {DNNL_ARG_DST, dst}});
   } catch (const dnnl::error& e) {
     return InternalError("oneDNN convolution forward: {}", e.what());
   }
@@ -437,18 +444,9 @@ Status DnnlConv::BackwardInput(const Geometry& g, const float* filter,
     memory diff_dst(p->dst, Engine(), const_cast<float*>(out_backprop));
     memory user_weights(p->user_weights, Engine(), const_cast<float*>(filter));
     memory diff_src(p->src, Engine(), in_backprop);
-    memory weights = user_weights;
-    if (p->reorder) {
-      weights = memory(p->weights, Engine());
-      p->weights_reorder.execute(stream, user_weights, weights);
-    }
-    AlignedBuffer scratch(p->scratchpad.get_size());
-    memory scratchpad(p->scratchpad, Engine(), scratch.data);
-    p->primitive.execute(stream, {{DNNL_ARG_DIFF_DST, diff_dst},
-                                  {DNNL_ARG_WEIGHTS, weights},
-                                  {DNNL_ARG_DIFF_SRC, diff_src},
-                                  {DNNL_ARG_SCRATCHPAD, scratchpad}});
-    stream.wait();
+    p->Execute(stream, {{DNNL_ARG_DIFF_DST, diff_dst},
+                        {DNNL_ARG_WEIGHTS, p->WeightsFrom(stream, user_weights)},
+                        {DNNL_ARG_DIFF_SRC, diff_src}});
   } catch (const dnnl::error& e) {
     return InternalError("oneDNN convolution backward input: {}", e.what());
   }
@@ -465,14 +463,13 @@ Status DnnlConv::BackwardFilter(const Geometry& g, const float* input,
     memory diff_dst(p->dst, Engine(), const_cast<float*>(out_backprop));
     memory user_weights(p->user_weights, Engine(), filter_backprop);
     memory weights = p->reorder ? memory(p->weights, Engine()) : user_weights;
-    AlignedBuffer scratch(p->scratchpad.get_size());
-    memory scratchpad(p->scratchpad, Engine(), scratch.data);
-    p->primitive.execute(stream, {{DNNL_ARG_SRC, src},
-                                  {DNNL_ARG_DIFF_DST, diff_dst},
-                                  {DNNL_ARG_DIFF_WEIGHTS, weights},
-                                  {DNNL_ARG_SCRATCHPAD, scratchpad}});
-    if (p->reorder) p->weights_reorder.execute(stream, weights, user_weights);
-    stream.wait();
+    p->Execute(stream, {{DNNL_ARG_SRC, src},
+                        {DNNL_ARG_DIFF_DST, diff_dst},
+                        {DNNL_ARG_DIFF_WEIGHTS, weights}});
+    if (p->reorder) {
+      p->weights_reorder.execute(stream, weights, user_weights);
+      stream.wait();
+    }
   } catch (const dnnl::error& e) {
     return InternalError("oneDNN convolution backward filter: {}", e.what());
   }

@@ -117,13 +117,32 @@ Status CheckOutBackprop(const Tensor& out_backprop, const conv::Geometry& g) {
                               out_backprop.shape().DebugString(), expected.DebugString());
 }
 
-template <typename T>
-class Conv2DOp : public OpKernel {
- public:
-  Conv2DOp(const KernelInit& init, Status* status) {
+// input_sizes / filter_sizes: a 4-entry size vector at input `index`.
+StatusOr<std::vector<int64_t>> ReadSizes4(const Tensor& tensor, int index, const char* name) {
+  PX_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, nn::ReadSizes(tensor, index, name));
+  if (sizes.size() != 4) {
+    return InvalidArgumentError("input {} ({}) must have 4 entries, got {}", index, name,
+                                sizes.size());
+  }
+  return sizes;
+}
+
+// What the three convolution kernels share: the attrs and the oneDNN primitives.
+class ConvOpBase : public OpKernel {
+ protected:
+  ConvOpBase(const KernelInit& init, Status* status) {
     *status = attrs_.Read(init);
     dnnl_.set_num_threads(init.device().threads().num_threads());
   }
+
+  ConvAttrs attrs_;
+  conv::DnnlConv dnnl_;
+};
+
+template <typename T>
+class Conv2DOp : public ConvOpBase {
+ public:
+  Conv2DOp(const KernelInit& init, Status* status) : ConvOpBase(init, status) {}
   Status Compute(KernelContext& context) const override {
     PX_RETURN_IF_ERROR(nn::CheckDtype(context, 0, "input", DataTypeOf<T>::value));
     PX_RETURN_IF_ERROR(nn::CheckDtype(context, 1, "filter", DataTypeOf<T>::value));
@@ -141,30 +160,19 @@ class Conv2DOp : public OpKernel {
                            out->data<T>());
     return Status::Ok();
   }
-
- private:
-  ConvAttrs attrs_;
-  conv::DnnlConv dnnl_;
 };
 
 template <typename T>
-class Conv2DBackpropInputOp : public OpKernel {
+class Conv2DBackpropInputOp : public ConvOpBase {
  public:
-  Conv2DBackpropInputOp(const KernelInit& init, Status* status) {
-    *status = attrs_.Read(init);
-    dnnl_.set_num_threads(init.device().threads().num_threads());
-  }
+  Conv2DBackpropInputOp(const KernelInit& init, Status* status) : ConvOpBase(init, status) {}
   Status Compute(KernelContext& context) const override {
     PX_RETURN_IF_ERROR(nn::CheckDtype(context, 1, "filter", DataTypeOf<T>::value));
     PX_RETURN_IF_ERROR(nn::CheckDtype(context, 2, "out_backprop", DataTypeOf<T>::value));
     PX_ASSIGN_OR_RETURN(std::vector<int64_t> input_sizes,
-                        nn::ReadSizes(context.input(0), 0, "input_sizes"));
+                        ReadSizes4(context.input(0), 0, "input_sizes"));
     const Tensor& filter = context.input(1);
     const Tensor& out_backprop = context.input(2);
-    if (input_sizes.size() != 4) {
-      return InvalidArgumentError("input 0 (input_sizes) must have 4 entries, got {}",
-                                  input_sizes.size());
-    }
     PX_RETURN_IF_ERROR(CheckRank4(filter, 1, "filter"));
     PX_ASSIGN_OR_RETURN(conv::Geometry g, attrs_.Geometry(input_sizes, Dims(filter)));
     PX_RETURN_IF_ERROR(CheckOutBackprop(out_backprop, g));
@@ -178,31 +186,20 @@ class Conv2DBackpropInputOp : public OpKernel {
                                  out->data<T>());
     return Status::Ok();
   }
-
- private:
-  ConvAttrs attrs_;
-  conv::DnnlConv dnnl_;
 };
 
 template <typename T>
-class Conv2DBackpropFilterOp : public OpKernel {
+class Conv2DBackpropFilterOp : public ConvOpBase {
  public:
-  Conv2DBackpropFilterOp(const KernelInit& init, Status* status) {
-    *status = attrs_.Read(init);
-    dnnl_.set_num_threads(init.device().threads().num_threads());
-  }
+  Conv2DBackpropFilterOp(const KernelInit& init, Status* status) : ConvOpBase(init, status) {}
   Status Compute(KernelContext& context) const override {
     PX_RETURN_IF_ERROR(nn::CheckDtype(context, 0, "input", DataTypeOf<T>::value));
     PX_RETURN_IF_ERROR(nn::CheckDtype(context, 2, "out_backprop", DataTypeOf<T>::value));
     const Tensor& input = context.input(0);
     PX_ASSIGN_OR_RETURN(std::vector<int64_t> filter_sizes,
-                        nn::ReadSizes(context.input(1), 1, "filter_sizes"));
+                        ReadSizes4(context.input(1), 1, "filter_sizes"));
     const Tensor& out_backprop = context.input(2);
     PX_RETURN_IF_ERROR(CheckRank4(input, 0, "input"));
-    if (filter_sizes.size() != 4) {
-      return InvalidArgumentError("input 1 (filter_sizes) must have 4 entries, got {}",
-                                  filter_sizes.size());
-    }
     PX_ASSIGN_OR_RETURN(conv::Geometry g, attrs_.Geometry(Dims(input), filter_sizes));
     PX_RETURN_IF_ERROR(CheckOutBackprop(out_backprop, g));
     Tensor* out = context.AllocateOutput(0, input.dtype(), TensorShape(filter_sizes));
@@ -215,10 +212,6 @@ class Conv2DBackpropFilterOp : public OpKernel {
                                   out->data<T>());
     return Status::Ok();
   }
-
- private:
-  ConvAttrs attrs_;
-  conv::DnnlConv dnnl_;
 };
 
 #define PX_REGISTER_FLOAT_KERNELS(Kernel, op)                 \
