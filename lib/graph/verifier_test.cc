@@ -56,12 +56,15 @@ TEST_CASE("opaque ops accept any output port") {
   CHECK(VerifyGraph(g).ok());
 }
 
+// x -> Relu y, and a NoOp init: the graph the edit tests start from.
+constexpr const char* kXReluInit = R"pb(
+  node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+  node { name: "y" op: "Relu" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "init" op: "NoOp" }
+)pb";
+
 TEST_CASE("edits keep fanout in step and the graph valid") {
-  Graph g = Parse(R"pb(
-    node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
-    node { name: "y" op: "Relu" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
-    node { name: "init" op: "NoOp" }
-  )pb");
+  Graph g = Parse(kXReluInit);
   const NodeId x = g.FindNode("x"), y = g.FindNode("y"), init = g.FindNode("init");
   NodeSpec spec;
   spec.name = g.UniqueName("x");
@@ -112,11 +115,7 @@ TEST_CASE("edits keep fanout in step and the graph valid") {
 }
 
 TEST_CASE("structure_version counts the edits the verifier checks, not device strings") {
-  Graph g = Parse(R"pb(
-    node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
-    node { name: "y" op: "Relu" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
-    node { name: "init" op: "NoOp" }
-  )pb");
+  Graph g = Parse(kXReluInit);
   const NodeId x = g.FindNode("x"), y = g.FindNode("y"), init = g.FindNode("init");
   uint64_t version = g.structure_version();
   auto bumped = [&]() {

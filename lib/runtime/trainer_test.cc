@@ -12,17 +12,10 @@
 #include "lib/runtime/data/idx.h"
 #include "lib/runtime/data/npy.h"
 #include "lib/runtime/kernel.h"
+#include "lib/testing/testdata.h"
 
 namespace parallax {
 namespace {
-
-std::string TestDir(const std::string& name) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  const std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/trainer_" + name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
 
 Graph LoadTestGraph() {
   StatusOr<Graph> g = LoadGraph("lib/runtime/testdata/softmax_regression.pbtxt");
@@ -117,7 +110,7 @@ TEST_CASE("feed specs are NAME=SRC") {
 
 TEST_CASE("the trainer finds train op, init op, loss and inputs; inputs without data fail") {
   Graph graph = LoadTestGraph();
-  const Data data = WriteData(TestDir("plan"));
+  const Data data = WriteData(testing::TempDir());
   std::unique_ptr<Trainer> t = MakeTrainer(graph, Options(data));
   CHECK(t->train_op() == "GradientDescent");
   CHECK(t->init_op() == "init");
@@ -183,7 +176,7 @@ TEST_CASE("the trainer finds train op, init op, loss and inputs; inputs without 
 
 TEST_CASE("a corrupt checkpoint stops --resume with one line naming the file") {
   Graph graph = LoadTestGraph();
-  const std::string dir = TestDir("corrupt");
+  const std::string dir = testing::TempDir();
   const Data data = WriteData(dir);
   REQUIRE(WriteFileAtomically(dir + "/checkpoint-5.safetensors", std::string("\x10\0\0\0\0\0\0\0{\"w\": 1}", 17)).ok());
   TrainerOptions o = Options(data);
@@ -206,7 +199,7 @@ TEST_CASE("a corrupt checkpoint stops --resume with one line naming the file") {
 TEST_CASE("training on files: the loss falls, metrics are JSON lines, evaluation reports accuracy") {
   Graph graph = LoadTestGraph();
   SKIP_WITHOUT_KERNELS(graph);
-  const std::string dir = TestDir("train");
+  const std::string dir = testing::TempDir();
   const Data data = WriteData(dir);
   TrainerOptions o = Options(data);
   o.epochs = 10;
@@ -254,7 +247,7 @@ void CheckSameVariables(Trainer& a, Trainer& b) {
 TEST_CASE("resume is bit-identical: 2k steps == k steps + checkpoint + resume + k steps") {
   Graph graph = LoadTestGraph();
   SKIP_WITHOUT_KERNELS(graph);
-  const std::string dir = TestDir("resume");
+  const std::string dir = testing::TempDir();
   const Data data = WriteData(dir);
   for (bool shuffle : {true, false}) {
     INFO("shuffle " << shuffle);

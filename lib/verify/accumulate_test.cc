@@ -12,6 +12,7 @@
 
 #include "lib/graph/graph_io.h"
 #include "lib/runtime/checkpoint/safetensors.h"
+#include "lib/testing/testdata.h"
 
 namespace parallax {
 namespace {
@@ -32,14 +33,6 @@ Plan AllReducePlan(bool average) {
     plan.variables.push_back(v);
   }
   return plan;
-}
-
-std::string TestDir(const std::string& name) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  const std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/accumulate_" + name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
 }
 
 std::unique_ptr<Trainer> MakeTrainer(const Graph& graph, const std::string& dir) {
@@ -129,7 +122,7 @@ TEST_CASE("CombineGradients sums in order and divides for the mean; errors name 
 TEST_CASE("one micro-batch per step is the plain step, bit for bit") {
   const Graph graph = LoadSoftmax();
   const AccumulationPlan plan = MustPlan(graph, true);
-  const std::string plain_dir = TestDir("plain"), acc_dir = TestDir("one");
+  const std::string plain_dir = testing::TempDir(), acc_dir = testing::TempDir();
   std::unique_ptr<Trainer> plain = MakeTrainer(graph, plain_dir);
   // Five plain steps.
   const Status init = plain->Initialize();
@@ -160,7 +153,7 @@ TEST_CASE("two micro-batches: each rank's shard, the mean gradient applied once"
   const AccumulationPlan plan = MustPlan(graph, true);
   // The reference, from the graph's gradient tensors: rank r of 2 reads examples r, r+2,
   // ..., r+14 in step 1 (no shuffling); w1 = w0 - 0.5 * (g0 + g1) / 2.
-  std::unique_ptr<Trainer> ref = MakeTrainer(graph, TestDir("ref"));
+  std::unique_ptr<Trainer> ref = MakeTrainer(graph, testing::TempDir());
   REQUIRE(ref->Initialize().ok());
   std::vector<Tensor> g;
   Tensor w0;
@@ -175,7 +168,7 @@ TEST_CASE("two micro-batches: each rank's shard, the mean gradient applied once"
     g.push_back((*out)[0].DeepCopy());
     w0 = (*out)[1].DeepCopy();
   }
-  const std::string dir = TestDir("two");
+  const std::string dir = testing::TempDir();
   std::unique_ptr<Trainer> acc = MakeTrainer(graph, dir);
   StatusOr<AccumulatedRun> run = TrainAccumulated(
       *acc, plan,

@@ -8,16 +8,10 @@
 #include "lib/graph/graph_io.h"
 #include "lib/runtime/checkpoint/safetensors.h"
 #include "lib/runtime/executor.h"
+#include "lib/testing/testdata.h"
 
 namespace parallax {
 namespace {
-
-std::string FreshDir(const std::string& name) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  const std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/" + name;
-  std::filesystem::remove_all(dir);
-  return dir;
-}
 
 constexpr const char* kGraph = R"pb(
   node { name: "w" op: "VariableV2" attr { key: "dtype" value { type: DT_FLOAT } }
@@ -53,7 +47,7 @@ struct Initialised {
 };
 
 TEST_CASE("save and restore every variable with step, data position and fingerprint") {
-  const std::string dir = FreshDir("ck_roundtrip");
+  const std::string dir = testing::TempDir();
   Initialised a;
   a.executor->variables().Find("w")->data<float>()[4] = 42;
   CheckpointState state{.step = 120, .position = {2, 17}, .shuffle_seed = 99, .shuffle = false,
@@ -81,7 +75,7 @@ TEST_CASE("save and restore every variable with step, data position and fingerpr
 }
 
 TEST_CASE("only the newest K checkpoints are kept; temporary files are not checkpoints") {
-  const std::string dir = FreshDir("ck_keep");
+  const std::string dir = testing::TempDir();
   Initialised a;
   for (int64_t step : {10, 20, 30, 40, 50}) {
     REQUIRE(SaveCheckpoint(dir, Variables(), a.executor->variables(), {.step = step}, 3).ok());
@@ -102,7 +96,7 @@ TEST_CASE("only the newest K checkpoints are kept; temporary files are not check
 }
 
 TEST_CASE("restore errors name the file and the variable; the store is untouched") {
-  const std::string dir = FreshDir("ck_errors");
+  const std::string dir = testing::TempDir();
   Initialised a;
   StatusOr<std::string> path = SaveCheckpoint(dir, Variables(), a.executor->variables(), {.step = 1});
   REQUIRE(path.ok());
@@ -157,7 +151,7 @@ TEST_CASE("restore errors name the file and the variable; the store is untouched
 
 TEST_CASE("saving an uninitialised variable is an error naming it") {
   VariableStore store;
-  CHECK(SaveCheckpoint(FreshDir("ck_uninit"), Variables(), store, {}).status().message() ==
+  CHECK(SaveCheckpoint(testing::TempDir(), Variables(), store, {}).status().message() ==
         "checkpoint: variable 'w' is not initialised (the init op does not initialise it)");
 }
 

@@ -8,16 +8,10 @@
 
 #include "lib/runtime/checkpoint/checkpoint.h"
 #include "lib/runtime/checkpoint/safetensors.h"
+#include "lib/testing/testdata.h"
 
 namespace parallax {
 namespace {
-
-std::string FreshDir(const std::string& name) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  const std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/" + name;
-  std::filesystem::remove_all(dir);
-  return dir;
-}
 
 // Row i of the full [5, 2] variable is {10i, 10i+1}.
 Tensor Rows(std::vector<int64_t> rows) {
@@ -88,7 +82,7 @@ TEST_CASE("SliceRows") {
 }
 
 TEST_CASE("ReadJobCheckpoint reassembles partitioned variables") {
-  const std::string dir = FreshDir("job_ok");
+  const std::string dir = testing::TempDir();
   WriteJob(dir, 10, ThreeRanks());
   WriteJob(dir, 20, {ThreeRanks()[0]});  // only rank 0 wrote 20 (as if the others died)
   // rank 0's newest file (step 20) says 1 rank: step 20 is complete for that job.
@@ -108,7 +102,7 @@ TEST_CASE("ReadJobCheckpoint reassembles partitioned variables") {
 }
 
 TEST_CASE("ReadJobCheckpoint errors") {
-  const std::string dir = FreshDir("job_bad");
+  const std::string dir = testing::TempDir();
   SECTION("a missing rank file") {
     WriteJob(dir, 10, ThreeRanks());
     std::filesystem::remove(dir + "/rank-1/checkpoint-10.safetensors");
