@@ -4,13 +4,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 
 namespace parallax {
 
-StatusOr<std::string> ReadFileToString(const std::string& path, uint64_t max_bytes) {
+namespace {
+
+// Opens `path` for reading, after the checks every read makes (exists, not a directory,
+// at most max_bytes); *size receives its size.
+StatusOr<int> OpenForReading(const std::string& path, uint64_t max_bytes, uint64_t* size) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return NotFoundError("{}: no such file", path);
@@ -23,23 +28,46 @@ StatusOr<std::string> ReadFileToString(const std::string& path, uint64_t max_byt
   }
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return InvalidArgumentError("{}: cannot open: {}", path, std::strerror(errno));
+  *size = static_cast<uint64_t>(st.st_size);
+  return fd;
+}
+
+// Up to `length` bytes at `offset` of `fd` (fewer where the file ends); closes `fd`.
+StatusOr<std::string> ReadAndClose(int fd, const std::string& path, uint64_t offset,
+                                   uint64_t length) {
   std::string contents;
-  contents.resize(static_cast<size_t>(st.st_size));
+  contents.resize(static_cast<size_t>(length));
   size_t done = 0;
   while (done < contents.size()) {
-    ssize_t n = ::read(fd, contents.data() + done, contents.size() - done);
+    ssize_t n = ::pread(fd, contents.data() + done, contents.size() - done,
+                        static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       int err = errno;
       ::close(fd);
       return InvalidArgumentError("{}: read failed: {}", path, std::strerror(err));
     }
-    if (n == 0) break;  // the file shrank while we read it
+    if (n == 0) break;  // the end of the file (or it shrank while we read it)
     done += static_cast<size_t>(n);
   }
   ::close(fd);
   contents.resize(done);
   return contents;
+}
+
+}  // namespace
+
+StatusOr<std::string> ReadFileToString(const std::string& path, uint64_t max_bytes) {
+  uint64_t size = 0;
+  PX_ASSIGN_OR_RETURN(int fd, OpenForReading(path, max_bytes, &size));
+  return ReadAndClose(fd, path, 0, size);
+}
+
+StatusOr<std::string> ReadFileRange(const std::string& path, uint64_t offset, uint64_t length) {
+  uint64_t size = 0;
+  PX_ASSIGN_OR_RETURN(int fd, OpenForReading(path, UINT64_MAX, &size));
+  const uint64_t available = offset < size ? size - offset : 0;
+  return ReadAndClose(fd, path, offset, std::min(length, available));
 }
 
 Status WriteFileAtomically(const std::string& path, std::string_view contents) {

@@ -17,6 +17,10 @@ namespace parallax {
 StatusOr<std::string> ReadFileToString(const std::string& path,
                                        uint64_t max_bytes = UINT64_MAX);
 
+// Reads `length` bytes at `offset`, fewer where the file ends first (none past its end).
+// The same errors as ReadFileToString.
+StatusOr<std::string> ReadFileRange(const std::string& path, uint64_t offset, uint64_t length);
+
 // Writes contents to path.tmp.<pid>, flushes it, then renames it over path.
 Status WriteFileAtomically(const std::string& path, std::string_view contents);
 

@@ -34,6 +34,18 @@ TEST_CASE("WriteFileAtomically writes, replaces and leaves no temporary behind")
   CHECK(big.status().message() == path + ": file is 3 B, over the limit of 2 B");
 }
 
+TEST_CASE("ReadFileRange reads a window, short at the end, with the same errors") {
+  const std::string path = TempDir() + "/range.txt";
+  REQUIRE(WriteFileAtomically(path, "0123456789").ok());
+  CHECK(*ReadFileRange(path, 0, 4) == "0123");
+  CHECK(*ReadFileRange(path, 8, 4) == "89");
+  CHECK(ReadFileRange(path, 20, 4)->empty());
+  CHECK(ReadFileRange(TempDir() + "/nope", 0, 1).status().message() ==
+        TempDir() + "/nope: no such file");
+  CHECK(ReadFileRange(TempDir(), 0, 1).status().message() ==
+        TempDir() + ": is a directory, not a file");
+}
+
 TEST_CASE("HumanBytes") {
   CHECK(HumanBytes(17) == "17 B");
   CHECK(HumanBytes(1536) == "1.5 KiB");

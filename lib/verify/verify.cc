@@ -10,6 +10,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -158,10 +159,9 @@ std::vector<RowRange> OwnedRanges(const VariablePlan& v, int rank) {
 // Writes the initial checkpoint for the one device (dir/checkpoint-0) and for every rank
 // (ranks_dir/rank-R/checkpoint-0: replicated tensors as they are, parameter-server ones
 // as the rows the rank owns, named `<name>/parallax/local`).
-Status WriteInitialCheckpoints(const VerifyOptions& o, const Plan& plan,
-                               const LocalStorage& storage, const std::string& single_dir,
-                               const std::string& ranks_dir) {
-  PX_ASSIGN_OR_RETURN(SafetensorsContents init, ReadSafetensors(o.init_checkpoint));
+Status WriteInitialCheckpoints(const VerifyOptions& o, const SafetensorsContents& init,
+                               const Plan& plan, const LocalStorage& storage,
+                               const std::string& single_dir, const std::string& ranks_dir) {
   std::error_code ec;
   fs::create_directories(single_dir, ec);
   for (int r = 0; r < plan.world_size() && !ec; ++r) {
@@ -439,9 +439,11 @@ StatusOr<VerifyReport> Verify(const VerifyOptions& o) {
                                 "start both sides from a checkpoint with --init-checkpoint FILE",
                                 o.graph);
   }
+  std::optional<SafetensorsContents> init;  // --init-checkpoint's, read once
   if (!o.init_checkpoint.empty()) {
-    StatusOr<SafetensorsContents> init = ReadSafetensors(o.init_checkpoint);
-    if (!init.ok()) return init.status().WithPrefix("--init-checkpoint");
+    StatusOr<SafetensorsContents> read = ReadSafetensors(o.init_checkpoint);
+    if (!read.ok()) return read.status().WithPrefix("--init-checkpoint");
+    init = std::move(read).value();
   }
 
   PX_ASSIGN_OR_RETURN(WorkDir work, WorkDir::Create(o.keep_dir));
@@ -473,8 +475,8 @@ StatusOr<VerifyReport> Verify(const VerifyOptions& o) {
     PX_RETURN_IF_ERROR(writer->WriteJobFiles(plan, launch));
     PX_RETURN_IF_ERROR(writer->Commit());
   }
-  if (!o.init_checkpoint.empty()) {
-    PX_RETURN_IF_ERROR(WriteInitialCheckpoints(o, plan, storage, single_dir, ranks_dir));
+  if (init) {
+    PX_RETURN_IF_ERROR(WriteInitialCheckpoints(o, *init, plan, storage, single_dir, ranks_dir));
   }
 
   // One device, in this process.

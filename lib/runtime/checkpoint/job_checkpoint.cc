@@ -121,9 +121,9 @@ StatusOr<std::optional<int64_t>> JobSizeOfNewestCheckpoint(const std::string& di
   const std::string rank0 = (std::filesystem::path(dir) / "rank-0").string();
   PX_ASSIGN_OR_RETURN(std::optional<std::string> newest, LatestCheckpoint(rank0));
   if (!newest) return std::optional<int64_t>();
-  PX_ASSIGN_OR_RETURN(SafetensorsContents contents, ReadSafetensors(*newest));
-  auto it = contents.metadata.find("job_size");
-  if (it == contents.metadata.end()) return std::optional<int64_t>();
+  PX_ASSIGN_OR_RETURN(const auto metadata, ReadSafetensorsMetadata(*newest));
+  auto it = metadata.find("job_size");
+  if (it == metadata.end()) return std::optional<int64_t>();
   std::optional<int64_t> size = ParseInt(it->second);
   if (!size || *size < 1) {
     return InvalidArgumentError("{}: __metadata__ 'job_size' is '{}', not a rank count", *newest,

@@ -29,6 +29,50 @@ struct Entry {
   uint64_t begin, end;
 };
 
+// The header length in the file's first 8 bytes (little-endian), checked against the
+// limit and against the `after` bytes that follow it.
+StatusOr<uint64_t> HeaderLength(std::string_view bytes, uint64_t after, std::string_view source) {
+  if (bytes.size() < 8) {
+    return InvalidArgumentError("{}: truncated safetensors file: {} bytes, the header length "
+                                "alone takes 8",
+                                source, bytes.size());
+  }
+  uint64_t header_length = 0;
+  for (int i = 7; i >= 0; --i) header_length = (header_length << 8) | static_cast<uint8_t>(bytes[i]);
+  if (header_length > kMaxSafetensorsHeaderBytes) {
+    return InvalidArgumentError("{}: bad header length {}: over the limit of {} bytes", source,
+                                header_length, kMaxSafetensorsHeaderBytes);
+  }
+  if (header_length > after) {
+    return InvalidArgumentError("{}: bad header length {}: the file has {} bytes after it", source,
+                                header_length, after);
+  }
+  return header_length;
+}
+
+// The header's JSON object.
+StatusOr<JsonValue> ParseHeader(std::string_view json, std::string_view source) {
+  StatusOr<JsonValue> header = ParseJson(json);
+  if (!header.ok()) {
+    return InvalidArgumentError("{}: header is not valid JSON: {}", source, header.status().message());
+  }
+  if (!header->is_object()) return InvalidArgumentError("{}: header is not a JSON object", source);
+  return header;
+}
+
+// The __metadata__ entry's strings into *metadata.
+Status ReadMetadata(const JsonValue& value, std::string_view source,
+                    std::map<std::string, std::string>* metadata) {
+  if (!value.is_object()) return InvalidArgumentError("{}: __metadata__ is not an object", source);
+  for (const auto& [key, item] : value.object) {
+    if (!item.is_string()) {
+      return InvalidArgumentError("{}: __metadata__ '{}' is not a string", source, key);
+    }
+    (*metadata)[key] = item.string;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string_view SafetensorsDtypeName(DataType dtype) {
@@ -79,43 +123,20 @@ StatusOr<std::string> EncodeSafetensors(const SafetensorsContents& contents) {
 }
 
 StatusOr<SafetensorsContents> DecodeSafetensors(std::string_view bytes, std::string_view source) {
-  if (bytes.size() < 8) {
-    return InvalidArgumentError("{}: truncated safetensors file: {} bytes, the header length "
-                                "alone takes 8",
-                                source, bytes.size());
-  }
-  uint64_t header_length = 0;
-  for (int i = 7; i >= 0; --i) header_length = (header_length << 8) | static_cast<uint8_t>(bytes[i]);
-  if (header_length > kMaxSafetensorsHeaderBytes) {
-    return InvalidArgumentError("{}: bad header length {}: over the limit of {} bytes", source,
-                                header_length, kMaxSafetensorsHeaderBytes);
-  }
-  if (header_length > bytes.size() - 8) {
-    return InvalidArgumentError("{}: bad header length {}: the file has {} bytes after it", source,
-                                header_length, bytes.size() - 8);
-  }
-  StatusOr<JsonValue> header = ParseJson(bytes.substr(8, header_length));
-  if (!header.ok()) {
-    return InvalidArgumentError("{}: header is not valid JSON: {}", source, header.status().message());
-  }
-  if (!header->is_object()) return InvalidArgumentError("{}: header is not a JSON object", source);
+  PX_ASSIGN_OR_RETURN(const uint64_t header_length,
+                      HeaderLength(bytes, bytes.size() < 8 ? 0 : bytes.size() - 8, source));
+  PX_ASSIGN_OR_RETURN(const JsonValue header, ParseHeader(bytes.substr(8, header_length), source));
   const std::string_view data = bytes.substr(8 + header_length);
 
   SafetensorsContents contents;
   std::vector<Entry> entries;
   std::set<std::string> names;
-  for (const auto& [name, value] : header->object) {
+  for (const auto& [name, value] : header.object) {
     if (!names.insert(name).second) {
       return InvalidArgumentError("{}: '{}' appears twice in the header", source, name);
     }
     if (name == "__metadata__") {
-      if (!value.is_object()) return InvalidArgumentError("{}: __metadata__ is not an object", source);
-      for (const auto& [key, item] : value.object) {
-        if (!item.is_string()) {
-          return InvalidArgumentError("{}: __metadata__ '{}' is not a string", source, key);
-        }
-        contents.metadata[key] = item.string;
-      }
+      PX_RETURN_IF_ERROR(ReadMetadata(value, source, &contents.metadata));
       continue;
     }
     auto bad = [&](std::string_view what) {
@@ -210,6 +231,21 @@ Status WriteSafetensors(const std::string& path, const SafetensorsContents& cont
 StatusOr<SafetensorsContents> ReadSafetensors(const std::string& path) {
   PX_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(path));
   return DecodeSafetensors(bytes, path);
+}
+
+StatusOr<std::map<std::string, std::string>> ReadSafetensorsMetadata(const std::string& path) {
+  PX_ASSIGN_OR_RETURN(const std::string length_bytes, ReadFileRange(path, 0, 8));
+  // The bytes after the length are only known once the header is read: at most what
+  // the length asks for, and fewer when the file ends first.
+  PX_ASSIGN_OR_RETURN(const uint64_t asked, HeaderLength(length_bytes, UINT64_MAX, path));
+  PX_ASSIGN_OR_RETURN(const std::string json, ReadFileRange(path, 8, asked));
+  PX_RETURN_IF_ERROR(HeaderLength(length_bytes, json.size(), path).status());
+  PX_ASSIGN_OR_RETURN(const JsonValue header, ParseHeader(json, path));
+  std::map<std::string, std::string> metadata;
+  if (const JsonValue* value = header.Find("__metadata__")) {
+    PX_RETURN_IF_ERROR(ReadMetadata(*value, path, &metadata));
+  }
+  return metadata;
 }
 
 }  // namespace parallax

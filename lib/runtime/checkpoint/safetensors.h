@@ -45,6 +45,8 @@ StatusOr<SafetensorsContents> DecodeSafetensors(std::string_view bytes, std::str
 // Writes atomically (temporary sibling, then rename).
 Status WriteSafetensors(const std::string& path, const SafetensorsContents& contents);
 StatusOr<SafetensorsContents> ReadSafetensors(const std::string& path);
+// The __metadata__ alone, reading only the header (the same header checks and errors).
+StatusOr<std::map<std::string, std::string>> ReadSafetensorsMetadata(const std::string& path);
 
 }  // namespace parallax
 

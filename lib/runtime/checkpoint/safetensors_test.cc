@@ -2,7 +2,9 @@
 
 #include <catch2/catch.hpp>
 
+#include "lib/base/file.h"
 #include "lib/runtime/checkpoint/json_value.h"
+#include "lib/testing/testdata.h"
 
 namespace parallax {
 namespace {
@@ -120,6 +122,27 @@ TEST_CASE("every corruption is one line naming the file and the tensor") {
   REQUIRE(bytes.ok());
   for (size_t size = 0; size < bytes->size(); ++size) {
     CHECK_FALSE(DecodeSafetensors(bytes->substr(0, size), "x").ok());
+  }
+}
+
+TEST_CASE("ReadSafetensorsMetadata reads the header alone, with the reader's header errors") {
+  const std::string path = testing::TempDir() + "/meta.safetensors";
+  SafetensorsContents contents;
+  contents.tensors["w"] = Tensor::FromVector<float>({1, 2, 3}, {3});
+  contents.metadata = {{"job_size", "3"}, {"step", "10"}};
+  REQUIRE(WriteSafetensors(path, contents).ok());
+  auto metadata = ReadSafetensorsMetadata(path);
+  REQUIRE(metadata.ok());
+  CHECK(*metadata == contents.metadata);
+  // Each header fault gives the message the full reader gives.
+  for (const std::string& bytes :
+       {std::string("abc"), std::string("\x40\x00\x00\x00\x00\x00\x00\x00{}", 10),
+        std::string("\xff\xff\xff\xff\xff\xff\xff\xff", 8), File(R"([1, 2])", ""),
+        File(R"({"__metadata__": {"step": 1}})", "")}) {
+    REQUIRE(WriteFileAtomically(path, bytes).ok());
+    const std::string expected = DecodeSafetensors(bytes, path).status().message();
+    CHECK_FALSE(expected.empty());
+    CHECK(ReadSafetensorsMetadata(path).status().message() == expected);
   }
 }
 
