@@ -10,7 +10,9 @@
 #include "lib/base/version.h"
 #include "lib/graph/graph_io.h"
 #include "lib/graph/verifier.h"
+#include "lib/runtime/kernel.h"
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 namespace parallax::cli {
@@ -21,6 +23,7 @@ struct Counts {
   int data_edges = 0;
   int control_edges = 0;
   std::map<std::string, int> ops;  // sorted by op name
+  std::map<std::string, int> without_cpu_kernel;  // op -> nodes no CPU kernel runs
 };
 
 Counts CountGraph(const Graph& graph) {
@@ -30,6 +33,7 @@ Counts CountGraph(const Graph& graph) {
     counts.data_edges += node.num_data_inputs();
     counts.control_edges += static_cast<int>(node.control_inputs().size());
     ++counts.ops[std::string(node.op())];
+    if (!HasKernel(node, DeviceType::kCpu)) ++counts.without_cpu_kernel[std::string(node.op())];
   }
   return counts;
 }
@@ -177,6 +181,21 @@ std::string RenderInspectTable(const Graph& graph, const TrainingAnalysis& analy
   for (const auto& [op, count] : ops) op_rows.push_back({op, std::to_string(count)});
   out += "\nops\n" + Columns(op_rows);
 
+  // What `parallax run` would stop at (a node's dtype can lack a kernel that others have).
+  if (counts.without_cpu_kernel.empty()) {
+    out += "\nkernels: every node has a CPU kernel\n";
+  } else {
+    int nodes = 0;
+    std::vector<std::string> listed;
+    for (const auto& [op, count] : counts.without_cpu_kernel) {
+      nodes += count;
+      listed.push_back(fmt::format("{} x{}", op, count));
+    }
+    out += fmt::format("\nno CPU kernel ({}, {}): {}\n",
+                       Count(static_cast<int>(counts.without_cpu_kernel.size()), "op", "ops"),
+                       Count(nodes, "node", "nodes"), fmt::join(listed, ", "));
+  }
+
   std::vector<std::vector<std::string>> device_rows;
   for (const auto& [device, count] : analysis.devices) {
     device_rows.push_back({device.empty() ? "(unplaced)" : device, std::to_string(count)});
@@ -235,6 +254,9 @@ std::string RenderInspectJson(const Graph& graph, const TrainingAnalysis& analys
 
   json.Key("ops").BeginObject();
   for (const auto& [op, count] : counts.ops) json.Field(op, count);
+  json.EndObject();
+  json.Key("without_cpu_kernel").BeginObject();
+  for (const auto& [op, count] : counts.without_cpu_kernel) json.Field(op, count);
   json.EndObject();
 
   json.Key("variables").BeginArray();

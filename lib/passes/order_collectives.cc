@@ -39,6 +39,7 @@ bool IsCollective(const Node& node) {
 
 bool IsSwitch(std::string_view op) { return op == "Switch" || op == "RefSwitch"; }
 bool IsMerge(std::string_view op) { return op == "Merge" || op == "RefMerge"; }
+bool IsExit(std::string_view op) { return op == "Exit" || op == "RefExit"; }
 
 // A condition for a node to be live: Switch with predicate `pred` forwarded to `port`
 // (0 false, 1 true; 2 for a control edge out of a Switch, which never cancels).
@@ -114,6 +115,17 @@ std::vector<Guards> LiveGuards(const Graph& graph, const std::vector<NodeId>& to
         Guards merged;
         std::set_union(out.begin(), out.end(), g.begin(), g.end(), std::back_inserter(merged));
         out = std::move(merged);
+      }
+    }
+    // A TF1 while loop's Exit is live once, when its loop ends, whenever the loop's
+    // Enter was: the guard its loop Switch added (the LoopCond predicate) ends here.
+    if (IsExit(node.op()) && node.num_data_inputs() >= 1) {
+      const Node& loop_switch = graph.node(node.input(0).node);
+      if (IsSwitch(loop_switch.op()) && loop_switch.num_data_inputs() >= 2) {
+        const OutputRef pred = loop_switch.input(1);
+        std::erase_if(out, [&](const Guard& g) {
+          return g.pred_node == pred.node && g.pred_port == pred.port;
+        });
       }
     }
   }
