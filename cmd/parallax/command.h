@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 
 #include "lib/base/status.h"
+#include "lib/graph/graph.h"
 
 namespace parallax::cli {
 
@@ -28,6 +29,11 @@ struct Command {
 };
 
 int ExitCodeFor(const Status& status);
+
+// A graph made data-parallel by hand with Horovod becomes the single-device graph
+// underneath (lib/passes/strip_horovod.h) before `run` and `transform` use it; what was
+// removed is logged (a warning names gradients Horovod summed rather than averaged).
+Status StripHorovodAndReport(Graph& graph);
 
 // Prints "parallax: error: <first line>" and any further lines to stderr.
 void PrintError(const Status& status);

@@ -10,6 +10,7 @@
 #include "lib/base/version.h"
 #include "lib/graph/graph_io.h"
 #include "lib/graph/verifier.h"
+#include "lib/passes/strip_horovod.h"
 #include "lib/runtime/kernel.h"
 
 #include <fmt/ranges.h>
@@ -414,7 +415,16 @@ StatusOr<std::string> Inspect(const std::string& path, InspectFormat format) {
                graph.num_nodes(), seconds());
   PX_RETURN_IF_ERROR(VerifyGraph(graph));
   spdlog::info("verified in {:.3f} s", seconds());
+  // What `run` and `transform` use: a Horovod graph's single-device graph.
+  PX_ASSIGN_OR_RETURN(HorovodStrip horovod, StripHorovod(graph));
   PX_ASSIGN_OR_RETURN(TrainingAnalysis analysis, AnalyzeTraining(graph));
+  if (horovod.total() > 0) {
+    analysis.problems.insert(
+        analysis.problems.begin(),
+        fmt::format("the graph is data-parallel by hand (Horovod): {}; `run` and `transform` "
+                    "remove them and use the single-device graph shown here",
+                    horovod.Summary()));
+  }
   spdlog::info("analysed in {:.3f} s: {} variables, {} gradient updates, {} problems", seconds(),
                analysis.variables.size(), analysis.updates.size(), analysis.problems.size());
   switch (format) {

@@ -12,6 +12,7 @@
 
 #include "cmd/parallax/command.h"
 #include "lib/base/version.h"
+#include "lib/passes/strip_horovod.h"
 
 namespace parallax::cli {
 
@@ -29,6 +30,20 @@ int ExitCodeFor(const Status& status) {
     case StatusCode::kInternal: return kExitInternal;
   }
   return kExitInternal;
+}
+
+Status StripHorovodAndReport(Graph& graph) {
+  PX_ASSIGN_OR_RETURN(HorovodStrip horovod, StripHorovod(graph));
+  if (horovod.total() == 0) return Status::Ok();
+  spdlog::info("{}: a Horovod graph: removed {}; Parallax synchronises the single-device graph",
+               graph.source(), horovod.Summary());
+  if (!horovod.summed.empty()) {
+    spdlog::warn("{}: Horovod summed {} gradient{} ({}, ...) instead of averaging; set the "
+                 "cluster's strategy `average: false` to keep summing",
+                 graph.source(), horovod.summed.size(), horovod.summed.size() == 1 ? "" : "s",
+                 horovod.summed[0]);
+  }
+  return Status::Ok();
 }
 
 void PrintError(const Status& status) {

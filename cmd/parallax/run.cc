@@ -214,6 +214,7 @@ Command AddRunCommand(CLI::App& app) {
       return RunJobRank(flags->graph, std::move(options), threads_given);
     }
     PX_ASSIGN_OR_RETURN(Graph graph, LoadGraph(flags->graph));
+    PX_RETURN_IF_ERROR(StripHorovodAndReport(graph));
     RunOutput out;
     out.progress = ::isatty(STDERR_FILENO) == 1;
     return TrainAndReport(graph, options, out);

@@ -82,6 +82,7 @@ Status RunTransform(const TransformFlags& flags) {
   options.source_fingerprint = Fnv1a64Hex(bytes);
   PX_ASSIGN_OR_RETURN(Graph graph, ParseGraph(std::move(bytes), flags.graph));
   PX_RETURN_IF_ERROR(VerifyGraph(graph));
+  PX_RETURN_IF_ERROR(StripHorovodAndReport(graph));
   PX_ASSIGN_OR_RETURN(TrainingAnalysis analysis, AnalyzeTraining(graph));
   spdlog::info("loaded {}: {} nodes, {} variables; {}", flags.graph, graph.num_nodes(),
                analysis.variables.size(), layout.Summary());

@@ -1,5 +1,8 @@
 #include "lib/graph/algorithm.h"
 
+#include <map>
+#include <optional>
+
 #include <algorithm>
 #include <string>
 
@@ -115,6 +118,63 @@ std::vector<bool> NeededNodes(const Graph& graph, const std::vector<NodeId>& roo
     }
   }
   return needed;
+}
+
+bool IsEnter(std::string_view op) { return op == "Enter" || op == "RefEnter"; }
+bool IsExit(std::string_view op) { return op == "Exit" || op == "RefExit"; }
+
+StatusOr<Frames> ComputeFrames(const Graph& graph) {
+  PX_ASSIGN_OR_RETURN(std::vector<NodeId> order, TopologicalOrder(graph));
+  Frames frames;
+  frames.frames.push_back(Frames::Frame{});
+  frames.frame_of.assign(static_cast<size_t>(graph.id_limit()), -1);
+  std::map<std::pair<int32_t, std::string>, int32_t> by_name;  // (parent, name) -> frame
+  for (NodeId id : order) {
+    const Node& node = graph.node(id);
+    // The frame of the inputs (data and control; back-edges come from the same frame).
+    // A node without inputs (a Const) may be read from any frame: TensorFlow gives the
+    // ones it builds inside a loop a control input from the loop's pivot, but
+    // hand-written graphs do without.
+    int32_t input_frame = -1;
+    for (const OutputRef& in : node.inputs()) {
+      if (IsLoopBackEdgeSource(graph.node(in.node)) || graph.node(in.node).inputs().empty()) {
+        continue;
+      }
+      const int32_t f = frames.frame_of[static_cast<size_t>(in.node)];
+      if (input_frame >= 0 && f != input_frame) {
+        return InvalidArgumentError(
+            "{}: node '{}' ({}) reads from two while-loop frames: '{}' and '{}' (an input "
+            "from another frame must pass through Enter or Exit)",
+            graph.source(), node.name(), node.op(),
+            frames.frames[static_cast<size_t>(input_frame)].name,
+            frames.frames[static_cast<size_t>(f)].name);
+      }
+      input_frame = f;
+    }
+    if (input_frame < 0) input_frame = 0;
+    int32_t frame = input_frame;
+    if (IsEnter(node.op())) {
+      std::optional<tensorflow::AttrValue> name = node.FindAttr("frame_name");
+      if (!name || name->s().empty()) {
+        return InvalidArgumentError("{}: node '{}' (Enter) has no frame_name attr",
+                                    graph.source(), node.name());
+      }
+      auto [it, added] = by_name.emplace(std::make_pair(input_frame, name->s()),
+                                         static_cast<int32_t>(frames.frames.size()));
+      if (added) frames.frames.push_back(Frames::Frame{name->s(), input_frame, kNoNode});
+      frame = it->second;
+    } else if (IsExit(node.op())) {
+      if (input_frame == 0) {
+        return InvalidArgumentError("{}: node '{}' (Exit) is not inside a while loop",
+                                    graph.source(), node.name());
+      }
+      frame = frames.frames[static_cast<size_t>(input_frame)].parent;
+    } else if (node.op() == "LoopCond") {
+      frames.frames[static_cast<size_t>(frame)].loop_cond = id;
+    }
+    frames.frame_of[static_cast<size_t>(id)] = frame;
+  }
+  return frames;
 }
 
 }  // namespace parallax

@@ -6,6 +6,7 @@
 #ifndef PARALLAX_LIB_GRAPH_ALGORITHM_H_
 #define PARALLAX_LIB_GRAPH_ALGORITHM_H_
 
+#include <string>
 #include <vector>
 
 #include "lib/base/status.h"
@@ -31,6 +32,29 @@ std::vector<bool> AncestorsOf(const Graph& graph, const std::vector<NodeId>& roo
 // The executor runs the needed, unfed nodes in TopologicalOrder.
 std::vector<bool> NeededNodes(const Graph& graph, const std::vector<NodeId>& roots,
                               const std::vector<bool>& fed = {});
+
+// TF1 while-loop frames, as TensorFlow's executor assigns them: a node runs in the frame
+// of its inputs; `Enter` starts (or re-enters) the child frame named by its `frame_name`
+// attr inside its input's frame; `Exit` returns to the parent frame. Frame 0 is the root
+// frame (no loop). Nodes without inputs run in the root frame and may be read from any.
+struct Frames {
+  struct Frame {
+    std::string name;       // Enter's frame_name; "" for the root
+    int32_t parent = -1;    // -1 for the root
+    NodeId loop_cond = kNoNode;  // the frame's LoopCond, when it has one
+  };
+  std::vector<Frame> frames;        // frames[0] is the root
+  std::vector<int32_t> frame_of;    // by NodeId; -1 for removed nodes
+  bool has_loops() const { return frames.size() > 1; }
+};
+
+bool IsEnter(std::string_view op);
+bool IsExit(std::string_view op);
+
+// Assigns every live node its frame (loop back-edges ignored, so in topological order).
+// Errors name the node: inputs from different frames (other than an Exit's parent and
+// a NextIteration back-edge), an Exit in the root frame, an Enter without frame_name.
+StatusOr<Frames> ComputeFrames(const Graph& graph);
 
 }  // namespace parallax
 

@@ -48,6 +48,58 @@ TEST_CASE("a TF1 while loop's NextIteration -> Merge back-edge is not a cycle") 
   CHECK(g.node(order->front()).name() == "i0");
 }
 
+TEST_CASE("ComputeFrames puts a while loop's body in its frame and Exit back in the parent") {
+  Graph g = Parse(R"pb(
+    node { name: "i0" op: "Const" }
+    node { name: "outer/Enter" op: "Enter" input: "i0" attr { key: "frame_name" value { s: "outer" } } }
+    node { name: "inner/Enter" op: "Enter" input: "outer/Enter" attr { key: "frame_name" value { s: "inner" } } }
+    node { name: "inner/Merge" op: "Merge" input: "inner/Enter" input: "inner/NextIteration"
+           attr { key: "N" value { i: 2 } } }
+    node { name: "inner/Less/y" op: "Const" input: "^inner/Merge" }
+    node { name: "inner/Less" op: "Less" input: "inner/Merge" input: "inner/Less/y" }
+    node { name: "inner/LoopCond" op: "LoopCond" input: "inner/Less" }
+    node { name: "inner/Switch" op: "Switch" input: "inner/Merge" input: "inner/LoopCond" }
+    node { name: "inner/Identity" op: "Identity" input: "inner/Switch:1" }
+    node { name: "inner/NextIteration" op: "NextIteration" input: "inner/Identity" }
+    node { name: "inner/Exit" op: "Exit" input: "inner/Switch" }
+    node { name: "outer/Exit" op: "Exit" input: "inner/Exit" }
+    node { name: "after" op: "Identity" input: "outer/Exit" }
+  )pb");
+  StatusOr<Frames> frames = ComputeFrames(g);
+  INFO(frames.status().ToString());
+  REQUIRE(frames.ok());
+  REQUIRE(frames->frames.size() == 3);
+  auto frame_of = [&](const char* name) {
+    return frames->frames[static_cast<size_t>(frames->frame_of[static_cast<size_t>(g.FindNode(name))])];
+  };
+  CHECK(frame_of("i0").name.empty());
+  CHECK(frame_of("outer/Enter").name == "outer");
+  CHECK(frame_of("inner/Merge").name == "inner");
+  CHECK(frame_of("inner/Identity").name == "inner");
+  CHECK(frame_of("inner/NextIteration").name == "inner");
+  CHECK(frame_of("inner/Exit").name == "outer");
+  CHECK(frame_of("after").name.empty());
+  CHECK(frame_of("inner/Merge").loop_cond == g.FindNode("inner/LoopCond"));
+  CHECK(frames->frames[static_cast<size_t>(frame_of("inner/Merge").parent)].name == "outer");
+
+  Graph bad = Parse(R"pb(
+    node { name: "x" op: "Placeholder" }
+    node { name: "y" op: "Identity" input: "x" }
+    node { name: "loop/Enter" op: "Enter" input: "y" attr { key: "frame_name" value { s: "loop" } } }
+    node { name: "mixed" op: "AddV2" input: "loop/Enter" input: "y" }
+  )pb");
+  CHECK(ComputeFrames(bad).status().message() ==
+        "test.pbtxt: node 'mixed' (AddV2) reads from two while-loop frames: 'loop' and '' (an "
+        "input from another frame must pass through Enter or Exit)");
+  Graph stray_exit = Parse(R"pb(
+    node { name: "x" op: "Placeholder" }
+    node { name: "y" op: "Identity" input: "x" }
+    node { name: "out" op: "Exit" input: "y" }
+  )pb");
+  CHECK(ComputeFrames(stray_exit).status().message() ==
+        "test.pbtxt: node 'out' (Exit) is not inside a while loop");
+}
+
 TEST_CASE("opaque ops accept any output port") {
   Graph g = Parse(R"pb(
     node { name: "custom" op: "MyCustomOp" }

@@ -192,5 +192,9 @@ PX_REGISTER_OP(OpSchemaBuilder("AsString").Input("input: T").Output("output: str
                    .Attr("scientific: bool = false").Attr("shortest: bool = false")
                    .Attr("width: int = -1").Attr("fill: string = ''"));
 
+PX_REGISTER_OP(OpSchemaBuilder("ReverseSequence").Input("input: T").Input("seq_lengths: Tlen")
+                   .Output("output: T").Attr("seq_dim: int").Attr("batch_dim: int = 0")
+                   .Attr("T: type").Attr("Tlen: {int32, int64} = DT_INT64"));
+
 }  // namespace
 }  // namespace parallax

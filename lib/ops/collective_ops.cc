@@ -90,5 +90,21 @@ PX_REGISTER_OP(Transfer("_Recv", false));
 PX_REGISTER_OP(Transfer("_HostSend", true));
 PX_REGISTER_OP(Transfer("_HostRecv", false));
 
+// Horovod's ops, in graphs made data-parallel by hand (hvd.DistributedOptimizer,
+// hvd.broadcast_global_variables). Older Horovod sets T (and root_rank) only.
+PX_REGISTER_OP(OpSchemaBuilder("HorovodAllreduce").Input("tensor: T").Output("sum: T")
+                   .Attr("T: {int32, int64, half, float, double}").Attr("reduce_op: int = 1")
+                   .Attr("prescale_factor: float = 1.0").Attr("postscale_factor: float = 1.0")
+                   .Attr("ignore_name_scope: bool = false").Attr("process_set_id: int = 0")
+                   .Collective());
+PX_REGISTER_OP(OpSchemaBuilder("HorovodBroadcast").Input("tensor: T").Output("output: T")
+                   .Attr("T: {uint8, int8, uint16, int16, int32, int64, half, float, double, bool}")
+                   .Attr("root_rank: int").Attr("ignore_name_scope: bool = false")
+                   .Attr("process_set_id: int = 0").Collective());
+PX_REGISTER_OP(OpSchemaBuilder("HorovodAllgather").Input("tensor: T").Output("output: T")
+                   .Attr("T: {uint8, int8, uint16, int16, int32, int64, half, float, double, bool}")
+                   .Attr("ignore_name_scope: bool = false").Attr("process_set_id: int = 0")
+                   .Collective());
+
 }  // namespace
 }  // namespace parallax

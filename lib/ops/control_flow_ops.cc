@@ -103,5 +103,54 @@ PX_REGISTER_OP(OpSchemaBuilder("PrintV2").Input("input: string")
                    .Attr("output_stream: string = 'stderr'").Attr("end: string = '\\n'")
                    .Stateful());
 
+// TensorArrays (V3): the per-iteration buffers of TF1 while loops (dynamic_rnn, scan).
+// `flow` is a scalar float that orders the accesses to one array.
+PX_REGISTER_OP(OpSchemaBuilder("TensorArrayV3").Input("size: int32").Output("handle: resource")
+                   .Output("flow: float").Attr("dtype: type")
+                   .Attr("element_shape: shape = { unknown_rank: true }")
+                   .Attr("dynamic_size: bool = false").Attr("clear_after_read: bool = true")
+                   .Attr("identical_element_shapes: bool = false")
+                   .Attr("tensor_array_name: string = ''").Stateful());
+PX_REGISTER_OP(OpSchemaBuilder("TensorArrayGradV3").Input("handle: resource")
+                   .Input("flow_in: float").Output("grad_handle: resource")
+                   .Output("flow_out: float").Attr("source: string").Stateful());
+PX_REGISTER_OP(OpSchemaBuilder("TensorArrayGradWithShape").Input("handle: resource")
+                   .Input("flow_in: float").Input("shape_to_prepend: int32")
+                   .Output("grad_handle: resource").Output("flow_out: float")
+                   .Attr("source: string").Stateful());
+PX_REGISTER_OP(OpSchemaBuilder("TensorArrayWriteV3").Input("handle: resource")
+                   .Input("index: int32").Input("value: T").Input("flow_in: float")
+                   .Output("flow_out: float").Attr("T: type").Stateful());
+PX_REGISTER_OP(OpSchemaBuilder("TensorArrayReadV3").Input("handle: resource")
+                   .Input("index: int32").Input("flow_in: float").Output("value: dtype")
+                   .Attr("dtype: type").Stateful());
+PX_REGISTER_OP(OpSchemaBuilder("TensorArrayGatherV3").Input("handle: resource")
+                   .Input("indices: int32").Input("flow_in: float").Output("value: dtype")
+                   .Attr("dtype: type").Attr("element_shape: shape = { unknown_rank: true }")
+                   .Stateful());
+PX_REGISTER_OP(OpSchemaBuilder("TensorArrayScatterV3").Input("handle: resource")
+                   .Input("indices: int32").Input("value: T").Input("flow_in: float")
+                   .Output("flow_out: float").Attr("T: type").Stateful());
+PX_REGISTER_OP(OpSchemaBuilder("TensorArrayConcatV3").Input("handle: resource")
+                   .Input("flow_in: float").Output("value: dtype").Output("lengths: int64")
+                   .Attr("dtype: type")
+                   .Attr("element_shape_except0: shape = { unknown_rank: true }").Stateful());
+PX_REGISTER_OP(OpSchemaBuilder("TensorArraySplitV3").Input("handle: resource")
+                   .Input("value: T").Input("lengths: int64").Input("flow_in: float")
+                   .Output("flow_out: float").Attr("T: type").Stateful());
+PX_REGISTER_OP(OpSchemaBuilder("TensorArraySizeV3").Input("handle: resource")
+                   .Input("flow_in: float").Output("size: int32").Stateful());
+PX_REGISTER_OP(OpSchemaBuilder("TensorArrayCloseV3").Input("handle: resource").Stateful());
+
+// Stacks (V2): where TF1 while-loop gradients keep the forward loop's values.
+PX_REGISTER_OP(OpSchemaBuilder("StackV2").Input("max_size: int32").Output("handle: resource")
+                   .Attr("elem_type: type").Attr("stack_name: string = ''").Stateful());
+PX_REGISTER_OP(OpSchemaBuilder("StackPushV2").Input("handle: resource").Input("elem: T")
+                   .Output("output: T").Attr("T: type").Attr("swap_memory: bool = false")
+                   .Stateful());
+PX_REGISTER_OP(OpSchemaBuilder("StackPopV2").Input("handle: resource").Output("elem: elem_type")
+                   .Attr("elem_type: type").Stateful());
+PX_REGISTER_OP(OpSchemaBuilder("StackCloseV2").Input("handle: resource").Stateful());
+
 }  // namespace
 }  // namespace parallax

@@ -240,6 +240,144 @@ PX_REGISTER_OP(OpSchemaBuilder("TFRecordDataset").Input("filenames: string")
                    .Input("compression_type: string").Input("buffer_size: int64")
                    .Output("handle: variant").Attr("metadata: string = ''").InputPipeline());
 
+// Datasets built by tf.data. Every one outputs a variant (the dataset) and declares what
+// its elements are (output_types/output_shapes); transformations take the input dataset
+// first; function-valued ones name a FunctionDef of the graph's library in an attr and
+// take the function's captured inputs as `other_arguments`.
+OpSchemaBuilder Dataset(std::string name) {
+  OpSchemaBuilder b(std::move(name));
+  b.Output("handle: variant").Attr("output_types: list(type) >= 1")
+      .Attr("output_shapes: list(shape) >= 1").Attr("metadata: string = ''").InputPipeline();
+  return b;
+}
+OpSchemaBuilder UnaryDataset(std::string name) {
+  OpSchemaBuilder b = Dataset(std::move(name));
+  b.Input("input_dataset: variant");
+  return b;
+}
+OpSchemaBuilder FunctionDataset(std::string name, std::string_view func_attr = "f") {
+  OpSchemaBuilder b = UnaryDataset(std::move(name));
+  b.Input("other_arguments: Targuments").Attr(std::string(func_attr) + ": func")
+      .Attr("Targuments: list(type) >= 0");
+  return b;
+}
+// The file readers; FixedLengthRecordDatasetV2 adds compression_type.
+OpSchemaBuilder FileDataset(std::string name) {
+  OpSchemaBuilder b(std::move(name));
+  b.Input("filenames: string").Output("handle: variant").Attr("metadata: string = ''")
+      .InputPipeline();
+  return b;
+}
+
+PX_REGISTER_OP(FileDataset("TextLineDataset").Input("compression_type: string")
+                   .Input("buffer_size: int64"));
+PX_REGISTER_OP(FileDataset("FixedLengthRecordDataset").Input("header_bytes: int64")
+                   .Input("record_bytes: int64").Input("footer_bytes: int64")
+                   .Input("buffer_size: int64"));
+PX_REGISTER_OP(FileDataset("FixedLengthRecordDatasetV2").Input("header_bytes: int64")
+                   .Input("record_bytes: int64").Input("footer_bytes: int64")
+                   .Input("buffer_size: int64").Input("compression_type: string"));
+PX_REGISTER_OP(Dataset("RangeDataset").Input("start: int64").Input("stop: int64")
+                   .Input("step: int64").Attr("replicate_on_split: bool = false"));
+PX_REGISTER_OP(FunctionDataset("MapDataset").Attr("use_inter_op_parallelism: bool = true")
+                   .Attr("preserve_cardinality: bool = false")
+                   .Attr("force_synchronous: bool = false"));
+PX_REGISTER_OP(FunctionDataset("ParallelMapDataset").Input("num_parallel_calls: int32")
+                   .Attr("use_inter_op_parallelism: bool = true").Attr("sloppy: bool = false")
+                   .Attr("preserve_cardinality: bool = false"));
+PX_REGISTER_OP(FunctionDataset("ParallelMapDatasetV2").Input("num_parallel_calls: int64")
+                   .Attr("use_inter_op_parallelism: bool = true")
+                   .Attr("deterministic: string = 'default'")
+                   .Attr("preserve_cardinality: bool = false"));
+PX_REGISTER_OP(FunctionDataset("MapAndBatchDataset").Input("batch_size: int64")
+                   .Input("num_parallel_calls: int64").Input("drop_remainder: bool")
+                   .Attr("preserve_cardinality: bool = false"));
+PX_REGISTER_OP(FunctionDataset("ExperimentalMapAndBatchDataset").Input("batch_size: int64")
+                   .Input("num_parallel_calls: int64").Input("drop_remainder: bool")
+                   .Attr("preserve_cardinality: bool = false"));
+PX_REGISTER_OP(FunctionDataset("FlatMapDataset"));
+PX_REGISTER_OP(FunctionDataset("FilterDataset", "predicate"));
+PX_REGISTER_OP(FunctionDataset("InterleaveDataset").Input("cycle_length: int64")
+                   .Input("block_length: int64"));
+PX_REGISTER_OP(FunctionDataset("ParallelInterleaveDataset").Input("cycle_length: int64")
+                   .Input("block_length: int64").Input("sloppy: bool")
+                   .Input("buffer_output_elements: int64").Input("prefetch_input_elements: int64"));
+PX_REGISTER_OP(FunctionDataset("ExperimentalParallelInterleaveDataset")
+                   .Input("cycle_length: int64").Input("block_length: int64").Input("sloppy: bool")
+                   .Input("buffer_output_elements: int64").Input("prefetch_input_elements: int64"));
+PX_REGISTER_OP(FunctionDataset("ParallelInterleaveDatasetV2").Input("cycle_length: int64")
+                   .Input("block_length: int64").Input("num_parallel_calls: int64")
+                   .Attr("sloppy: bool = false"));
+PX_REGISTER_OP(FunctionDataset("ParallelInterleaveDatasetV3").Input("cycle_length: int64")
+                   .Input("block_length: int64").Input("num_parallel_calls: int64")
+                   .Attr("deterministic: string = 'default'"));
+PX_REGISTER_OP(FunctionDataset("ParallelInterleaveDatasetV4").Input("cycle_length: int64")
+                   .Input("block_length: int64").Input("buffer_output_elements: int64")
+                   .Input("prefetch_input_elements: int64").Input("num_parallel_calls: int64")
+                   .Attr("deterministic: string = 'default'"));
+PX_REGISTER_OP(UnaryDataset("BatchDataset").Input("batch_size: int64"));
+PX_REGISTER_OP(UnaryDataset("BatchDatasetV2").Input("batch_size: int64")
+                   .Input("drop_remainder: bool").Attr("parallel_copy: bool = false"));
+PX_REGISTER_OP(OpSchemaBuilder("PaddedBatchDataset").Input("input_dataset: variant")
+                   .Input("batch_size: int64").Input("padded_shapes: N * int64")
+                   .Input("padding_values: Toutput_types").Output("handle: variant")
+                   .Attr("Toutput_types: list(type) >= 1").Attr("output_shapes: list(shape) >= 1")
+                   .Attr("N: int >= 1").Attr("metadata: string = ''").InputPipeline());
+PX_REGISTER_OP(OpSchemaBuilder("PaddedBatchDatasetV2").Input("input_dataset: variant")
+                   .Input("batch_size: int64").Input("padded_shapes: N * int64")
+                   .Input("padding_values: Toutput_types").Input("drop_remainder: bool")
+                   .Output("handle: variant").Attr("parallel_copy: bool = false")
+                   .Attr("Toutput_types: list(type) >= 1").Attr("output_shapes: list(shape) >= 1")
+                   .Attr("N: int >= 1").Attr("metadata: string = ''").InputPipeline());
+PX_REGISTER_OP(UnaryDataset("ShuffleDataset").Input("buffer_size: int64").Input("seed: int64")
+                   .Input("seed2: int64").Attr("reshuffle_each_iteration: bool = true"));
+PX_REGISTER_OP(UnaryDataset("ShuffleDatasetV2").Input("buffer_size: int64")
+                   .Input("seed_generator: resource"));
+PX_REGISTER_OP(UnaryDataset("ShuffleDatasetV3").Input("buffer_size: int64").Input("seed: int64")
+                   .Input("seed2: int64").Input("seed_generator: resource")
+                   .Attr("reshuffle_each_iteration: bool = true"));
+PX_REGISTER_OP(UnaryDataset("ShuffleAndRepeatDataset").Input("buffer_size: int64")
+                   .Input("seed: int64").Input("seed2: int64").Input("count: int64")
+                   .Attr("reshuffle_each_iteration: bool = true"));
+PX_REGISTER_OP(OpSchemaBuilder("AnonymousSeedGenerator").Input("seed: int64").Input("seed2: int64")
+                   .Input("reshuffle: bool").Output("handle: resource").Output("deleter: variant")
+                   .Stateful().InputPipeline());
+PX_REGISTER_OP(OpSchemaBuilder("DummySeedGenerator").Output("handle: resource").Stateful()
+                   .InputPipeline());
+PX_REGISTER_OP(UnaryDataset("RepeatDataset").Input("count: int64"));
+PX_REGISTER_OP(UnaryDataset("TakeDataset").Input("count: int64"));
+PX_REGISTER_OP(UnaryDataset("SkipDataset").Input("count: int64"));
+PX_REGISTER_OP(UnaryDataset("ShardDataset").Input("num_shards: int64").Input("index: int64")
+                   .Attr("require_non_empty: bool = false"));
+PX_REGISTER_OP(UnaryDataset("CacheDataset").Input("filename: string"));
+PX_REGISTER_OP(UnaryDataset("ConcatenateDataset").Input("another_dataset: variant"));
+PX_REGISTER_OP(Dataset("ZipDataset").Input("input_datasets: N * variant").Attr("N: int >= 1"));
+// Performance and options wrappers: the elements pass through unchanged.
+PX_REGISTER_OP(UnaryDataset("PrefetchDataset").Input("buffer_size: int64")
+                   .Attr("slack_period: int = 0").Attr("legacy_autotune: bool = true")
+                   .Attr("buffer_size_min: int = 0"));
+PX_REGISTER_OP(UnaryDataset("OptimizeDataset").Input("optimizations: string")
+                   .Attr("optimization_configs: list(string) = []"));
+PX_REGISTER_OP(UnaryDataset("OptimizeDatasetV2").Input("optimizations_enabled: string")
+                   .Input("optimizations_disabled: string").Input("optimizations_default: string")
+                   .Attr("optimization_configs: list(string) = []"));
+PX_REGISTER_OP(UnaryDataset("ModelDataset").Attr("algorithm: int = 0").Attr("cpu_budget: int = 0")
+                   .Attr("ram_budget: int = 0"));
+PX_REGISTER_OP(UnaryDataset("MaxIntraOpParallelismDataset")
+                   .Input("max_intra_op_parallelism: int64"));
+PX_REGISTER_OP(UnaryDataset("PrivateThreadPoolDataset").Input("num_threads: int64"));
+PX_REGISTER_OP(UnaryDataset("AssertCardinalityDataset").Input("cardinality: int64"));
+
+// Staging areas (tf.contrib.staging): a buffer of tuples between a producer and the step.
+PX_REGISTER_OP(OpSchemaBuilder("Stage").Input("values: dtypes").Attr("capacity: int >= 0 = 0")
+                   .Attr("memory_limit: int >= 0 = 0").Attr("dtypes: list(type)")
+                   .Attr("container: string = ''").Attr("shared_name: string = ''").Stateful()
+                   .InputPipeline());
+PX_REGISTER_OP(OpSchemaBuilder("Unstage").Output("values: dtypes").Attr("capacity: int >= 0 = 0")
+                   .Attr("memory_limit: int >= 0 = 0").Attr("dtypes: list(type)")
+                   .Attr("container: string = ''").Attr("shared_name: string = ''").Stateful()
+                   .InputPipeline());
+
 // Checkpoints: the save/restore subgraph of every Saver. RestoreV2 has one output per
 // entry of dtypes (RestoreV2:92 is common).
 PX_REGISTER_OP(OpSchemaBuilder("SaveV2").Input("prefix: string").Input("tensor_names: string")

@@ -176,5 +176,29 @@ PX_REGISTER_OP(OpSchemaBuilder("LRNGrad").Input("input_grads: T").Input("input_i
                    .Attr("alpha: float = 1.0").Attr("beta: float = 0.5")
                    .Attr("T: {half, bfloat16, float} = DT_FLOAT"));
 
+// Fused recurrent cells (tf.contrib.rnn LSTMBlockCell, GRUBlockCell) and their gradients.
+PX_REGISTER_OP(OpSchemaBuilder("LSTMBlockCell").Input("x: T").Input("cs_prev: T")
+                   .Input("h_prev: T").Input("w: T").Input("wci: T").Input("wcf: T")
+                   .Input("wco: T").Input("b: T").Output("i: T").Output("cs: T").Output("f: T")
+                   .Output("o: T").Output("ci: T").Output("co: T").Output("h: T")
+                   .Attr("forget_bias: float = 1.0").Attr("cell_clip: float = 3.0")
+                   .Attr("use_peephole: bool = false").Attr("T: {half, float}"));
+PX_REGISTER_OP(OpSchemaBuilder("LSTMBlockCellGrad").Input("x: T").Input("cs_prev: T")
+                   .Input("h_prev: T").Input("w: T").Input("wci: T").Input("wcf: T")
+                   .Input("wco: T").Input("b: T").Input("i: T").Input("cs: T").Input("f: T")
+                   .Input("o: T").Input("ci: T").Input("co: T").Input("cs_grad: T")
+                   .Input("h_grad: T").Output("cs_prev_grad: T").Output("dicfo: T")
+                   .Output("wci_grad: T").Output("wcf_grad: T").Output("wco_grad: T")
+                   .Attr("use_peephole: bool").Attr("T: {half, float}"));
+PX_REGISTER_OP(OpSchemaBuilder("GRUBlockCell").Input("x: T").Input("h_prev: T")
+                   .Input("w_ru: T").Input("w_c: T").Input("b_ru: T").Input("b_c: T")
+                   .Output("r: T").Output("u: T").Output("c: T").Output("h: T")
+                   .Attr("T: {float}"));
+PX_REGISTER_OP(OpSchemaBuilder("GRUBlockCellGrad").Input("x: T").Input("h_prev: T")
+                   .Input("w_ru: T").Input("w_c: T").Input("b_ru: T").Input("b_c: T")
+                   .Input("r: T").Input("u: T").Input("c: T").Input("d_h: T")
+                   .Output("d_x: T").Output("d_h_prev: T").Output("d_c_bar: T")
+                   .Output("d_r_bar_u_bar: T").Attr("T: {float}"));
+
 }  // namespace
 }  // namespace parallax

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "lib/base/file.h"
+#include "lib/graph/graph_io.h"
+#include "lib/testing/testdata.h"
 
 namespace parallax {
 namespace {
@@ -547,44 +549,33 @@ TEST_CASE("apply ops match the reference table, in ref and resource forms") {
 
 // ---- Real graphs: shared/testdata/tf (read in place, never copied). ----
 
-// Text or binary, told apart by content: extensions lie.
-bool ParseGraph(const std::string& contents, tensorflow::GraphDef& graph) {
-  google::protobuf::TextFormat::Parser parser;
-  parser.AllowUnknownField(true);
-  if (parser.ParseFromString(contents, &graph)) return true;
-  graph.Clear();
-  return graph.ParseFromString(contents);
-}
-
-std::vector<std::filesystem::path> TestGraphs() {
-  const char* shared = std::getenv("PARALLAX_SHARED_DIR");
-  if (shared == nullptr || *shared == '\0') {
-    WARN("PARALLAX_SHARED_DIR is unset: skipping the shared/testdata/tf graphs");
-    return {};
-  }
-  std::filesystem::path dir = std::filesystem::path(shared) / "testdata" / "tf";
-  std::error_code error;
-  if (!std::filesystem::is_directory(dir, error)) {
-    WARN(dir.string() << " is absent: skipping the shared/testdata/tf graphs");
-    return {};
-  }
-  std::vector<std::filesystem::path> files;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    const std::string ext = entry.path().extension().string();
-    if (ext == ".pbtxt" || ext == ".pb") files.push_back(entry.path());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
 TEST_CASE("every op in the shared test graphs is registered, with the right arity") {
-  for (const std::filesystem::path& path : TestGraphs()) {
-    INFO(path.filename().string());
-    StatusOr<std::string> contents = ReadFileToString(path.string());
-    REQUIRE(contents.ok());
+  const std::vector<std::string> files = testing::SharedTfGraphFiles();
+  if (files.empty()) {
+    std::string why;
+    testing::SharedTfGraphDir(&why);
+    WARN("skipped: " << why);
+    return;
+  }
+  for (const std::string& path : files) {
+    INFO(path);
+    // Loaded as Parallax loads them (text or binary; GraphDef or MetaGraphDef), then
+    // checked against the registry as plain NodeDefs.
+    StatusOr<Graph> loaded = LoadGraph(path);
+    INFO(loaded.status().ToString());
+    REQUIRE(loaded.ok());
     tensorflow::GraphDef graph;
-    REQUIRE(ParseGraph(*contents, graph));
+    REQUIRE(graph.ParseFromString(SerializeGraphDef(*loaded)));
     REQUIRE(graph.node_size() > 0);
+    std::set<std::string> unregistered;
+    for (const tensorflow::NodeDef& node : graph.node()) {
+      if (FindOpSchema(node.op()) == nullptr) unregistered.insert(node.op());
+    }
+    std::string list;
+    for (const std::string& op : unregistered) list += " " + op;
+    INFO("unregistered:" << list);
+    CHECK(unregistered.empty());
+    if (!unregistered.empty()) continue;
     std::map<std::string, int> num_outputs;  // node name -> output count
     for (const tensorflow::NodeDef& node : graph.node()) {
       INFO("node '" << node.name() << "' op " << node.op());

@@ -48,5 +48,30 @@ PX_REGISTER_OP(StatelessRandom("StatelessRandomUniform"));
 PX_REGISTER_OP(StatelessRandom("StatelessRandomNormal"));
 PX_REGISTER_OP(StatelessRandom("StatelessTruncatedNormal"));
 
+// Candidate samplers (sampled softmax, NCE): num_sampled classes drawn per batch, with
+// the expected counts of the true and sampled classes.
+OpSchemaBuilder CandidateSampler(std::string name) {
+  OpSchemaBuilder b(std::move(name));
+  b.Input("true_classes: int64").Output("sampled_candidates: int64")
+      .Output("true_expected_count: float").Output("sampled_expected_count: float")
+      .Attr("num_true: int >= 1").Attr("num_sampled: int >= 1").Attr("unique: bool")
+      .Attr("seed: int = 0").Attr("seed2: int = 0").Stateful();
+  return b;
+}
+PX_REGISTER_OP(CandidateSampler("LogUniformCandidateSampler").Attr("range_max: int >= 1"));
+PX_REGISTER_OP(CandidateSampler("UniformCandidateSampler").Attr("range_max: int >= 1"));
+PX_REGISTER_OP(CandidateSampler("LearnedUnigramCandidateSampler").Attr("range_max: int >= 1"));
+PX_REGISTER_OP(CandidateSampler("ThreadUnsafeUnigramCandidateSampler")
+                   .Attr("range_max: int >= 1"));
+PX_REGISTER_OP(CandidateSampler("AllCandidateSampler"));
+PX_REGISTER_OP(CandidateSampler("FixedUnigramCandidateSampler").Attr("range_max: int >= 1")
+                   .Attr("vocab_file: string = ''").Attr("distortion: float = 1.0")
+                   .Attr("num_reserved_ids: int = 0").Attr("num_shards: int >= 1 = 1")
+                   .Attr("shard: int >= 0 = 0").Attr("unigrams: list(float) = []"));
+PX_REGISTER_OP(OpSchemaBuilder("ComputeAccidentalHits").Input("true_classes: int64")
+                   .Input("sampled_candidates: int64").Output("indices: int32")
+                   .Output("ids: int64").Output("weights: float").Attr("num_true: int")
+                   .Attr("seed: int = 0").Attr("seed2: int = 0"));
+
 }  // namespace
 }  // namespace parallax

@@ -39,7 +39,6 @@ bool IsCollective(const Node& node) {
 
 bool IsSwitch(std::string_view op) { return op == "Switch" || op == "RefSwitch"; }
 bool IsMerge(std::string_view op) { return op == "Merge" || op == "RefMerge"; }
-bool IsExit(std::string_view op) { return op == "Exit" || op == "RefExit"; }
 
 // A condition for a node to be live: Switch with predicate `pred` forwarded to `port`
 // (0 false, 1 true; 2 for a control edge out of a Switch, which never cancels).
@@ -51,40 +50,65 @@ struct Guard {
 };
 using Guards = std::vector<Guard>;  // sorted, a conjunction; empty: always live
 
-// A conjunction implied by the disjunction of `inputs` (a Merge is live when any input
-// is): their common guards when each input adds at most one guard on one predicate and
-// the inputs cover both of its branches; otherwise the input with the fewest guards.
+// A conjunction of guards sufficient for a Merge to be live, from its inputs' (a Merge is
+// live when any input is). Exact when one input has none. Else, when every input is
+// guarded by one predicate p and the inputs cover both of its branches, the union of
+// the inputs' other guards: when they all hold, whichever branch p takes leaves one input
+// live. (TF's cond joins a branch's value with the other branch's zeros this way, each
+// side also carrying guards of its own.) Else the input with the fewest guards.
 Guards MergeGuards(const std::vector<const Guards*>& inputs) {
   if (inputs.empty()) return {};
   const Guards* fewest = inputs.front();
   for (const Guards* g : inputs) {
     if (g->size() < fewest->size()) fewest = g;
   }
-  Guards common = *inputs.front();
-  for (const Guards* g : inputs) {
-    Guards next;
-    std::set_intersection(common.begin(), common.end(), g->begin(), g->end(),
-                          std::back_inserter(next));
-    common = std::move(next);
+  if (fewest->empty()) return {};
+  for (const Guard& candidate : *inputs.front()) {
+    if (candidate.port > 1) continue;
+    bool branch[2] = {false, false};
+    bool every_input = true;
+    for (const Guards* g : inputs) {
+      bool guarded = false;
+      for (const Guard& x : *g) {
+        if (x.pred_node != candidate.pred_node || x.pred_port != candidate.pred_port) continue;
+        if (x.port <= 1) {
+          branch[x.port] = true;
+          guarded = true;
+        }
+      }
+      every_input &= guarded;
+    }
+    if (!every_input || !branch[0] || !branch[1]) continue;
+    Guards out;
+    for (const Guards* g : inputs) {
+      for (const Guard& x : *g) {
+        if (x.pred_node != candidate.pred_node || x.pred_port != candidate.pred_port) {
+          out.push_back(x);
+        }
+      }
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
   }
-  std::optional<std::pair<NodeId, int32_t>> pred;
-  bool branch[2] = {false, false};
-  for (const Guards* g : inputs) {
-    Guards extra;
-    std::set_difference(g->begin(), g->end(), common.begin(), common.end(),
-                        std::back_inserter(extra));
-    if (extra.empty()) return common;  // this input alone is live whenever `common` holds
-    if (extra.size() != 1 || extra[0].port > 1) return *fewest;
-    const std::pair<NodeId, int32_t> p{extra[0].pred_node, extra[0].pred_port};
-    if (pred && *pred != p) return *fewest;
-    pred = p;
-    branch[extra[0].port] = true;
+  return *fewest;
+}
+
+// The tensor a predicate is a copy of: TF's cond switches its pivots on `pred` and its
+// data on `pred_id = Identity(pred)`, one predicate under two names.
+OutputRef PredicateSource(const Graph& graph, OutputRef pred) {
+  for (;;) {
+    const Node& node = graph.node(pred.node);
+    if ((node.op() != "Identity" && node.op() != "Snapshot") || node.num_data_inputs() != 1) {
+      return pred;
+    }
+    pred = node.input(0);
   }
-  return branch[0] && branch[1] ? common : *fewest;
 }
 
 // Per node, the guards under which it is live (loop back-edges ignored).
-std::vector<Guards> LiveGuards(const Graph& graph, const std::vector<NodeId>& topo) {
+std::vector<Guards> LiveGuards(const Graph& graph, const std::vector<NodeId>& topo,
+                               const Frames& frames) {
   std::vector<Guards> guards(static_cast<size_t>(graph.id_limit()));
   for (NodeId id : topo) {
     const Node& node = graph.node(id);
@@ -95,7 +119,7 @@ std::vector<Guards> LiveGuards(const Graph& graph, const std::vector<NodeId>& to
       if (IsLoopBackEdgeSource(producer)) continue;
       Guards g = guards[static_cast<size_t>(in.node)];
       if (IsSwitch(producer.op()) && producer.num_data_inputs() >= 2) {
-        const OutputRef pred = producer.input(1);
+        const OutputRef pred = PredicateSource(graph, producer.input(1));
         const Guard added{pred.node, pred.port, in.is_control() ? 2 : in.port};
         g.insert(std::upper_bound(g.begin(), g.end(), added), added);
         g.erase(std::unique(g.begin(), g.end()), g.end());
@@ -117,16 +141,12 @@ std::vector<Guards> LiveGuards(const Graph& graph, const std::vector<NodeId>& to
         out = std::move(merged);
       }
     }
-    // A TF1 while loop's Exit is live once, when its loop ends, whenever the loop's
-    // Enter was: the guard its loop Switch added (the LoopCond predicate) ends here.
-    if (IsExit(node.op()) && node.num_data_inputs() >= 1) {
-      const Node& loop_switch = graph.node(node.input(0).node);
-      if (IsSwitch(loop_switch.op()) && loop_switch.num_data_inputs() >= 2) {
-        const OutputRef pred = loop_switch.input(1);
-        std::erase_if(out, [&](const Guard& g) {
-          return g.pred_node == pred.node && g.pred_port == pred.port;
-        });
-      }
+    // A TF1 while loop's Exit is live once, when its loop ends, whenever the loop was
+    // entered: the guards of the loop's LoopCond end here.
+    if (IsExit(node.op()) && node.num_data_inputs() >= 1 && frames.has_loops()) {
+      const int32_t loop = frames.frame_of[static_cast<size_t>(node.input(0).node)];
+      const NodeId loop_cond = frames.frames[static_cast<size_t>(loop)].loop_cond;
+      std::erase_if(out, [&](const Guard& g) { return g.pred_node == loop_cond; });
     }
   }
   return guards;
@@ -260,7 +280,14 @@ StatusOr<bool> OrderCollectivesPass::RunImpl(Graph& graph, PassContext& context)
     best[static_cast<size_t>(id)] = is_collective[static_cast<size_t>(id)] ? level + 1 : level;
   }
   // Without a Switch every node is live whenever its run is.
-  const std::vector<Guards> guards = has_switch ? LiveGuards(graph, topo) : std::vector<Guards>();
+  std::vector<Guards> guards;
+  if (has_switch) {
+    // Frames tell which LoopCond an Exit ends. A graph TensorFlow would not run (inputs
+    // from two frames) gets none: its Exits end no guard, so what follows a loop stays
+    // conditional and unchained, as safe as before the loop was understood.
+    StatusOr<Frames> frames = ComputeFrames(graph);
+    guards = LiveGuards(graph, topo, frames.ok() ? *frames : Frames{});
+  }
 
   // Target sets, as the executor chooses the needed nodes of each run.
   const Plan& plan = *context.plan;
@@ -285,6 +312,8 @@ StatusOr<bool> OrderCollectivesPass::RunImpl(Graph& graph, PassContext& context)
     if (!init_needs.empty() && init_needs[i]) c.targets |= kInit;
     if (!train_needs.empty() && train_needs[i]) c.targets |= kTrain;
     c.conditional = has_switch && !guards[i].empty();
+
+
     PX_RETURN_IF_ERROR(FindKey(graph, c));
   }
   std::sort(collectives.begin(), collectives.end(), [](const Collective& a, const Collective& b) {

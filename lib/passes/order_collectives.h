@@ -24,9 +24,11 @@
 //    chain, the train op with it when the train op is the update op itself).
 //  - a collective is *conditional* when it may be dead (on a branch of a conditional
 //    that is not taken): some Switch output reaches it other than through a Merge that
-//    joins both branches of the same predicate, or the Exit of the TF1 while loop whose
-//    LoopCond drives that Switch (an Exit is live once, when its loop ends, whenever the
-//    loop was entered). A collective inside a loop body counts as conditional.
+//    joins both branches of the same predicate (a predicate and its Identity copies are
+//    one: TF's cond switches pivots on `pred` and data on `pred_id`), or the Exit of the
+//    TF1 while loop whose LoopCond drives that Switch (an Exit is live once, when its
+//    loop ends, whenever the loop was entered; frames as lib/graph/algorithm.h assigns
+//    them). A collective inside a loop body counts as conditional.
 //
 // What it does, on rank r's graph:
 //  1. the canonical order: collectives grouped by target set — {init, train}, {init},

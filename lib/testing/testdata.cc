@@ -30,7 +30,7 @@ std::vector<std::string> SharedTfGraphFiles() {
   if (!dir) return files;
   for (const auto& entry : std::filesystem::directory_iterator(*dir)) {
     const std::string ext = entry.path().extension().string();
-    if (ext == ".pb" || ext == ".pbtxt") files.push_back(entry.path().string());
+    if (ext == ".pb" || ext == ".pbtxt" || ext == ".meta") files.push_back(entry.path().string());
   }
   std::sort(files.begin(), files.end());
   return files;

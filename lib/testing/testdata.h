@@ -17,7 +17,8 @@ namespace parallax::testing {
 // missing.
 std::optional<std::string> SharedTfGraphDir(std::string* why);
 
-// The shared TF graph files (*.pb, *.pbtxt), sorted; empty when the folder is absent.
+// The shared TF graph files (*.pb, *.pbtxt GraphDefs, *.meta MetaGraphDefs), sorted;
+// empty when the folder is absent.
 std::vector<std::string> SharedTfGraphFiles();
 
 // Path of a file of this repository in the test's runfiles ("testdata/bad/empty.pb").

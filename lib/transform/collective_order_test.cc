@@ -22,6 +22,7 @@
 #include "lib/graph/names.h"
 #include "lib/graph/verifier.h"
 #include "lib/ops/op_registry.h"
+#include "lib/passes/strip_horovod.h"
 #include "lib/testing/test_graphs.h"
 #include "lib/transform/strategy.h"
 #include "lib/transform/transform.h"
@@ -135,6 +136,7 @@ TEST_CASE("every rank issues the same collectives in the same order, in every ru
     StatusOr<Graph> input = LoadGraph(path);
     INFO(path << ": " << input.status().ToString());
     REQUIRE(input.ok());
+    REQUIRE(StripHorovod(*input).ok());  // as the CLI does
     StatusOr<TrainingAnalysis> analysis = AnalyzeTraining(*input);
     REQUIRE(analysis.ok());
     for (const Config& config : Configs()) {

@@ -10,6 +10,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "lib/passes/strip_horovod.h"
+
 #include "lib/graph/graph_io.h"
 #include "lib/graph/verifier.h"
 #include "lib/models/zoo.h"
@@ -45,6 +47,7 @@ struct Job {
 Job TransformGraph(StatusOr<Graph> graph, int ranks, const std::string& strategy = "",
                    TransformOptions options = {}) {
   REQUIRE(graph.ok());
+  REQUIRE(StripHorovod(*graph).ok());  // as the CLI does: Horovod graphs are single-device
   StatusOr<TrainingAnalysis> analysis = AnalyzeTraining(*graph);
   REQUIRE(analysis.ok());
   ClusterSpec cluster = CpuCluster(ranks, strategy);

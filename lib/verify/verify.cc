@@ -26,6 +26,7 @@
 #include "lib/graph/attr_values.h"
 #include "lib/graph/graph_io.h"
 #include "lib/graph/verifier.h"
+#include "lib/passes/strip_horovod.h"
 #include "lib/launch/mpirun.h"
 #include "lib/verify/accumulate.h"
 #include "lib/ops/dtypes.h"
@@ -369,6 +370,9 @@ StatusOr<VerifyReport> Verify(const VerifyOptions& o) {
   const std::string fingerprint = Fnv1a64Hex(bytes);
   PX_ASSIGN_OR_RETURN(Graph graph, ParseGraph(std::move(bytes), o.graph));
   PX_RETURN_IF_ERROR(VerifyGraph(graph));
+  // A Horovod graph is compared as the single-device graph underneath.
+  PX_ASSIGN_OR_RETURN(HorovodStrip horovod, StripHorovod(graph));
+  if (horovod.total() > 0) spdlog::info("{}: removed {}", o.graph, horovod.Summary());
   PX_ASSIGN_OR_RETURN(TrainingAnalysis analysis, AnalyzeTraining(graph));
   PX_ASSIGN_OR_RETURN(ClusterSpec cluster, VerifyCluster(o));
   PX_ASSIGN_OR_RETURN(RankLayout layout, LayoutRanks(cluster));
