@@ -27,6 +27,9 @@ PACKAGES=(
   libdnnl-dev
   # Data files: gzip-compressed IDX (MNIST) inputs of `parallax run`.
   zlib1g-dev
+  # TensorFlow's file formats: CRC-32C (ISA-L) and checkpoint index tables (LevelDB).
+  libisal-dev
+  libleveldb-dev
   # Collectives between ranks: OpenMPI 4.1 (mpirun, headers, libmpi).
   openmpi-bin
   libopenmpi-dev
