@@ -508,6 +508,18 @@ StatusOr<int> NumInputs(const OpSchema& op, const AttrLookup& attrs) {
   return CountArgs(op, op.inputs, attrs);
 }
 
+StatusOr<int> OutputArgPort(const OpSchema& op, const AttrLookup& attrs,
+                            std::string_view arg_name) {
+  for (size_t i = 0; i < op.outputs.size(); ++i) {
+    if (op.outputs[i].name == arg_name) {
+      return CountArgs(op, std::vector<ArgSchema>(op.outputs.begin(), op.outputs.begin() +
+                                                                         static_cast<long>(i)),
+                       attrs);
+    }
+  }
+  return InvalidArgumentError("{} has no output '{}'", op.name, arg_name);
+}
+
 AttrLookup NodeAttrLookup(const tensorflow::NodeDef& node) {
   return [&node](std::string_view name) -> const AttrValue* {
     auto it = node.attr().find(std::string(name));

@@ -87,6 +87,11 @@ StatusOr<int> NumOutputs(const OpSchema& op, const AttrLookup& attrs);
 // The number of data inputs, counted the same way (control inputs are not counted).
 StatusOr<int> NumInputs(const OpSchema& op, const AttrLookup& attrs);
 
+// The first output port of output arg `arg_name` (function bodies name outputs
+// "node:arg:index"). Errors: no such output arg, or a count attr that is missing.
+StatusOr<int> OutputArgPort(const OpSchema& op, const AttrLookup& attrs,
+                            std::string_view arg_name);
+
 // Looks attrs up in `node`, which must outlive the returned function.
 AttrLookup NodeAttrLookup(const tensorflow::NodeDef& node);
 

@@ -100,8 +100,20 @@ struct Executor::Plan {
   std::vector<std::vector<bool>> ref_inputs;  // by position in `order`
 };
 
-Executor::Executor(const Graph& graph, Device& device)
-    : graph_(graph), device_(device), kernels_(static_cast<size_t>(graph.id_limit())) {}
+Executor::Executor(const Graph& graph, Device& device, InputOptions input)
+    : graph_(graph),
+      device_(device),
+      owned_session_(std::make_unique<Session>(graph, device, std::move(input))),
+      session_(owned_session_.get()),
+      kernels_(static_cast<size_t>(graph.id_limit())) {
+  session_->set_root(this);
+}
+
+Executor::Executor(const Graph& graph, Device& device, Session& session)
+    : graph_(graph),
+      device_(device),
+      session_(&session),
+      kernels_(static_cast<size_t>(graph.id_limit())) {}
 
 Executor::~Executor() = default;
 
@@ -246,6 +258,8 @@ StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request) {
   PX_ASSIGN_OR_RETURN(const Plan* plan, GetPlan(request));
   std::vector<KernelValue> values(static_cast<size_t>(plan->num_slots));
   std::vector<char> dead(static_cast<size_t>(plan->num_slots), 0);
+  // Per node (by NodeId): not run because an input was dead. What control edges carry.
+  std::vector<char> node_dead(static_cast<size_t>(graph_.id_limit()), 0);
   std::vector<int32_t> uses = plan->uses;
   for (size_t i = 0; i < request.feeds.size(); ++i) {
     if (plan->feed_slots[i] < 0) continue;  // not needed
@@ -271,14 +285,14 @@ StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request) {
       inputs[static_cast<size_t>(k)] = values[static_cast<size_t>(slot)];
     }
     for (const OutputRef& in : node.control_inputs()) {
-      const int32_t first = plan->first_slot[static_cast<size_t>(in.node)];
-      if (first >= 0 && dead[static_cast<size_t>(first)] != 0) any_dead = true;
+      if (node_dead[static_cast<size_t>(in.node)] != 0) any_dead = true;
     }
     const int32_t first_out = plan->first_slot[static_cast<size_t>(id)];
     const int num_out = plan->num_outputs[static_cast<size_t>(id)];
     const bool merge = IsMerge(node.op());
     if ((merge && all_dead) || (!merge && any_dead)) {
       for (int k = 0; k < num_out; ++k) dead[static_cast<size_t>(first_out + k)] = 1;
+      node_dead[static_cast<size_t>(id)] = 1;
     } else {
       // A live Merge sees only its live inputs' values; dead ones stay empty.
       for (int k = 0; k < num_data; ++k) {
@@ -294,7 +308,7 @@ StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request) {
             node.name(), node.op(), k, producer.name());
       }
       outputs.assign(static_cast<size_t>(num_out), KernelValue{});
-      KernelContext context(node, device_, variables_, inputs, outputs);
+      KernelContext context(node, device_, *session_, inputs, outputs);
       Status status = kernels_[static_cast<size_t>(id)]->Compute(context);
       if (!status.ok()) return status.WithPrefix(fmt::format("node '{}' ({})", node.name(), node.op()));
       for (int k = 0; k < num_out; ++k) {

@@ -7,19 +7,6 @@
 
 namespace parallax {
 
-// ---- VariableStore ----
-
-Tensor* VariableStore::Slot(const std::string& name) {
-  std::unique_ptr<Tensor>& slot = slots_[name];
-  if (!slot) slot = std::make_unique<Tensor>();
-  return slot.get();
-}
-
-Tensor* VariableStore::Find(const std::string& name) {
-  auto it = slots_.find(name);
-  return it == slots_.end() ? nullptr : it->second.get();
-}
-
 // ---- KernelInit ----
 
 const tensorflow::AttrValue* KernelInit::FindAttr(std::string_view name) const {
@@ -107,6 +94,32 @@ Status KernelInit::GetAttr(std::string_view name,
   if (attr == nullptr) return Missing(name);
   if (attr->value_case() != tensorflow::AttrValue::kShape) return WrongKind(name, "a shape");
   *value = &attr->shape();
+  return Status::Ok();
+}
+
+Status KernelInit::GetAttr(std::string_view name, const tensorflow::NameAttrList** value) const {
+  const tensorflow::AttrValue* attr = FindAttr(name);
+  if (attr == nullptr) return Missing(name);
+  if (attr->value_case() != tensorflow::AttrValue::kFunc) return WrongKind(name, "a function");
+  *value = &attr->func();
+  return Status::Ok();
+}
+
+Status KernelInit::GetAttr(std::string_view name, std::vector<std::string>* value) const {
+  const tensorflow::AttrValue* attr = FindAttr(name);
+  if (attr == nullptr) return Missing(name);
+  if (attr->value_case() != tensorflow::AttrValue::kList) return WrongKind(name, "a list");
+  value->assign(attr->list().s().begin(), attr->list().s().end());
+  return Status::Ok();
+}
+
+Status KernelInit::GetAttr(std::string_view name,
+                           std::vector<const tensorflow::TensorShapeProto*>* value) const {
+  const tensorflow::AttrValue* attr = FindAttr(name);
+  if (attr == nullptr) return Missing(name);
+  if (attr->value_case() != tensorflow::AttrValue::kList) return WrongKind(name, "a list");
+  value->clear();
+  for (const tensorflow::TensorShapeProto& shape : attr->list().shape()) value->push_back(&shape);
   return Status::Ok();
 }
 

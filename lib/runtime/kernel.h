@@ -10,7 +10,9 @@
 //    (KernelContext::ref_input) so Assign and Apply* can update it in place; the
 //    value view input(i) sees the current contents.
 //  - a *ref output* hands a variable on (VariableV2, Assign, Apply* return their ref).
-//  - *resource* variables (VarHandleOp) are looked up by name in the VariableStore.
+//  - *resource* variables (VarHandleOp) are looked up by name in the VariableStore;
+//    other resources (queues, iterators, ...) in the ResourceStore. Both belong to the
+//    run's Session (session.h), which kernels reach through KernelContext::session().
 //
 // Registry: kernels are keyed by (op, device type) and an optional type constraint
 // (attr name + type, e.g. "T" = float); PX_REGISTER_KERNEL sits beside the kernel.
@@ -27,22 +29,10 @@
 #include "lib/base/status.h"
 #include "lib/graph/graph.h"
 #include "lib/runtime/device.h"
+#include "lib/runtime/session.h"
 #include "lib/runtime/tensor.h"
 
 namespace parallax {
-
-// Variables (ref and resource) live here across steps, by name.
-class VariableStore {
- public:
-  // The slot for `name`, created uninitialised on first use. Pointers stay valid.
-  Tensor* Slot(const std::string& name);
-  // nullptr when no such variable was ever created.
-  Tensor* Find(const std::string& name);
-  const std::map<std::string, std::unique_ptr<Tensor>>& all() const { return slots_; }
-
- private:
-  std::map<std::string, std::unique_ptr<Tensor>> slots_;
-};
 
 // What a kernel sees when it is built.
 class KernelInit {
@@ -64,6 +54,9 @@ class KernelInit {
   Status GetAttr(std::string_view name, std::vector<tensorflow::DataType>* value) const;
   Status GetAttr(std::string_view name, const tensorflow::TensorProto** value) const;
   Status GetAttr(std::string_view name, const tensorflow::TensorShapeProto** value) const;
+  Status GetAttr(std::string_view name, const tensorflow::NameAttrList** value) const;
+  Status GetAttr(std::string_view name, std::vector<std::string>* value) const;
+  Status GetAttr(std::string_view name, std::vector<const tensorflow::TensorShapeProto*>* value) const;
   // The attr if present, else `fallback` (for attrs with TF defaults).
   template <typename T>
   Status GetAttrOr(std::string_view name, T* value, T fallback) const {
@@ -88,14 +81,16 @@ struct KernelValue {
 
 class KernelContext {
  public:
-  KernelContext(const Node& node, Device& device, VariableStore& variables,
+  KernelContext(const Node& node, Device& device, Session& session,
                 std::vector<KernelValue>& inputs, std::vector<KernelValue>& outputs)
-      : node_(node), device_(device), variables_(variables), inputs_(inputs), outputs_(outputs) {}
+      : node_(node), device_(device), session_(session), inputs_(inputs), outputs_(outputs) {}
 
   const Node& node() const { return node_; }
   Device& device() { return device_; }
   ThreadPool& threads() { return device_.threads(); }
-  VariableStore& variables() { return variables_; }
+  Session& session() { return session_; }
+  VariableStore& variables() { return session_.variables(); }
+  ResourceStore& resources() { return session_.resources(); }
   // The job's collectives (the device's); nullptr when the process runs alone.
   Communicator* communicator() { return device_.communicator(); }
 
@@ -121,7 +116,7 @@ class KernelContext {
  private:
   const Node& node_;
   Device& device_;
-  VariableStore& variables_;
+  Session& session_;
   std::vector<KernelValue>& inputs_;
   std::vector<KernelValue>& outputs_;
 };

@@ -65,9 +65,19 @@ std::shared_ptr<Buffer> Buffer::AllocateStrings(size_t count) {
   return buffer;
 }
 
+std::shared_ptr<Buffer> Buffer::AllocateVariants(size_t count) {
+  std::shared_ptr<Buffer> buffer = Allocate(count * sizeof(Variant));
+  auto* variants = static_cast<Variant*>(buffer->data_);
+  for (size_t i = 0; i < count; ++i) new (variants + i) Variant();
+  buffer->num_variants_ = count;
+  return buffer;
+}
+
 Buffer::~Buffer() {
   auto* strings = static_cast<std::string*>(data_);
   for (size_t i = 0; i < num_strings_; ++i) strings[i].~basic_string();
+  auto* variants = static_cast<Variant*>(data_);
+  for (size_t i = 0; i < num_variants_; ++i) variants[i].~Variant();
   BufferCache::Global().Free(data_, capacity_);
 }
 
@@ -77,12 +87,20 @@ namespace {
 bool HoldsStrings(DataType dtype) {
   return dtype == tensorflow::DT_STRING || dtype == tensorflow::DT_RESOURCE;
 }
+bool HoldsVariants(DataType dtype) { return dtype == tensorflow::DT_VARIANT; }
 }  // namespace
 
 Tensor::Tensor(DataType dtype, TensorShape shape) : dtype_(dtype), shape_(std::move(shape)) {
   const size_t n = static_cast<size_t>(shape_.num_elements());
-  buffer_ = HoldsStrings(dtype) ? Buffer::AllocateStrings(n)
-                                : Buffer::Allocate(n * static_cast<size_t>(DataTypeSize(dtype)));
+  buffer_ = HoldsStrings(dtype)    ? Buffer::AllocateStrings(n)
+            : HoldsVariants(dtype) ? Buffer::AllocateVariants(n)
+                                   : Buffer::Allocate(n * static_cast<size_t>(DataTypeSize(dtype)));
+}
+
+Tensor Tensor::VariantScalar(Variant value) {
+  Tensor t(tensorflow::DT_VARIANT, TensorShape());
+  *t.data<Variant>() = std::move(value);
+  return t;
 }
 
 Tensor Tensor::ResourceHandle(std::string name) {
@@ -92,7 +110,7 @@ Tensor Tensor::ResourceHandle(std::string name) {
 }
 
 size_t Tensor::bytes() const {
-  if (HoldsStrings(dtype_)) return 0;
+  if (HoldsStrings(dtype_) || HoldsVariants(dtype_)) return 0;
   return static_cast<size_t>(num_elements()) * static_cast<size_t>(DataTypeSize(dtype_));
 }
 
@@ -111,6 +129,8 @@ Tensor Tensor::DeepCopy() const {
   Tensor copy(dtype_, shape_);
   if (HoldsStrings(dtype_)) {
     std::copy(data<std::string>(), data<std::string>() + num_elements(), copy.data<std::string>());
+  } else if (HoldsVariants(dtype_)) {
+    std::copy(data<Variant>(), data<Variant>() + num_elements(), copy.data<Variant>());
   } else if (bytes() > 0) {
     std::memcpy(copy.raw_data(), raw_data(), bytes());
   }
@@ -250,6 +270,12 @@ std::string Tensor::DebugString(int max_values) const {
     case tensorflow::DT_BOOL: AppendValues<bool>(*this, max_values, &out); break;
     case tensorflow::DT_STRING: AppendValues<std::string>(*this, max_values, &out); break;
     case tensorflow::DT_RESOURCE: out += "\"" + resource_name() + "\""; break;
+    case tensorflow::DT_VARIANT:
+      for (int64_t i = 0; i < num_elements() && i < max_values; ++i) {
+        const Variant& v = data<Variant>()[i];
+        out += (i > 0 ? ", " : "") + (v ? v->TypeName() : std::string("null"));
+      }
+      break;
     default: out += "..."; break;
   }
   return out + "}";
@@ -261,6 +287,11 @@ bool TensorsBitEqual(const Tensor& a, const Tensor& b) {
     const auto x = a.flat<std::string>();
     const auto y = b.flat<std::string>();
     return std::equal(x.begin(), x.end(), y.begin());
+  }
+  if (HoldsVariants(a.dtype())) {
+    const auto x = a.flat<Variant>();
+    const auto y = b.flat<Variant>();
+    return std::equal(x.begin(), x.end(), y.begin());  // the same objects
   }
   return a.bytes() == 0 || std::memcmp(a.raw_data(), b.raw_data(), a.bytes()) == 0;
 }

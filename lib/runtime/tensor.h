@@ -4,7 +4,9 @@
 // Copies of a Tensor share the buffer (cheap, like TensorFlow's); DeepCopy makes an
 // independent one. Numeric tensors hold raw little-endian elements in row-major order;
 // DT_STRING and DT_RESOURCE tensors hold std::string elements (a resource handle is the
-// resource's name). Shapes are fully defined: unknown dimensions exist only in graphs.
+// resource's name); DT_VARIANT tensors hold Variant elements: shared pointers to
+// immutable runtime objects (a tf.data dataset, ...). Shapes are fully defined: unknown
+// dimensions exist only in graphs.
 #ifndef PARALLAX_LIB_RUNTIME_TENSOR_H_
 #define PARALLAX_LIB_RUNTIME_TENSOR_H_
 
@@ -64,10 +66,14 @@ class TensorShape {
 // page faults and ~2.5 ms of system time per 6.5 ms step; with the cache 0 and 0.4 ms.
 // mallopt would keep them mapped too, but process-wide, for every arena, without a bound
 // or a way to measure it (BufferCache::stats).
+class VariantValue;
+using Variant = std::shared_ptr<const VariantValue>;
+
 class Buffer {
  public:
   static std::shared_ptr<Buffer> Allocate(size_t bytes);
   static std::shared_ptr<Buffer> AllocateStrings(size_t count);
+  static std::shared_ptr<Buffer> AllocateVariants(size_t count);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -81,6 +87,15 @@ class Buffer {
   size_t size_ = 0;
   size_t capacity_ = 0;  // the BufferCache size class data_ came from
   size_t num_strings_ = 0;
+  size_t num_variants_ = 0;
+};
+
+// The value of one DT_VARIANT element: an object that flows along edges (a tf.data
+// dataset). Immutable once made, so tensors may share it.
+class VariantValue {
+ public:
+  virtual ~VariantValue() = default;
+  virtual std::string TypeName() const = 0;  // "Dataset", for messages
 };
 
 // C++ type <-> DataType.
@@ -95,6 +110,7 @@ template <> struct DataTypeOf<int16_t> { static constexpr DataType value = tenso
 template <> struct DataTypeOf<uint16_t> { static constexpr DataType value = tensorflow::DT_UINT16; };
 template <> struct DataTypeOf<bool> { static constexpr DataType value = tensorflow::DT_BOOL; };
 template <> struct DataTypeOf<std::string> { static constexpr DataType value = tensorflow::DT_STRING; };
+template <> struct DataTypeOf<Variant> { static constexpr DataType value = tensorflow::DT_VARIANT; };
 
 class Tensor {
  public:
@@ -119,6 +135,8 @@ class Tensor {
   }
   // A DT_RESOURCE scalar naming a resource.
   static Tensor ResourceHandle(std::string name);
+  // A DT_VARIANT scalar holding `value`.
+  static Tensor VariantScalar(Variant value);
 
   // From a TensorProto (Const values): tensor_content, typed *_val lists (one value fills
   // the shape), half_val bit patterns. Errors name the field at fault.
@@ -131,7 +149,7 @@ class Tensor {
   int64_t num_elements() const { return shape_.num_elements(); }
   int rank() const { return shape_.rank(); }
   int64_t dim(int i) const { return shape_.dim(i); }
-  size_t bytes() const;  // of the elements (0 for string tensors)
+  size_t bytes() const;  // of the elements (0 for string and variant tensors)
 
   template <typename T>
   T* data() {
