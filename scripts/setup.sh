@@ -30,6 +30,13 @@ PACKAGES=(
   # TensorFlow's file formats: CRC-32C (ISA-L) and checkpoint index tables (LevelDB).
   libisal-dev
   libleveldb-dev
+  # Image decoders and encoders of the input pipeline's kernels (DecodeJpeg/Png/Gif,
+  # EncodeJpeg/Png): libjpeg-turbo, libpng, giflib.
+  libjpeg62-turbo-dev
+  libpng-dev
+  libgif-dev
+  # StringToHashBucketFast: TensorFlow's Fingerprint64 is FarmHash's.
+  libfarmhash-dev
   # Collectives between ranks: OpenMPI 4.1 (mpirun, headers, libmpi).
   openmpi-bin
   libopenmpi-dev

@@ -51,6 +51,10 @@ PX_REGISTER_OP(SameType("StopGradient", "input", "output"));
 PX_REGISTER_OP(SameType("PreventGradient", "input", "output").Attr("message: string = ''"));
 PX_REGISTER_OP(SameType("Snapshot", "input", "output"));
 PX_REGISTER_OP(SameType("CheckNumerics", "tensor", "output").Attr("message: string"));
+// V2 tells -Inf from +Inf in its message.
+PX_REGISTER_OP(OpSchemaBuilder("CheckNumericsV2").Input("tensor: T").Output("output: T")
+                   .Attr("T: {bfloat16, half, float, double}").Attr("message: string")
+                   .Stateful());
 PX_REGISTER_OP(SameType("EnsureShape", "input", "output").Attr("shape: shape"));
 PX_REGISTER_OP(SameType("ZerosLike", "x", "y"));
 PX_REGISTER_OP(SameType("OnesLike", "x", "y"));
@@ -184,6 +188,8 @@ PX_REGISTER_OP(OpSchemaBuilder("Substr").Input("input: string").Input("pos: T")
 PX_REGISTER_OP(OpSchemaBuilder("StringJoin").Input("inputs: N * string")
                    .Output("output: string").Attr("N: int >= 0")
                    .Attr("separator: string = ''"));
+PX_REGISTER_OP(OpSchemaBuilder("StringToHashBucketFast").Input("input: string")
+                   .Output("output: int64").Attr("num_buckets: int >= 1"));
 PX_REGISTER_OP(OpSchemaBuilder("StringToNumber").Input("string_tensor: string")
                    .Output("output: out_type")
                    .Attr("out_type: {float, double, int32, int64} = DT_FLOAT"));

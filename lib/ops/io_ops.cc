@@ -199,6 +199,15 @@ PX_REGISTER_OP(Decoder("DecodeBmp", "image: uint8").Attr("channels: int = 0"));
 PX_REGISTER_OP(Decoder("DecodeImage", "image: dtype").Attr("channels: int = 0")
                    .Attr("dtype: {uint8, uint16, float32} = DT_UINT8")
                    .Attr("expand_animations: bool = true"));
+// Encoders (image summaries and tests write images back).
+PX_REGISTER_OP(OpSchemaBuilder("EncodeJpeg").Input("image: uint8").Output("contents: string")
+                   .Attr("format: {'', 'grayscale', 'rgb'} = ''").Attr("quality: int = 95")
+                   .Attr("progressive: bool = false").Attr("optimize_size: bool = false")
+                   .Attr("chroma_downsampling: bool = true")
+                   .Attr("density_unit: {'in', 'cm'} = 'in'").Attr("x_density: int = 300")
+                   .Attr("y_density: int = 300").Attr("xmp_metadata: string = ''"));
+PX_REGISTER_OP(OpSchemaBuilder("EncodePng").Input("image: T").Output("contents: string")
+                   .Attr("compression: int = -1").Attr("T: {uint8, uint16} = DT_UINT8"));
 PX_REGISTER_OP(OpSchemaBuilder("DecodeCompressed").Input("bytes: string")
                    .Output("output: string").Attr("compression_type: string = ''")
                    .InputPipeline());
