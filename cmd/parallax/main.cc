@@ -24,7 +24,8 @@ int ExitCodeFor(const Status& status) {
     case StatusCode::kAlreadyExists:
     case StatusCode::kFailedPrecondition:
     case StatusCode::kUnimplemented:
-    case StatusCode::kResourceExhausted: return kExitBadInput;
+    case StatusCode::kResourceExhausted:
+    case StatusCode::kOutOfRange: return kExitBadInput;  // e.g. an input pipeline with no data
     case StatusCode::kAborted:
     case StatusCode::kDeadlineExceeded: return kExitJobFailed;
     case StatusCode::kInternal: return kExitInternal;

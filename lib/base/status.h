@@ -28,6 +28,7 @@ enum class StatusCode {
   kResourceExhausted,  // a size limit was hit
   kAborted,            // a job or rank failed
   kDeadlineExceeded,   // a wait timed out
+  kOutOfRange,         // the end of an input sequence (a dataset, a closed queue)
   kInternal,           // a broken invariant: a Parallax bug
 };
 
@@ -84,6 +85,10 @@ template <typename... Args>
 Status ResourceExhaustedError(fmt::format_string<Args...> format, Args&&... args) {
   return Status(StatusCode::kResourceExhausted,
                 fmt::format(format, std::forward<Args>(args)...));
+}
+template <typename... Args>
+Status OutOfRangeError(fmt::format_string<Args...> format, Args&&... args) {
+  return Status(StatusCode::kOutOfRange, fmt::format(format, std::forward<Args>(args)...));
 }
 template <typename... Args>
 Status InternalError(fmt::format_string<Args...> format, Args&&... args) {

@@ -238,6 +238,10 @@ PX_REGISTER_OP(OpSchemaBuilder("IteratorGetNextAsOptional").Input("iterator: res
                    .Attr("output_shapes: list(shape) >= 1").Stateful().InputPipeline());
 PX_REGISTER_OP(OpSchemaBuilder("IteratorToStringHandle").Input("resource_handle: resource")
                    .Output("string_handle: string").Stateful().InputPipeline());
+PX_REGISTER_OP(OpSchemaBuilder("IteratorFromStringHandle").Input("string_handle: string")
+                   .Output("resource_handle: resource")
+                   .Attr("output_types: list(type) >= 0 = []")
+                   .Attr("output_shapes: list(shape) >= 0 = []").Stateful().InputPipeline());
 PX_REGISTER_OP(OpSchemaBuilder("IteratorFromStringHandleV2").Input("string_handle: string")
                    .Output("resource_handle: resource")
                    .Attr("output_types: list(type) >= 0 = []")
