@@ -16,6 +16,9 @@
 //    seen twice is an error (empty tags are not checked, as in TF).
 //  - TensorSummaryV2(tag, tensor, serialized_summary_metadata): the tensor as a
 //    TensorProto (tensor_content; string_val for strings) with the parsed metadata.
+//  - AudioSummaryV2(tag, tensor, sample_rate): the first max_outputs clips as 16-bit PCM
+//    WAV files (each sample round(x * 32768), clamped), tagged "<tag>/audio/<i>" or
+//    "<tag>/audio".
 //
 // TF2 writer ops (tf.summary.create_file_writer / tf.contrib.summary), stateful:
 //  - SummaryWriter outputs a resource handle (its shared_name, else its node name);
@@ -485,6 +488,99 @@ class ImageSummaryOp : public OpKernel {
   std::vector<uint8_t> bad_color_;
 };
 PX_REGISTER_KERNEL(ImageSummaryOp, "ImageSummary", kCpu);
+
+// ---- Audio ----
+
+void PutLittleEndian(uint64_t v, int bytes, std::string* out) {
+  for (int i = 0; i < bytes; ++i) *out += static_cast<char>((v >> (8 * i)) & 0xff);
+}
+
+// `frames` x `channels` float samples as a 16-bit PCM WAV file (TF's
+// EncodeAudioAsS16LEWav): each sample round(x * 32768) clamped to int16 (NaN: 0).
+std::string EncodeWav(const float* samples, int64_t frames, int64_t channels,
+                      uint32_t sample_rate) {
+  const uint64_t data_bytes = static_cast<uint64_t>(frames * channels) * 2;
+  std::string wav;
+  wav.reserve(44 + data_bytes);
+  wav += "RIFF";
+  PutLittleEndian(36 + data_bytes, 4, &wav);
+  wav += "WAVEfmt ";
+  PutLittleEndian(16, 4, &wav);  // format chunk size
+  PutLittleEndian(1, 2, &wav);   // PCM
+  PutLittleEndian(static_cast<uint64_t>(channels), 2, &wav);
+  PutLittleEndian(sample_rate, 4, &wav);
+  PutLittleEndian(uint64_t{sample_rate} * 2 * static_cast<uint64_t>(channels), 4, &wav);
+  PutLittleEndian(2 * static_cast<uint64_t>(channels), 2, &wav);  // bytes per frame
+  PutLittleEndian(16, 2, &wav);                                   // bits per sample
+  wav += "data";
+  PutLittleEndian(data_bytes, 4, &wav);
+  for (int64_t i = 0; i < frames * channels; ++i) {
+    const float x = samples[i];
+    const float scaled = std::isnan(x) ? 0.0f : std::clamp(std::round(x * 32768.0f), -32768.0f,
+                                                          32767.0f);
+    PutLittleEndian(static_cast<uint16_t>(static_cast<int16_t>(scaled)), 2, &wav);
+  }
+  return wav;
+}
+
+// AudioSummaryV2(tag, tensor [batch, frames] or [batch, frames, channels], sample_rate):
+// the first max_outputs clips as WAV files, tagged "<tag>/audio/<i>" (or "<tag>/audio"
+// when max_outputs is 1).
+class AudioSummaryOp : public OpKernel {
+ public:
+  AudioSummaryOp(const KernelInit& init, Status* status) {
+    *status = init.GetAttrOr<int64_t>("max_outputs", &max_outputs_, 3);
+    if (status->ok() && (max_outputs_ <= 0 || max_outputs_ >= (int64_t{1} << 31))) {
+      *status = InvalidArgumentError("max_outputs must be > 0");
+    }
+  }
+
+  Status Compute(KernelContext& context) const override {
+    const Tensor& tags = context.input(0);
+    const Tensor& tensor = context.input(1);
+    const Tensor& rate = context.input(2);
+    if (tags.dtype() != tensorflow::DT_STRING || tags.num_elements() != 1 || tags.rank() > 1) {
+      return InvalidArgumentError("Tag must be a scalar");
+    }
+    if (tensor.rank() < 2 || tensor.rank() > 3 || tensor.dtype() != tensorflow::DT_FLOAT) {
+      return InvalidArgumentError("Tensor must be 3-D or 2-D, got: {}",
+                                  tensor.shape().DebugString());
+    }
+    if (rate.dtype() != tensorflow::DT_FLOAT || rate.num_elements() != 1) {
+      return InvalidArgumentError("sample_rate must be a float scalar, not {}{}",
+                                  DataTypeShortName(rate.dtype()), rate.shape().DebugString());
+    }
+    const float sample_rate = rate.data<float>()[0];
+    if (!(sample_rate > 0.0f)) return InvalidArgumentError("sample_rate must be > 0");
+    const int64_t batch = tensor.dim(0);
+    const int64_t frames = tensor.dim(1);
+    const int64_t channels = tensor.rank() == 2 ? 1 : tensor.dim(2);
+    if (channels < 1 || channels > 0xffff || 44 + frames * channels * 2 > int64_t{UINT32_MAX}) {
+      return InvalidArgumentError("Provided channels and frames cannot be encoded as a WAV: {}",
+                                  tensor.shape().DebugString());
+    }
+    const auto rounded_rate = static_cast<uint32_t>(std::max(1L, std::lrintf(sample_rate)));
+    const std::string& tag = tags.data<std::string>()[0];
+    tensorflow::Summary summary;
+    const int64_t n = std::min(max_outputs_, batch);
+    for (int64_t i = 0; i < n; ++i) {
+      tensorflow::Summary::Value* value = summary.add_value();
+      value->set_tag(max_outputs_ > 1 ? fmt::format("{}/audio/{}", tag, i) : tag + "/audio");
+      tensorflow::Summary::Audio* audio = value->mutable_audio();
+      audio->set_sample_rate(sample_rate);
+      audio->set_num_channels(channels);
+      audio->set_length_frames(frames);
+      audio->set_content_type("audio/wav");
+      audio->set_encoded_audio_string(
+          EncodeWav(tensor.data<float>() + i * frames * channels, frames, channels, rounded_rate));
+    }
+    return SetSummaryOutput(context, summary);
+  }
+
+ private:
+  int64_t max_outputs_ = 3;
+};
+PX_REGISTER_KERNEL(AudioSummaryOp, "AudioSummaryV2", kCpu);
 
 // ---- Scalars, histograms, merges, tensors ----
 

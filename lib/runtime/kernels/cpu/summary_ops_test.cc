@@ -433,6 +433,71 @@ TEST_CASE("ImageSummary: errors as TF words them") {
             "node 'op' (ImageSummary): PNG encoding failed: ", 0) == 0);
 }
 
+// ---- AudioSummaryV2 ----
+
+uint32_t U32(const std::string& s, size_t at) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(s[at + static_cast<size_t>(i)]);
+  return v;
+}
+int16_t S16(const std::string& s, size_t at) {
+  return static_cast<int16_t>(static_cast<uint8_t>(s[at]) | (static_cast<uint8_t>(s[at + 1]) << 8));
+}
+
+TEST_CASE("AudioSummaryV2: 16-bit PCM WAV clips, samples rounded and clamped as TF") {
+  const Tensor clips = Tensor::FromVector<float>(
+      {0.0f, 0.5f, -1.0f, 2.0f, 0.25f, -0.00002f, NAN, -3.0f}, {2, 4});
+  tensorflow::Summary s = RunSummary(
+      "AudioSummaryV2", {Str("a"), clips, Tensor::Scalar<float>(16000.4f)},
+      {{"max_outputs", IntAttr(1)}});
+  REQUIRE(s.value_size() == 1);
+  CHECK(s.value(0).tag() == "a/audio");
+  const tensorflow::Summary::Audio& audio = s.value(0).audio();
+  CHECK(audio.sample_rate() == 16000.4f);
+  CHECK(audio.num_channels() == 1);
+  CHECK(audio.length_frames() == 4);
+  CHECK(audio.content_type() == "audio/wav");
+  const std::string& wav = audio.encoded_audio_string();
+  REQUIRE(wav.size() == 44 + 8);
+  CHECK(wav.substr(0, 4) == "RIFF");
+  CHECK(U32(wav, 4) == 44 + 8 - 8);
+  CHECK(wav.substr(8, 8) == "WAVEfmt ");
+  CHECK(U32(wav, 16) == 16);
+  CHECK(S16(wav, 20) == 1);       // PCM
+  CHECK(S16(wav, 22) == 1);       // channels
+  CHECK(U32(wav, 24) == 16000);   // lrintf(16000.4)
+  CHECK(U32(wav, 28) == 32000);   // bytes per second
+  CHECK(S16(wav, 32) == 2);       // bytes per frame
+  CHECK(S16(wav, 34) == 16);      // bits per sample
+  CHECK(wav.substr(36, 4) == "data");
+  CHECK(U32(wav, 40) == 8);
+  CHECK(S16(wav, 44) == 0);
+  CHECK(S16(wav, 46) == 16384);
+  CHECK(S16(wav, 48) == -32768);
+  CHECK(S16(wav, 50) == 32767);  // clamped
+
+  // Stereo [batch, frames, channels]: interleaved by frame; clip 1 of 2.
+  const Tensor stereo = Tensor::FromVector<float>({0, 0, 0, 0, 0.1f, -0.1f, 0.2f, -0.2f},
+                                                  {2, 2, 2});
+  s = RunSummary("AudioSummaryV2", {Str("st"), stereo, Tensor::Scalar<float>(8000.0f)}, {});
+  REQUIRE(s.value_size() == 2);
+  CHECK(s.value(1).tag() == "st/audio/1");
+  const std::string& wav2 = s.value(1).audio().encoded_audio_string();
+  CHECK(s.value(1).audio().num_channels() == 2);
+  CHECK(S16(wav2, 22) == 2);
+  CHECK(U32(wav2, 28) == 32000);
+  CHECK(S16(wav2, 44) == 3277);   // round(0.1f * 32768)
+  CHECK(S16(wav2, 46) == -3277);
+  CHECK(S16(wav2, 48) == 6554);
+  CHECK(S16(wav2, 50) == -6554);
+
+  CHECK(RunError("AudioSummaryV2",
+                 {Str("a"), Tensor::FromVector<float>({1, 2}, {2}), Tensor::Scalar<float>(1)},
+                 {}) == "node 'op' (AudioSummaryV2): Tensor must be 3-D or 2-D, got: [2]");
+  CHECK(RunError("AudioSummaryV2", {Str("a"), clips, Tensor::Scalar<float>(0)}, {}) ==
+        "node 'op' (AudioSummaryV2): sample_rate must be > 0");
+}
+
 // ---- MergeSummary, TensorSummaryV2 ----
 
 std::string SummaryOf(std::vector<std::pair<std::string, float>> values) {
