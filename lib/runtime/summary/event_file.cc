@@ -35,16 +35,16 @@ StatusOr<std::unique_ptr<EventWriter>> EventWriter::Create(const std::string& di
   }
   const double wall_time = options.wall_time > 0 ? options.wall_time : EventWallTimeNow();
   const std::string hostname = options.hostname.empty() ? Hostname() : options.hostname;
-  const std::string path =
-      fmt::format("{}/events.out.tfevents.{:010d}.{}{}", dir,
-                  static_cast<int64_t>(std::floor(wall_time)), hostname, options.filename_suffix);
+  const auto seconds = static_cast<int64_t>(std::floor(wall_time));
+  const std::string path = fmt::format("{}/events.out.tfevents.{:010d}.{}{}", dir, seconds,
+                                       hostname, options.filename_suffix);
   TFRecordWriterOptions file_options;
   file_options.fail_if_exists = true;
   PX_ASSIGN_OR_RETURN(std::unique_ptr<TFRecordWriter> file,
                       TFRecordWriter::Open(path, file_options));
   std::unique_ptr<EventWriter> writer(new EventWriter(std::move(file)));
   tensorflow::Event version;
-  version.set_wall_time(wall_time);
+  version.set_wall_time(static_cast<double>(seconds));  // whole seconds, as TF writes it
   version.set_file_version(std::string(kEventFileVersion));
   PX_RETURN_IF_ERROR(writer->WriteEvent(version));
   return writer;

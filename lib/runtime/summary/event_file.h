@@ -3,8 +3,8 @@
 // An event file is a TFRecord file (lib/runtime/data/tfrecord.h, uncompressed) of
 // serialized tensorflow.Event protos (protos/summary.proto), named
 //   DIR/events.out.tfevents.<unix seconds, 10 digits>.<hostname><suffix>
-// Its first event holds file_version "brain.Event:2" and the wall time the file was
-// created; every later one a wall time, a step and (here) a Summary: scalars as
+// Its first event holds file_version "brain.Event:2" and the time the file was created
+// (whole seconds, the name's); every later one a wall time, a step and (here) a Summary: scalars as
 // simple_value, histograms, images, or whatever the summary ops produced.
 //
 // Writing streams: events are appended to the open file and reach it on Flush (or when
