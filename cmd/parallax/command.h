@@ -47,6 +47,7 @@ Command AddModelsCommand(CLI::App& app);
 Command AddLaunchCommand(CLI::App& app, std::vector<std::string> mpirun_args);
 // `*failed` is set when the comparison ran and failed (exit status 1, no error line).
 Command AddVerifyCommand(CLI::App& app, bool* failed);
+Command AddCheckpointCommand(CLI::App& app);
 
 }  // namespace parallax::cli
 

@@ -87,6 +87,7 @@ int Main(int argc, char** argv) {
       AddModelsCommand(app),
       AddLaunchCommand(app, mpirun_args),
       AddVerifyCommand(app, &verify_failed),
+      AddCheckpointCommand(app),
   };
 
   try {
