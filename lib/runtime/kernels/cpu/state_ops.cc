@@ -118,8 +118,9 @@ class ScatterOp : public OpKernel {
   bool resource_;
 };
 
-// CountUpTo(ref): outputs the scalar's value and increments it; an error once the value
-// has reached `limit` (the variable is then left unchanged).
+// CountUpTo(ref): outputs the scalar's value and increments it; OutOfRange once the
+// value has reached `limit` (the variable is then left unchanged) — as TF, so that
+// string_input_producer's num_epochs ends its queue runner.
 template <typename T>
 class CountUpToOp : public OpKernel {
  public:
@@ -133,7 +134,7 @@ class CountUpToOp : public OpKernel {
     }
     const T before = variable->data<T>()[0];
     if (static_cast<int64_t>(before) >= limit_) {
-      return FailedPreconditionError("reached the limit of {}", limit_);
+      return OutOfRangeError("reached the limit of {}", limit_);
     }
     context.set_output(0, Tensor::Scalar<T>(before));
     variable->data<T>()[0] = before + 1;
