@@ -177,11 +177,11 @@ cd "$root"
 graph="$root/lib/runtime/testdata/softmax_regression.pbtxt"
 expect 0 "$parallax" run --help
 expect 2 "$parallax" run "$graph" --feed x
-expect_stderr_line "parallax: error: --feed 'x': expected NAME=SRC (SRC: a .npy or IDX file, or synthetic)"
+expect_stderr_line "parallax: error: --feed 'x': expected NAME=SRC (SRC: a .npy or IDX file, FILE:COLUMN of a CSV or TFRecord file, a literal value, or synthetic)"
 expect 2 "$parallax" run "$graph" --feed "x=$tmp/absent.npy" --synthetic
 expect_stderr_line "parallax: error: $tmp/absent.npy: no such file"
 expect 2 "$parallax" run "$graph"
-expect_stderr_line "parallax: error: 2 inputs of the train step have no data: placeholder 'x' (float [8,4]), placeholder 'y' (int64 [8]); pass --feed NAME=FILE (.npy or IDX) for each, or --synthetic"
+expect_stderr_line "parallax: error: 2 inputs of the train step have no data: placeholder 'x' (float [8,4]), placeholder 'y' (int64 [8]); pass --feed NAME=FILE (.npy, IDX, or FILE:COLUMN of a CSV or TFRecord file) or NAME=VALUE for each, or --synthetic"
 expect 2 "$parallax" run "$graph" --synthetic --steps 3 --epochs 1
 expect 2 "$parallax" run "$graph" --synthetic --batch 16
 expect_stderr_line "parallax: error: --batch 16 conflicts with placeholder 'x' (float [8,4]), whose batch dimension is fixed at 8"
@@ -233,7 +233,7 @@ fm=/usr/share/datasets/fashion-mnist
 if [[ -n "${PARALLAX_SHARED_DIR:-}" && -f "$tb" && -f "$fm/train-images-idx3-ubyte.gz" ]]; then
   q=mnist_dataset_train_2/random_shuffle_queue_DequeueMany
   expect 2 "$parallax" run "$tb" --feed "$q:0=$fm/train-images-idx3-ubyte.gz" --feed "$q:1=$fm/train-labels-idx1-ubyte.gz"
-  expect_stderr_line "parallax: error: $tb: no init op found (no node initialises the variables); name one with --init-op, or --resume from a checkpoint"
+  expect_stderr_line "parallax: error: $tb: 4 variables have no initial value (logits_biases, logits_weights, hidden_biases, hidden_weights): nothing in the graph initialises them; start from a checkpoint with --init-checkpoint FILE, or --resume"
   mkdir -p "$tmp/tb"
   python3 "$tb_init_script" "$tmp/tb/checkpoint-0.safetensors"
   expect 0 "$parallax" run "$tb" --feed "$q:0=$fm/train-images-idx3-ubyte.gz" --feed "$q:1=$fm/train-labels-idx1-ubyte.gz" \

@@ -13,6 +13,7 @@
 #include <memory>
 #include <thread>
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "cmd/parallax/command.h"
@@ -28,6 +29,9 @@ std::string LossText(const std::optional<double>& loss) {
   return loss ? fmt::format("{:.4f}", *loss) : std::string("-");
 }
 
+// "300", or "?" when the run trains until its input pipeline ends.
+std::string TotalText(int64_t total) { return total < 0 ? "?" : std::to_string(total); }
+
 struct RunOutput {
   bool progress = false;  // a live line on stderr instead of lines on stdout
   bool quiet = false;     // a job rank other than 0 without -v
@@ -38,7 +42,11 @@ Status TrainAndReport(const Graph& graph, const TrainerOptions& options, const R
   PX_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(graph, options));
   spdlog::info("{}train op '{}', init op '{}', loss '{}', batch {}, {} steps", out.prefix,
                trainer->train_op(), trainer->init_op(), trainer->loss(), trainer->batch_size(),
-               trainer->total_steps());
+               TotalText(trainer->total_steps()));
+  if (!trainer->pipeline_outputs().empty()) {
+    spdlog::info("{}input pipeline in the graph: {}", out.prefix,
+                 fmt::join(trainer->pipeline_outputs(), ", "));
+  }
   for (const std::string& line : trainer->DescribeFeeds()) {
     spdlog::info("{}feed {}", out.prefix, line);
   }
@@ -55,10 +63,14 @@ Status TrainAndReport(const Graph& graph, const TrainerOptions& options, const R
       first_report = {r.step, comm->bytes_sent(), comm->messages_sent()};
     }
     if (out.quiet) return;
+    // The data position is the --feed data's; an in-graph pipeline keeps its own.
+    const std::string position =
+        trainer->pipeline_outputs().empty()
+            ? fmt::format("  epoch {} example {}", r.position.epoch, r.position.index)
+            : std::string();
     const std::string line =
-        fmt::format("{}step {}/{}  loss {}  {:.1f} examples/s  epoch {} example {}", out.prefix,
-                    r.step, r.total_steps, LossText(r.loss), r.examples_per_sec, r.position.epoch,
-                    r.position.index);
+        fmt::format("{}step {}/{}  loss {}  {:.1f} examples/s{}", out.prefix, r.step,
+                    TotalText(r.total_steps), LossText(r.loss), r.examples_per_sec, position);
     if (progress) {
       std::fprintf(stderr, "\r\033[K%s", line.c_str());
       std::fflush(stderr);
@@ -158,7 +170,7 @@ Status RunJobRank(const std::string& dir, TrainerOptions options, bool threads_g
 Command AddRunCommand(CLI::App& app) {
   struct Flags {
     std::string graph;
-    std::vector<std::string> feeds, eval_feeds;
+    std::vector<std::string> feeds, eval_feeds, input_map;
     TrainerOptions options;
     bool no_shuffle = false;
   };
@@ -169,8 +181,15 @@ Command AddRunCommand(CLI::App& app) {
              "checkpoint and resume.");
   sub->add_option("graph", flags->graph, "GraphDef or MetaGraphDef (binary or text)")->required();
   sub->add_option("--feed", flags->feeds,
-                  "NAME=SRC: feed placeholder or tensor NAME from SRC (a .npy or IDX file, gzip "
-                  "or not, or 'synthetic'); repeatable");
+                  "NAME=SRC: feed placeholder or tensor NAME from SRC: a .npy or IDX file (gzip "
+                  "or not), FILE:COLUMN of a CSV or TFRecord (tf.Example) file, a literal value "
+                  "fed at every step (0.9, true, \"text\", [1,2,3]), or 'synthetic'; repeatable");
+  sub->add_option("--input-dir", flags->options.input.input_dir,
+                  "where the files a graph's input pipeline names are found when their own "
+                  "paths do not exist (DIR/<file name>)");
+  sub->add_option("--input-map", flags->input_map,
+                  "OLD=NEW: read the graph's file names that start with OLD from NEW... "
+                  "instead; repeatable");
   sub->add_flag("--synthetic", o.synthetic, "random data for every input without a --feed");
   sub->add_option("--batch", o.batch, "examples per step where the graph leaves the batch open "
                                       "(default: the graph's, else 32)");
@@ -183,12 +202,18 @@ Command AddRunCommand(CLI::App& app) {
   sub->add_option("--metrics", o.metrics_path, "write JSON lines (step, loss, examples_per_sec, "
                                                "wall_time) to this file");
   sub->add_option("--log-every", o.log_every, "log and record metrics every N steps (default 10)");
+  sub->add_option("--summary-dir", o.summary_dir,
+                  "write TensorBoard event files here: the graph's summaries and Parallax's "
+                  "scalars every --log-every steps (rank 0 of a job)");
   sub->add_option("--checkpoint-dir", o.checkpoint_dir, "write checkpoints here (at the end and "
                                                         "every --checkpoint-every steps)");
   sub->add_option("--checkpoint-every", o.checkpoint_every, "checkpoint every K steps");
   sub->add_option("--keep-checkpoints", o.keep_checkpoints, "keep the newest K checkpoints "
                                                             "(default 3; 0 keeps all)");
   sub->add_flag("--resume", o.resume, "continue from the newest checkpoint in --checkpoint-dir");
+  sub->add_option("--init-checkpoint", o.init_checkpoint,
+                  "start from this checkpoint: a TF checkpoint (prefix, or a directory with a "
+                  "`checkpoint` file) or safetensors; variables by name");
   sub->add_option("--threads", o.threads, "kernel threads (default: one per core; in a job, "
                                           "the cores divided by the ranks on this host)");
   sub->add_option("--eval-feed", flags->eval_feeds,
@@ -209,6 +234,13 @@ Command AddRunCommand(CLI::App& app) {
       options.eval_feeds.push_back(std::move(spec));
     }
     if (options.batch < 0) return InvalidArgumentError("--batch must be positive, not {}", options.batch);
+    for (const std::string& text : flags->input_map) {
+      const size_t eq = text.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        return InvalidArgumentError("--input-map '{}': expected OLD=NEW (file name prefixes)", text);
+      }
+      options.input.input_map.emplace_back(text.substr(0, eq), text.substr(eq + 1));
+    }
     if (std::filesystem::is_directory(flags->graph)) {
       const bool threads_given = options.threads > 0;
       return RunJobRank(flags->graph, std::move(options), threads_given);

@@ -17,21 +17,76 @@
 
 #include "lib/analysis/training_analysis.h"
 #include "lib/base/json_writer.h"
+#include "lib/graph/algorithm.h"
 #include "lib/graph/graph_io.h"
+#include "lib/ops/dtypes.h"
 #include "lib/runtime/checkpoint/job_checkpoint.h"
+#include "lib/runtime/checkpoint/named_tensors.h"
 #include "lib/runtime/checkpoint/safetensors.h"
 #include "lib/runtime/comm/communicator.h"
+#include "lib/runtime/data/literal.h"
+#include "lib/runtime/data/record_columns.h"
+#include "lib/runtime/pipeline/queue.h"
 
 namespace parallax {
 namespace {
 
 bool IsPlaceholder(std::string_view op) { return op == "Placeholder" || op == "PlaceholderV2"; }
 
-// Input-pipeline ops whose outputs are the model's input (fed instead of run).
+// Input-pipeline ops whose outputs are the model's input: run by the input run of each
+// step (or fed instead, with --feed or --synthetic).
 bool IsPipelineOutput(std::string_view op) {
   return op == "QueueDequeueManyV2" || op == "QueueDequeueMany" || op == "QueueDequeueUpToV2" ||
          op == "QueueDequeueUpTo" || op == "QueueDequeueV2" || op == "QueueDequeue" ||
          op == "IteratorGetNext" || op == "IteratorGetNextSync";
+}
+
+// The MakeIterator nodes that initialise the iterator read by `output` (an
+// IteratorGetNext); empty for other ops.
+std::vector<NodeId> PipelineInitializers(const Graph& graph, NodeId output) {
+  const Node& node = graph.node(output);
+  if (!node.op().starts_with("IteratorGetNext") || node.num_data_inputs() == 0) return {};
+  const NodeId iterator = node.input(0).node;
+  std::vector<NodeId> out;
+  for (const InputRef& use : graph.node(iterator).fanout()) {
+    if (graph.node(use.node).op() == "MakeIterator") out.push_back(use.node);
+  }
+  return out;
+}
+
+// True when the input pipeline that produces `output` (a dequeue or IteratorGetNext) can
+// run in this process: every node it needs has a CPU kernel and no unfed placeholder, a
+// dequeued queue has an enqueue op that fills it, an iterator has an initializer or makes
+// its own dataset. Otherwise *why says what is missing.
+bool CanRunInGraph(const Graph& graph, NodeId output, std::string* why) {
+  const std::vector<bool> needed = NeededNodes(graph, {output});
+  std::set<std::string> no_kernel;
+  for (NodeId id = 0; id < graph.id_limit(); ++id) {
+    if (!needed[static_cast<size_t>(id)]) continue;
+    const Node& node = graph.node(id);
+    if (!HasKernel(node, DeviceType::kCpu)) no_kernel.insert(std::string(node.op()));
+    if (IsPlaceholder(node.op())) {
+      *why = fmt::format("its input pipeline reads placeholder '{}'", node.name());
+      return false;
+    }
+  }
+  if (!no_kernel.empty()) {
+    *why = fmt::format("its input pipeline needs CPU kernels for {}", fmt::join(no_kernel, ", "));
+    return false;
+  }
+  const Node& node = graph.node(output);
+  if (node.num_data_inputs() == 0) return true;
+  const Node& source = graph.node(node.input(0).node);
+  if (node.op().starts_with("QueueDequeue")) {
+    if (pipeline::QueueRunners(graph, pipeline::ResourceNameOf(source), false).empty()) {
+      *why = fmt::format("no enqueue op of the graph fills queue '{}'", source.name());
+      return false;
+    }
+  } else if (source.op() != "OneShotIterator" && PipelineInitializers(graph, output).empty()) {
+    *why = fmt::format("no MakeIterator initialises iterator '{}'", source.name());
+    return false;
+  }
+  return true;
 }
 
 bool IsSoftmaxXent(std::string_view op) {
@@ -79,9 +134,16 @@ std::vector<int64_t> ArgMaxRows(const Tensor& t) {
 }
 
 struct Bindings {
-  std::vector<Feeder::Binding> list;
-  std::set<std::pair<NodeId, int>> fed;  // (node, port)
+  std::vector<Feeder::Binding> list;                   // columns: files, synthetic
+  std::vector<std::pair<std::string, Tensor>> literals;  // the same value every step
+  std::set<std::pair<NodeId, int>> fed;                // (node, port)
 };
+
+// The fed tensor's graph shape for a literal: nullopt when its rank is unknown.
+std::optional<std::vector<int64_t>> LiteralDims(const FeedTarget& target) {
+  if (!target.shape.known_rank) return std::nullopt;
+  return target.shape.dims;
+}
 
 // Binds synthetic columns to `targets`: first those whose `_parallax_synthetic` rule
 // stands alone, then those that read another input (labels), so that they read the
@@ -120,7 +182,26 @@ StatusOr<Bindings> BindFeeds(const Graph& graph, const std::vector<FeedSpec>& sp
       synthetic.push_back(std::move(target).value());
       continue;
     }
-    PX_ASSIGN_OR_RETURN(std::shared_ptr<const Column> column, LoadColumnFromFile(spec.source));
+    StatusOr<std::optional<Literal>> literal = ParseLiteral(spec.source);
+    if (!literal.ok()) return literal.status().WithPrefix(fmt::format("{} {}", flag, spec.name));
+    if (literal->has_value()) {
+      if (target->dtype == tensorflow::DT_INVALID) {
+        return InvalidArgumentError("{} {}: the graph does not say the dtype of {}, so a literal "
+                                    "cannot be fed to it",
+                                    flag, spec.name, target->what);
+      }
+      PX_ASSIGN_OR_RETURN(Tensor value, LiteralToTensor(**literal, target->dtype,
+                                                        LiteralDims(*target),
+                                                        fmt::format("{} {}", flag, spec.name)));
+      out.literals.emplace_back(target->tensor, std::move(value));
+      continue;
+    }
+    std::shared_ptr<const Column> column;
+    if (auto keyed = SplitKeyedSource(spec.source)) {
+      PX_ASSIGN_OR_RETURN(column, LoadKeyedColumn(keyed->first, keyed->second));
+    } else {
+      PX_ASSIGN_OR_RETURN(column, LoadColumnFromFile(spec.source));
+    }
     out.list.push_back({std::move(target).value(), std::move(column)});
   }
   PX_RETURN_IF_ERROR(AddSyntheticColumns(graph, synthetic, seed, &out.list));
@@ -192,7 +273,9 @@ std::string SaveRestoredDir() {
 StatusOr<FeedSpec> ParseFeedSpec(std::string_view text, std::string_view flag) {
   const size_t eq = text.find('=');
   if (eq == std::string_view::npos || eq == 0 || eq + 1 == text.size()) {
-    return InvalidArgumentError("{} '{}': expected NAME=SRC (SRC: a .npy or IDX file, or synthetic)",
+    return InvalidArgumentError("{} '{}': expected NAME=SRC (SRC: a .npy or IDX file, "
+                                "FILE:COLUMN of a CSV or TFRecord file, a literal value, or "
+                                "synthetic)",
                                 flag, text);
   }
   return FeedSpec{std::string(text.substr(0, eq)), std::string(text.substr(eq + 1))};
@@ -264,6 +347,21 @@ Status Trainer::Plan() {
     cv.dtype = v.dtype;
     cv.known_shape = v.shape.known_rank;
     cv.dims = v.shape.dims;
+    // Its initializer: the analysis's, else TF's Variable.initializer by name,
+    // "<var>/Assign" (an initial value computed from another variable is not an
+    // initializer to the analysis, but is one to tf.global_variables_initializer).
+    NodeId initializer = v.initializer;
+    if (initializer == kNoNode) {
+      const std::string name = std::string(graph_.node(v.node).name()) + "/Assign";
+      const NodeId assign = graph_.FindNode(name);
+      if (assign != kNoNode && graph_.node(assign).num_data_inputs() >= 2 &&
+          graph_.node(assign).input(0).node == v.node) {
+        initializer = assign;
+      }
+    }
+    if (initializer != kNoNode) {
+      initializers_.emplace_back(cv.store_key, std::string(graph_.node(initializer).name()));
+    }
     variables_.push_back(std::move(cv));
   }
   fingerprint_ = Fingerprint(SerializeGraphDef(graph_));
@@ -276,6 +374,7 @@ Status Trainer::Plan() {
   std::vector<NodeId> stack = {graph_.FindNode(train_op_)};
   if (!loss_.empty()) stack.push_back(loss_ref.node);
   std::vector<std::pair<NodeId, int>> needs;  // unfed (node, port) the step reads
+  std::string pipeline_gap;  // why an in-graph pipeline cannot run here, for the error
   while (!stack.empty()) {
     const NodeId id = stack.back();
     stack.pop_back();
@@ -289,8 +388,28 @@ Status Trainer::Plan() {
         const OutputRef in = graph_.node(use.node).input(use.index);
         if (!in.is_control()) ports.insert(in.port);
       }
+      // An unfed input pipeline runs in the graph, unless --synthetic replaces it or it
+      // cannot run here.
+      std::string why;
+      const bool in_graph = IsPipelineOutput(node.op()) && !o.synthetic &&
+                            CanRunInGraph(graph_, id, &why);
+      if (!why.empty() && pipeline_gap.empty()) pipeline_gap = why;
       for (int port : ports) {
-        if (!bindings.fed.contains({id, port})) needs.emplace_back(id, port);
+        if (bindings.fed.contains({id, port})) continue;
+        if (in_graph) {
+          pipeline_outputs_.push_back(graph_.TensorName({id, port}));
+        } else {
+          needs.emplace_back(id, port);
+        }
+      }
+      if (in_graph) {
+        for (NodeId init : PipelineInitializers(graph_, id)) {
+          const std::string name(graph_.node(init).name());
+          if (std::find(pipeline_initializers_.begin(), pipeline_initializers_.end(), name) ==
+              pipeline_initializers_.end()) {
+            pipeline_initializers_.push_back(name);
+          }
+        }
       }
       continue;
     }
@@ -320,11 +439,15 @@ Status Trainer::Plan() {
   }
   if (!missing.empty()) {
     return InvalidArgumentError("{} input{} of the train step {} no data: {}; pass --feed NAME=FILE "
-                                "(.npy or IDX) for each, or --synthetic",
+                                "(.npy, IDX, or FILE:COLUMN of a CSV or TFRecord file) or "
+                                "NAME=VALUE for each, or --synthetic{}",
                                 missing.size(), missing.size() == 1 ? "" : "s",
-                                missing.size() == 1 ? "has" : "have", fmt::join(missing, ", "));
+                                missing.size() == 1 ? "has" : "have", fmt::join(missing, ", "),
+                                pipeline_gap.empty() ? "" : " (" + pipeline_gap + ")");
   }
+  literal_feeds_ = std::move(bindings.literals);
 
+  has_columns_ = !bindings.list.empty();
   PX_ASSIGN_OR_RETURN(Dataset dataset, DatasetOf(bindings.list));
   PX_ASSIGN_OR_RETURN(Feeder feeder, Feeder::Create(std::move(bindings.list), o.batch));
   feeder_.emplace(std::move(feeder));
@@ -337,19 +460,43 @@ Status Trainer::Plan() {
   if (o.steps >= 0) {
     total_steps_ = o.steps;
   } else if (o.epochs >= 0) {
+    if (!pipeline_outputs_.empty()) {
+      return InvalidArgumentError("--epochs counts epochs of --feed data; the graph's own input "
+                                  "pipeline decides its epochs (train until it ends, or use "
+                                  "--steps)");
+    }
     if (!dataset.bounded()) {
       return InvalidArgumentError("--epochs needs data from files; synthetic data has no epochs "
                                   "(use --steps)");
     }
     total_steps_ = static_cast<int64_t>(std::ceil(o.epochs * static_cast<double>(per_epoch) /
                                                   static_cast<double>(batch)));
+  } else if (!pipeline_outputs_.empty() && !dataset.bounded()) {
+    total_steps_ = -1;  // until the pipeline ends
   } else {
     total_steps_ = dataset.bounded() ? (per_epoch + batch - 1) / batch : kDefaultSyntheticSteps;
   }
 
   device_ = std::make_unique<CpuDevice>(o.threads);
   device_->set_communicator(o.communicator);
-  executor_ = std::make_unique<Executor>(graph_, *device_);
+  // Do the graph's initializers restore a checkpoint themselves?
+  {
+    std::vector<NodeId> roots;
+    if (!init_op_.empty()) roots.push_back(graph_.FindNode(init_op_));
+    for (const auto& [key, initializer] : initializers_) roots.push_back(graph_.FindNode(initializer));
+    const std::vector<bool> needed = NeededNodes(graph_, roots);
+    for (NodeId id = 0; id < graph_.id_limit(); ++id) {
+      if (needed[static_cast<size_t>(id)] && graph_.node(id).op() == "RestoreV2") {
+        init_restores_checkpoint_ = true;
+      }
+    }
+  }
+  InputOptions input = o.input;
+  input.init_checkpoint = o.init_checkpoint;
+  input.shard_index = static_cast<int>(o.shard.index);
+  input.shard_count = static_cast<int>(o.shard.count);
+  input.seed = o.seed;
+  executor_ = std::make_unique<Executor>(graph_, *device_, std::move(input));
   return Status::Ok();
 }
 
@@ -460,31 +607,259 @@ Status Trainer::Initialize() {
       if (const std::string dir = SaveRestoredDir(); !dir.empty()) {
         PX_RETURN_IF_ERROR(CheckpointTo(RankDir(dir)).status());
       }
-      return Status::Ok();
+      return StartPipeline(/*replay=*/true);
     }
     spdlog::warn("{}: no checkpoint to resume from; starting from the init op",
                  RankCheckpointDir());
   }
-  if (init_op_.empty()) {
-    return InvalidArgumentError("{}: no init op found (no node initialises the variables); name "
-                                "one with --init-op, or --resume from a checkpoint",
-                                graph_.source());
+  if (!init_op_.empty()) {
+    // Literal feeds reach initializers too (an iterator's dataset may read one).
+    StatusOr<std::vector<Tensor>> init =
+        executor_->Run({.feeds = literal_feeds_, .targets = {init_op_}});
+    if (!init.ok()) return init.status().WithPrefix(fmt::format("init op '{}'", init_op_));
   }
-  StatusOr<std::vector<Tensor>> init = executor_->Run({.targets = {init_op_}});
-  if (!init.ok()) return init.status().WithPrefix(fmt::format("init op '{}'", init_op_));
+  PX_RETURN_IF_ERROR(InitializeRemainingVariables());
+  if (!options_.init_checkpoint.empty() && !init_restores_checkpoint_) {
+    PX_RETURN_IF_ERROR(RestoreInitCheckpoint());
+  }
+  std::vector<std::string> uninitialised;
+  for (const CheckpointVariable& v : variables_) {
+    const Tensor* value = executor_->variables().Find(v.store_key);
+    if (value == nullptr || !value->initialized()) uninitialised.push_back(v.name);
+  }
+  if (!uninitialised.empty()) {
+    return InvalidArgumentError(
+        "{}: {} variable{} no initial value ({}{}): nothing in the graph initialises {}; start "
+        "from a checkpoint with --init-checkpoint FILE, or --resume",
+        graph_.source(), uninitialised.size(), uninitialised.size() == 1 ? " has" : "s have",
+        fmt::join(uninitialised.begin(),
+                  uninitialised.begin() + std::min<size_t>(uninitialised.size(), 5), ", "),
+        uninitialised.size() > 5 ? ", ..." : "", uninitialised.size() == 1 ? "it" : "them");
+  }
+  return StartPipeline(/*replay=*/false);
+}
+
+Status Trainer::RestoreInitCheckpoint() {
+  const std::string& path = options_.init_checkpoint;
+  StatusOr<std::unique_ptr<NamedTensorReader>> opened = OpenNamedTensors(path);
+  if (!opened.ok()) return opened.status().WithPrefix("--init-checkpoint");
+  const NamedTensorReader& reader = **opened;
+  // Checks every variable before touching the store: all or nothing.
+  std::vector<std::string> missing;
+  std::vector<std::pair<Tensor*, Tensor>> values;
+  for (const CheckpointVariable& v : variables_) {
+    if (reader.Find(v.name) == nullptr) {
+      missing.push_back(v.name);
+      continue;
+    }
+    StatusOr<Tensor> value = reader.Read(v.name);
+    if (!value.ok()) return value.status().WithPrefix("--init-checkpoint");
+    bool fits = value->dtype() == v.dtype && (!v.known_shape || value->rank() ==
+                                                                    static_cast<int>(v.dims.size()));
+    for (size_t d = 0; fits && v.known_shape && d < v.dims.size(); ++d) {
+      fits = v.dims[d] < 0 || v.dims[d] == value->dim(static_cast<int>(d));
+    }
+    if (!fits) {
+      return InvalidArgumentError("--init-checkpoint {}: tensor '{}' is {}{}, the graph's variable "
+                                  "is {}{}",
+                                  path, v.name, DataTypeShortName(value->dtype()),
+                                  value->shape().DebugString(), DataTypeShortName(v.dtype),
+                                  v.known_shape ? TensorShape(v.dims).DebugString() : "[?]");
+    }
+    values.emplace_back(executor_->variables().Slot(v.store_key), std::move(value).value());
+  }
+  if (!missing.empty()) {
+    return InvalidArgumentError("--init-checkpoint {}: {} of the graph's {} variables {} not in it: "
+                                "{}",
+                                path, missing.size(), variables_.size(),
+                                missing.size() == 1 ? "is" : "are",
+                                fmt::join(missing.begin(),
+                                          missing.begin() + std::min<size_t>(missing.size(), 10),
+                                          ", "));
+  }
+  for (auto& [slot, value] : values) *slot = std::move(value);
+  spdlog::info("initialised {} variables from {}", values.size(), reader.location().found);
   return Status::Ok();
 }
 
-StatusOr<std::optional<double>> Trainer::Step() {
-  const std::vector<int64_t> ids = sampler_->Next(feeder_->batch_size());
-  PX_ASSIGN_OR_RETURN(auto feeds, feeder_->Feeds(ids));
+Status Trainer::InitializeRemainingVariables() {
+  // Variables whose initializer still has to run, by store key.
+  std::map<std::string, std::string> pending;
+  for (const auto& [key, initializer] : initializers_) {
+    const Tensor* value = executor_->variables().Find(key);
+    if (value == nullptr || !value->initialized()) pending.emplace(key, initializer);
+  }
+  if (pending.empty()) return Status::Ok();
+  // Dependency order (tf.global_variables_initializer's): an initial value that reads
+  // another pending variable waits for it. Each round runs every initializer whose
+  // value reads no pending variable.
+  std::map<std::string, std::set<std::string>> reads;  // initializer -> pending vars read
+  for (const auto& [key, initializer] : pending) {
+    const Node& assign = graph_.node(graph_.FindNode(initializer));
+    std::vector<NodeId> roots;
+    for (int i = 1; i < assign.num_data_inputs(); ++i) roots.push_back(assign.input(i).node);
+    const std::vector<bool> needed = NeededNodes(graph_, roots);
+    for (NodeId id = 0; id < graph_.id_limit(); ++id) {
+      if (!needed[static_cast<size_t>(id)]) continue;
+      const Node& node = graph_.node(id);
+      if (node.op() != "VariableV2" && node.op() != "Variable" && node.op() != "VarHandleOp") {
+        continue;
+      }
+      std::string store(node.name());
+      if (auto shared = node.FindAttr("shared_name"); shared && !shared->s().empty()) {
+        store = shared->s();
+      }
+      if (store != key && pending.contains(store)) reads[key].insert(store);
+    }
+  }
+  while (!pending.empty()) {
+    std::vector<std::string> ready;
+    for (const auto& [key, initializer] : pending) {
+      if (reads[key].empty()) ready.push_back(key);
+    }
+    if (ready.empty()) {
+      return InvalidArgumentError("{}: the initial values of variable '{}' and others read each "
+                                  "other; no order initialises them",
+                                  graph_.source(), pending.begin()->first);
+    }
+    RunRequest request;
+    request.feeds = literal_feeds_;
+    for (const std::string& key : ready) request.targets.push_back(pending.at(key));
+    StatusOr<std::vector<Tensor>> ran = executor_->Run(request);
+    if (!ran.ok()) return ran.status().WithPrefix("initialising variables");
+    for (const std::string& key : ready) {
+      pending.erase(key);
+      for (auto& [other, deps] : reads) deps.erase(key);
+    }
+  }
+  return Status::Ok();
+}
+
+Status Trainer::StartPipeline(bool replay) {
+  if (!pipeline_initializers_.empty()) {
+    StatusOr<std::vector<Tensor>> ran =
+        executor_->Run({.feeds = literal_feeds_, .targets = pipeline_initializers_});
+    if (!ran.ok()) return ran.status().WithPrefix("initialising the input pipeline");
+  }
+  if (!replay || pipeline_outputs_.empty() || step_ == 0) return Status::Ok();
+  // Replays the steps already trained so that the pipeline continues where it was.
+  for (int64_t i = 0; i < step_; ++i) {
+    StatusOr<std::vector<Tensor>> skipped = InputRun();
+    if (!skipped.ok()) {
+      return skipped.status().WithPrefix(
+          fmt::format("replaying the input pipeline to step {} (at step {})", step_, i + 1));
+    }
+  }
+  spdlog::info("replayed {} steps of the input pipeline", step_);
+  return Status::Ok();
+}
+
+StatusOr<std::vector<Tensor>> Trainer::InputRun() {
   RunRequest request;
-  request.feeds = std::move(feeds);
+  request.feeds = literal_feeds_;
+  request.fetches = pipeline_outputs_;
+  StatusOr<std::vector<Tensor>> input = executor_->Run(request);
+  if (!input.ok() && input.status().code() != StatusCode::kOutOfRange) {
+    return input.status().WithPrefix("input pipeline");
+  }
+  if (Communicator* comm = options_.communicator; comm != nullptr && comm->size() > 1) {
+    // Every rank stops at the first step that any rank's pipeline cannot fill.
+    Tensor have = Tensor::Scalar<int64_t>(input.ok() ? 1 : 0);
+    Communicator::ScopedLabel label(comm, "whether every rank's input pipeline has a batch");
+    PX_RETURN_IF_ERROR(comm->AllReduce(have, ReduceOp::kMin));
+    if (have.data<int64_t>()[0] == 0 && input.ok()) {
+      return OutOfRangeError("the input pipeline of another rank ended");
+    }
+  }
+  if (input.ok() && !input->empty()) {
+    pipeline_batch_ = input->front().rank() > 0 ? input->front().dim(0) : 1;
+  }
+  return input;
+}
+
+std::vector<std::string> Trainer::FindSummaries() const {
+  static const std::set<std::string_view> kSummaryOps = {
+      "ScalarSummary", "HistogramSummary", "ImageSummary", "AudioSummary", "AudioSummaryV2",
+      "TensorSummary", "TensorSummaryV2", "MergeSummary"};
+  // What the train step feeds: the feeder's targets, literals, the pipeline's outputs.
+  std::set<NodeId> fed;
+  for (const auto& [name, value] : literal_feeds_) {
+    if (auto ref = ResolveTensorName(graph_, name); ref.ok()) fed.insert(ref->node);
+  }
+  for (const std::string& name : pipeline_outputs_) {
+    if (auto ref = ResolveTensorName(graph_, name); ref.ok()) fed.insert(ref->node);
+  }
+  for (const FeedTarget& t : inputs_) fed.insert(t.ref.node);
+  std::vector<bool> fed_mask(static_cast<size_t>(graph_.id_limit()), false);
+  for (NodeId id : fed) fed_mask[static_cast<size_t>(id)] = true;
+  std::vector<std::string> merged, single;
+  for (NodeId id : graph_.NodeIds()) {
+    const Node& node = graph_.node(id);
+    if (!kSummaryOps.contains(node.op())) continue;
+    bool inside_merge = false;
+    for (const InputRef& use : node.fanout()) {
+      inside_merge |= graph_.node(use.node).op() == "MergeSummary";
+    }
+    if (inside_merge) continue;
+    // Computable in the train step: no unfed placeholder behind it.
+    const std::vector<bool> needed = NeededNodes(graph_, {id}, fed_mask);
+    bool computable = true;
+    for (NodeId n = 0; n < graph_.id_limit() && computable; ++n) {
+      computable = !(needed[static_cast<size_t>(n)] && !fed_mask[static_cast<size_t>(n)] &&
+                     IsPlaceholder(graph_.node(n).op()));
+    }
+    if (!computable) continue;
+    (node.op() == "MergeSummary" ? merged : single).push_back(graph_.TensorName({id, 0}));
+  }
+  return merged.empty() ? single : merged;
+}
+
+Status Trainer::WriteReportSummaries(const StepReport& report) {
+  if (!events_) return Status::Ok();
+  if (report.loss) PX_RETURN_IF_ERROR(events_->WriteScalar(report.step, "parallax/loss", static_cast<float>(*report.loss)));
+  PX_RETURN_IF_ERROR(events_->WriteScalar(report.step, "parallax/examples_per_sec",
+                                          static_cast<float>(report.examples_per_sec)));
+  if (const Communicator* comm = options_.communicator) {
+    PX_RETURN_IF_ERROR(events_->WriteScalar(report.step, "parallax/bytes_sent",
+                                            static_cast<float>(comm->bytes_sent())));
+  }
+  return events_->Flush();
+}
+
+StatusOr<std::optional<double>> Trainer::Step() {
+  RunRequest request;
+  if (!pipeline_outputs_.empty()) {
+    StatusOr<std::vector<Tensor>> input = InputRun();
+    if (!input.ok()) return input.status().WithPrefix(fmt::format("step {}", step_ + 1));
+    for (size_t i = 0; i < pipeline_outputs_.size(); ++i) {
+      request.feeds.emplace_back(pipeline_outputs_[i], std::move((*input)[i]));
+    }
+  }
+  if (has_columns_ || pipeline_outputs_.empty()) {
+    const std::vector<int64_t> ids = sampler_->Next(feeder_->batch_size());
+    PX_ASSIGN_OR_RETURN(auto feeds, feeder_->Feeds(ids));
+    for (auto& feed : feeds) request.feeds.push_back(std::move(feed));
+  }
+  for (const auto& literal : literal_feeds_) request.feeds.push_back(literal);
+  // The graph's summaries, at the steps that report.
+  const int64_t next = step_ + 1;
+  const bool summarise = events_ && !summaries_.empty() &&
+                         (next % options_.log_every == 0 || next == total_steps_);
   if (!loss_.empty()) request.fetches.push_back(loss_);
+  if (summarise) {
+    request.fetches.insert(request.fetches.end(), summaries_.begin(), summaries_.end());
+  }
   request.targets.push_back(train_op_);
   StatusOr<std::vector<Tensor>> out = executor_->Run(request);
   if (!out.ok()) return out.status().WithPrefix(fmt::format("step {}", step_ + 1));
   ++step_;
+  if (summarise) {
+    for (size_t i = loss_.empty() ? 0 : 1; i < out->size(); ++i) {
+      const Tensor& summary = (*out)[i];
+      if (summary.dtype() != tensorflow::DT_STRING || summary.num_elements() != 1) continue;
+      PX_RETURN_IF_ERROR(events_->WriteSummary(step_, summary.data<std::string>()[0]));
+    }
+  }
   if (loss_.empty()) return std::optional<double>();
   return MeanValue(out->at(0));
 }
@@ -602,17 +977,55 @@ StatusOr<TrainSummary> Trainer::Run(const std::function<void(const StepReport&)>
       if (f != nullptr) std::fclose(f);
     }
   } closer{metrics};
+  if (!options_.summary_dir.empty() && writes_metrics) {
+    StatusOr<std::unique_ptr<EventWriter>> events = EventWriter::Create(options_.summary_dir);
+    if (!events.ok()) return events.status().WithPrefix("--summary-dir");
+    events_ = std::move(*events);
+    summaries_ = FindSummaries();
+    spdlog::info("TensorBoard events to {} ({} summary op{} of the graph)", events_->path(),
+                 summaries_.size(), summaries_.size() == 1 ? "" : "s");
+  }
 
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
   Clock::time_point window_start = start;
   int64_t window_steps = 0;
   int64_t saved_step = -1;
-  const auto batch = static_cast<double>(feeder_->batch_size());
   bool fail_with_error = false;
   const int64_t fail_at = FailAtStep(
       options_.communicator != nullptr ? options_.communicator->rank() : 0, &fail_with_error);
-  while (step_ < total_steps_) {
+  // Reports step_ (loss: this rank's; a collective in a job, so every rank reports the
+  // same steps).
+  auto report = [&](std::optional<double> loss) -> Status {
+    const Clock::time_point now = Clock::now();
+    const double seconds = std::chrono::duration<double>(now - window_start).count();
+    StepReport r{.step = step_,
+                 .total_steps = total_steps_,
+                 .loss = loss,
+                 .examples_per_sec =
+                     seconds > 0 ? window_steps * static_cast<double>(batch_size()) / seconds : 0,
+                 .wall_time = WallTime(),
+                 .position = sampler_->position()};
+    if (metrics != nullptr) {
+      JsonWriter json(0);
+      json.BeginObject().Field("step", r.step).Key("loss");
+      if (loss) json.Double(*loss);
+      else json.Null();
+      json.Key("examples_per_sec").Double(r.examples_per_sec);
+      json.Key("wall_time").Double(r.wall_time);
+      json.EndObject();
+      std::fprintf(metrics, "%s\n", json.str().c_str());
+      std::fflush(metrics);
+    }
+    if (on_report) on_report(r);
+    PX_RETURN_IF_ERROR(WriteReportSummaries(r));
+    window_start = now;
+    window_steps = 0;
+    return Status::Ok();
+  };
+  std::optional<double> last_local_loss;
+  bool reported_last = true;
+  while (total_steps_ < 0 || step_ < total_steps_) {
     if (step_ + 1 == fail_at) {
       // The time lets failure tests measure how long the job takes to end after this.
       const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -629,7 +1042,16 @@ StatusOr<TrainSummary> Trainer::Run(const std::function<void(const StepReport&)>
       }
       std::raise(SIGKILL);
     }
-    PX_ASSIGN_OR_RETURN(std::optional<double> loss, Step());
+    StatusOr<std::optional<double>> stepped = Step();
+    if (!stepped.ok() && stepped.status().code() == StatusCode::kOutOfRange &&
+        !pipeline_outputs_.empty()) {
+      // The in-graph pipeline ended (on every rank: InputRun agrees in a job).
+      spdlog::info("the input pipeline ended after step {}", step_);
+      break;
+    }
+    if (!stepped.ok()) return stepped.status();
+    std::optional<double> loss = *stepped;
+    last_local_loss = loss;
     // Collective on every rank at the same steps: the first, the reported, the last.
     const bool report_step = step_ % options_.log_every == 0 || step_ == total_steps_;
     if (report_step || step_ == summary.start_step + 1) {
@@ -638,40 +1060,26 @@ StatusOr<TrainSummary> Trainer::Run(const std::function<void(const StepReport&)>
     if (step_ == summary.start_step + 1) summary.first_loss = loss;
     summary.last_loss = loss;
     ++window_steps;
-    if (report_step) {
-      const Clock::time_point now = Clock::now();
-      const double seconds = std::chrono::duration<double>(now - window_start).count();
-      StepReport report{.step = step_,
-                        .total_steps = total_steps_,
-                        .loss = loss,
-                        .examples_per_sec = seconds > 0 ? window_steps * batch / seconds : 0,
-                        .wall_time = WallTime(),
-                        .position = sampler_->position()};
-      if (metrics != nullptr) {
-        JsonWriter json(0);
-        json.BeginObject().Field("step", report.step).Key("loss");
-        if (loss) json.Double(*loss);
-        else json.Null();
-        json.Key("examples_per_sec").Double(report.examples_per_sec);
-        json.Key("wall_time").Double(report.wall_time);
-        json.EndObject();
-        std::fprintf(metrics, "%s\n", json.str().c_str());
-        std::fflush(metrics);
-      }
-      if (on_report) on_report(report);
-      window_start = now;
-      window_steps = 0;
-    }
+    reported_last = report_step;
+    if (report_step) PX_RETURN_IF_ERROR(report(loss));
     if (!options_.checkpoint_dir.empty() && options_.checkpoint_every > 0 &&
         step_ % options_.checkpoint_every == 0) {
       PX_ASSIGN_OR_RETURN(summary.last_checkpoint, Checkpoint());
       saved_step = step_;
     }
   }
+  if (!reported_last && step_ > summary.start_step) {
+    // The pipeline ended between reports: the last step is reported (every rank left
+    // the loop at the same step, so the loss's all-reduce matches).
+    PX_ASSIGN_OR_RETURN(summary.last_loss, JobLoss(last_local_loss));
+    PX_RETURN_IF_ERROR(report(summary.last_loss));
+  }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   summary.end_step = step_;
   summary.examples_per_sec =
-      seconds > 0 ? static_cast<double>(step_ - summary.start_step) * batch / seconds : 0;
+      seconds > 0
+          ? static_cast<double>(step_ - summary.start_step) * static_cast<double>(batch_size()) / seconds
+          : 0;
   if (!options_.checkpoint_dir.empty() && saved_step != step_ && step_ > summary.start_step) {
     PX_ASSIGN_OR_RETURN(summary.last_checkpoint, Checkpoint());
   }

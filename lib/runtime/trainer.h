@@ -6,16 +6,28 @@
 //    candidate each) unless named by options; the loss is fetched as "<node>:0".
 //  - the *inputs* of the train step are the placeholders without defaults that the
 //    train op and loss depend on, and the outputs of in-graph input pipelines
-//    (QueueDequeueMany, IteratorGetNext, ...) that they read. Each needs a source:
-//    `--feed NAME=SRC` (NAME any tensor name: "x", "x:0", "queue/DequeueMany:1"), or
-//    `synthetic` data for all of them with --synthetic. Feeding a pipeline's outputs
-//    replaces the pipeline: the executor does not run what is fed.
-//  - a *step* feeds one batch (data/feeder.h), runs the train op and fetches the loss.
-//    `steps` is the total the run trains to, counted from the first step of training,
-//    so rerunning the same command with --resume finishes an interrupted run.
+//    (QueueDequeueMany, IteratorGetNext, ...) that they read. A placeholder needs a
+//    source: `--feed NAME=SRC` (NAME any tensor name: "x", "x:0", "queue/DequeueMany:1";
+//    SRC a data file, FILE:COLUMN of a CSV or TFRecord file, a literal value fed at every
+//    step, or `synthetic`), or --synthetic for all of them. An input pipeline runs in
+//    the graph (pipeline/): each step first runs it alone (the *input run*: its
+//    outputs are fetched) and then feeds what it produced to the train step; feeding
+//    its outputs with --feed, or --synthetic, replaces it instead.
+//  - a *step* feeds one batch (data/feeder.h and the input run), runs the train op and
+//    fetches the loss. `steps` is the total the run trains to, counted from the first
+//    step of training, so rerunning the same command with --resume finishes an
+//    interrupted run. Without --steps a run with an in-graph pipeline trains until the
+//    pipeline ends (its OutOfRange); in a job every rank stops at the first step that
+//    any rank's pipeline cannot fill (one integer all-reduce per step agrees on it).
+//  - *initialisation*: the init op, then the initializer of every variable it left
+//    uninitialised (the Assign of its initial value; a graph without an init op has
+//    only those), in dependency order, then the initializers of the in-graph pipeline
+//    (MakeIterator).
 //  - *resume* restores every variable and the data position from the newest checkpoint
-//    instead of running the init op. With deterministic kernels the resumed run is
-//    bit-identical to an uninterrupted one. Not restored: the state of random ops
+//    instead of running the init op; an in-graph pipeline is initialised and replayed:
+//    its input run is repeated once per step already trained, so it continues exactly
+//    where it was. With deterministic kernels the resumed run is bit-identical to an
+//    uninterrupted one. Not restored: the state of random ops
 //    inside the train step (e.g. dropout's generator) — a seeded kernel's Philox counter
 //    starts at 0 again in a new process, so it repeats its first draws after a resume, so graphs with in-step random ops continue correctly but not
 //    bit-identically. Initialisers' random ops do not matter (their results are
@@ -56,6 +68,7 @@
 #include "lib/runtime/data/sampler.h"
 #include "lib/runtime/device.h"
 #include "lib/runtime/executor.h"
+#include "lib/runtime/summary/event_file.h"
 
 namespace parallax {
 
@@ -76,20 +89,31 @@ struct TrainerOptions {
   std::vector<FeedSpec> eval_feeds;
   bool synthetic = false;      // every input without a --feed gets synthetic data
   int64_t batch = 0;           // <= 0: the graph's, else kDefaultBatchSize
-  int64_t steps = -1;          // total steps; < 0: from epochs, else one epoch (files) or
-                               // kDefaultSyntheticSteps (synthetic only)
+  int64_t steps = -1;          // total steps; < 0: from epochs, else one epoch (files),
+                               // until an in-graph pipeline ends, or kDefaultSyntheticSteps
   double epochs = -1;          // total epochs; < 0: not given
   uint64_t seed = 0;           // shuffling and synthetic data
   bool shuffle = true;
   std::string train_op, loss, init_op;  // overrides of the analysis's choice
   std::string metrics_path;    // JSON lines; appended to on resume
+  // TensorBoard event files here (rank 0 of a job only): every log_every steps the
+  // graph's summaries (its MergeSummary outputs, else its summary ops) and Parallax's
+  // scalars parallax/loss, parallax/examples_per_sec (and parallax/bytes_sent in a job).
+  std::string summary_dir;
   int64_t log_every = 10;
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;  // 0: only at the end
   int keep_checkpoints = kDefaultKeepCheckpoints;
   bool resume = false;
+  // Start from this checkpoint (a TF prefix or directory with a `checkpoint` file, or
+  // safetensors) instead of the initial values: when the graph's initializers restore a
+  // checkpoint themselves (a fine-tuning graph's checkpoint_initializer), they read it
+  // where the path they name is missing; otherwise every variable is restored from it
+  // by name after initialisation, and a missing or mis-shaped one is an error.
+  std::string init_checkpoint;
   int threads = 0;             // <= 0: one per core
   ShardSpec shard;
+  InputOptions input;          // in-graph pipelines: --input-dir/--input-map (shard: set here)
   Communicator* communicator = nullptr;  // set: this trainer is one rank of a job
   const Plan* plan = nullptr;            // the job's plan (row ranges in checkpoints)
 };
@@ -154,9 +178,13 @@ class Trainer {
 
   Executor& executor() { return *executor_; }
   int64_t step() const { return step_; }
+  // < 0: until the in-graph input pipeline ends.
   int64_t total_steps() const { return total_steps_; }
-  int64_t batch_size() const { return feeder_->batch_size(); }
+  // The batch of the feeds, else of the in-graph pipeline (0 until its first step).
+  int64_t batch_size() const { return feeds_batch() ? feeder_->batch_size() : pipeline_batch_; }
   DataPosition position() const { return sampler_->position(); }
+  // The tensors the input run fetches each step (empty: no in-graph pipeline).
+  const std::vector<std::string>& pipeline_outputs() const { return pipeline_outputs_; }
   const std::string& train_op() const { return train_op_; }
   const std::string& loss() const { return loss_; }  // "" when none
   const std::string& init_op() const { return init_op_; }  // "" when none was found
@@ -176,6 +204,20 @@ class Trainer {
   StatusOr<SafetensorsContents> ContentsForThisRank(const JobCheckpoint& job) const;
   // The mean of `loss` over the job's ranks (collective); `loss` itself outside a job.
   StatusOr<std::optional<double>> JobLoss(std::optional<double> loss);
+  // Runs the initializers of the variables still uninitialised, in dependency order.
+  Status InitializeRemainingVariables();
+  // Every variable from options_.init_checkpoint, by name (see TrainerOptions).
+  Status RestoreInitCheckpoint();
+  // MakeIterator of the in-graph pipelines; with `replay`, then `step_` input runs.
+  Status StartPipeline(bool replay);
+  // One input run: the in-graph pipeline's outputs for this step, or OutOfRange at its
+  // end (in a job: when any rank's pipeline ended).
+  StatusOr<std::vector<Tensor>> InputRun();
+  bool feeds_batch() const { return !pipeline_outputs_.empty() ? has_columns_ : true; }
+  // The graph's summary tensors the train step can compute (see summary_dir).
+  std::vector<std::string> FindSummaries() const;
+  // Writes a report's scalars (and flushes) to the event file, when there is one.
+  Status WriteReportSummaries(const StepReport& report);
 
   const Graph& graph_;
   TrainerOptions options_;
@@ -183,6 +225,15 @@ class Trainer {
   std::vector<CheckpointVariable> variables_;
   std::string fingerprint_;
   std::vector<FeedTarget> inputs_;  // what the train step needs fed
+  std::vector<std::pair<std::string, Tensor>> literal_feeds_;  // fed at every step
+  std::vector<std::string> pipeline_outputs_;       // fetched by the input run
+  std::vector<std::string> pipeline_initializers_;  // MakeIterator nodes
+  std::vector<std::pair<std::string, std::string>> initializers_;  // variable, its Assign
+  int64_t pipeline_batch_ = 0;  // dim 0 of the last input run's first output
+  bool init_restores_checkpoint_ = false;  // an initializer runs RestoreV2
+  std::vector<std::string> summaries_;     // fetched every log_every steps
+  std::unique_ptr<EventWriter> events_;    // --summary-dir (rank 0)
+  bool has_columns_ = false;    // some input is fed from files or synthetic data
   std::optional<Feeder> feeder_;
   std::optional<Sampler> sampler_;
   int64_t num_examples_ = 0;  // per epoch, all shards

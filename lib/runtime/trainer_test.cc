@@ -100,12 +100,12 @@ TEST_CASE("feed specs are NAME=SRC") {
   REQUIRE(spec.ok());
   CHECK(spec->name == "queue/DequeueMany:1");
   CHECK(spec->source == "/data/a=b.npy");
-  CHECK(ParseFeedSpec("x").status().message() ==
-        "--feed 'x': expected NAME=SRC (SRC: a .npy or IDX file, or synthetic)");
-  CHECK(ParseFeedSpec("=a.npy").status().message() ==
-        "--feed '=a.npy': expected NAME=SRC (SRC: a .npy or IDX file, or synthetic)");
-  CHECK(ParseFeedSpec("x=", "--eval-feed").status().message() ==
-        "--eval-feed 'x=': expected NAME=SRC (SRC: a .npy or IDX file, or synthetic)");
+  const std::string expected =
+      "expected NAME=SRC (SRC: a .npy or IDX file, FILE:COLUMN of a CSV or TFRecord file, a "
+      "literal value, or synthetic)";
+  CHECK(ParseFeedSpec("x").status().message() == "--feed 'x': " + expected);
+  CHECK(ParseFeedSpec("=a.npy").status().message() == "--feed '=a.npy': " + expected);
+  CHECK(ParseFeedSpec("x=", "--eval-feed").status().message() == "--eval-feed 'x=': " + expected);
 }
 
 TEST_CASE("the trainer finds train op, init op, loss and inputs; inputs without data fail") {
@@ -125,12 +125,14 @@ TEST_CASE("the trainer finds train op, init op, loss and inputs; inputs without 
   TrainerOptions none;
   CHECK(CreateError(graph, none) ==
         "2 inputs of the train step have no data: placeholder 'x' (float [8,4]), placeholder 'y' "
-        "(int64 [8]); pass --feed NAME=FILE (.npy or IDX) for each, or --synthetic");
+        "(int64 [8]); pass --feed NAME=FILE (.npy, IDX, or FILE:COLUMN of a CSV or TFRecord "
+        "file) or NAME=VALUE for each, or --synthetic");
   TrainerOptions only_x = Options(data);
   only_x.feeds.pop_back();
   CHECK(CreateError(graph, only_x) ==
         "1 input of the train step has no data: placeholder 'y' (int64 [8]); pass --feed "
-        "NAME=FILE (.npy or IDX) for each, or --synthetic");
+        "NAME=FILE (.npy, IDX, or FILE:COLUMN of a CSV or TFRecord file) or NAME=VALUE for each, or "
+        "--synthetic");
   TrainerOptions missing = Options(data);
   missing.feeds[0].source = data.x + ".absent";
   CHECK(CreateError(graph, missing) == data.x + ".absent: no such file");

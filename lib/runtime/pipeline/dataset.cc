@@ -8,7 +8,7 @@
 #include "lib/ops/dtypes.h"
 #include "lib/runtime/data/random.h"
 
-namespace parallax {
+namespace parallax::pipeline {
 
 StatusOr<std::unique_ptr<DatasetIterator>> Dataset::MakeIterator(Session& session) const {
   PX_ASSIGN_OR_RETURN(std::unique_ptr<DatasetIterator> iterator, MakeIteratorImpl(session));
@@ -244,4 +244,4 @@ std::pair<uint64_t, uint64_t> DatasetSeeds(int64_t seed, int64_t seed2, const Se
   return {h, Mix64(h)};
 }
 
-}  // namespace parallax
+}  // namespace parallax::pipeline

@@ -32,7 +32,7 @@
 #include "lib/runtime/session.h"
 #include "lib/runtime/tensor.h"
 
-namespace parallax {
+namespace parallax::pipeline {
 
 using Element = std::vector<Tensor>;
 
@@ -112,6 +112,6 @@ StatusOr<Element> StackElements(const std::vector<Element>& elements, std::strin
 std::pair<uint64_t, uint64_t> DatasetSeeds(int64_t seed, int64_t seed2, const Session& session,
                                            std::string_view op_name);
 
-}  // namespace parallax
+}  // namespace parallax::pipeline
 
 #endif  // PARALLAX_LIB_RUNTIME_PIPELINE_DATASET_H_

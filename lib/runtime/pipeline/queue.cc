@@ -8,7 +8,7 @@
 #include "lib/ops/dtypes.h"
 #include "lib/runtime/executor.h"
 
-namespace parallax {
+namespace parallax::pipeline {
 namespace {
 
 bool IsEnqueue(std::string_view op) {
@@ -16,14 +16,25 @@ bool IsEnqueue(std::string_view op) {
          op == "QueueEnqueueMany";
 }
 
-// A resource op's resource name: its shared_name attr, else its node name.
+}  // namespace
+
 std::string ResourceNameOf(const Node& node) {
   std::optional<tensorflow::AttrValue> shared = node.FindAttr("shared_name");
   if (shared && !shared->s().empty()) return shared->s();
   return std::string(node.name());
 }
 
-}  // namespace
+std::vector<std::string> QueueRunners(const Graph& graph, const std::string& name, bool staging) {
+  std::vector<std::string> runners;
+  for (NodeId id : graph.NodeIds()) {
+    const Node& node = graph.node(id);
+    const bool stages = staging && node.op() == "Stage" && ResourceNameOf(node) == name;
+    const bool enqueues = !staging && IsEnqueue(node.op()) && node.num_data_inputs() > 0 &&
+                          ResourceNameOf(graph.node(node.input(0).node)) == name;
+    if (stages || enqueues) runners.push_back(std::string(node.name()));
+  }
+  return runners;
+}
 
 QueueResource::QueueResource(std::string name, std::string node, Options options)
     : name_(std::move(name)),
@@ -105,15 +116,7 @@ Status QueueResource::EnqueueMany(const Element& batch) {
 }
 
 void QueueResource::FindRunners(Session& session) {
-  const Graph& graph = session.root_graph();
-  for (NodeId id : graph.NodeIds()) {
-    const Node& node = graph.node(id);
-    const bool stages = options_.kind == Kind::kStagingArea && node.op() == "Stage" &&
-                        ResourceNameOf(node) == name_;
-    const bool enqueues = IsEnqueue(node.op()) && node.num_data_inputs() > 0 &&
-                          ResourceNameOf(graph.node(node.input(0).node)) == name_;
-    if (stages || enqueues) runners_.push_back(std::string(node.name()));
-  }
+  runners_ = QueueRunners(session.root_graph(), name_, options_.kind == Kind::kStagingArea);
   runner_done_.assign(runners_.size(), false);
   runners_found_ = true;
 }
@@ -211,4 +214,4 @@ int64_t QueueResource::size() {
   return static_cast<int64_t>(elements_.size());
 }
 
-}  // namespace parallax
+}  // namespace parallax::pipeline

@@ -36,7 +36,14 @@
 #include "lib/runtime/resource.h"
 #include "lib/runtime/session.h"
 
-namespace parallax {
+namespace parallax::pipeline {
+
+// A resource op's resource name: its `shared_name` attr, else its node name.
+std::string ResourceNameOf(const Node& node);
+
+// The runners of the queue (or, with `staging`, staging area) named `name` in `graph`:
+// the enqueue ops writing into it (Stage ops of that name), in node order.
+std::vector<std::string> QueueRunners(const Graph& graph, const std::string& name, bool staging);
 
 class QueueResource : public Resource {
  public:
@@ -87,6 +94,6 @@ class QueueResource : public Resource {
   DataRng rng_;
 };
 
-}  // namespace parallax
+}  // namespace parallax::pipeline
 
 #endif  // PARALLAX_LIB_RUNTIME_PIPELINE_QUEUE_H_

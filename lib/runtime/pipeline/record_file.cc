@@ -7,7 +7,7 @@
 #include "lib/base/file.h"
 #include "lib/runtime/data/tfrecord.h"
 
-namespace parallax {
+namespace parallax::pipeline {
 namespace {
 
 class TFRecordFile : public RecordFile {
@@ -191,4 +191,4 @@ StatusOr<std::unique_ptr<RecordFile>> RecordFile::Open(const std::string& path,
   return InternalError("unknown record format");
 }
 
-}  // namespace parallax
+}  // namespace parallax::pipeline

@@ -20,7 +20,7 @@
 
 #include "lib/base/status.h"
 
-namespace parallax {
+namespace parallax::pipeline {
 
 enum class RecordFormat { kTFRecord, kTextLine, kFixedLength, kWholeFile };
 
@@ -46,6 +46,6 @@ class RecordFile {
   int64_t records_read_ = 0;
 };
 
-}  // namespace parallax
+}  // namespace parallax::pipeline
 
 #endif  // PARALLAX_LIB_RUNTIME_PIPELINE_RECORD_FILE_H_

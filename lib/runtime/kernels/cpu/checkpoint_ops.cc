@@ -10,7 +10,10 @@
 //    variables). Written atomically: nothing appears at P when it fails.
 //  - RestoreV2(prefix, tensor_names, shape_and_slices) outputs one tensor per name, of
 //    the dtype the `dtypes` attr gives; a shape_and_slice reads that slice (its dims must
-//    be the stored shape). TF's fallback to V1 checkpoints is not supported.
+//    be the stored shape). TF's fallback to V1 checkpoints is not supported. When
+//    `prefix` has no checkpoint and the run has an --init-checkpoint (the session's
+//    input options), the tensors are read from that instead: a fine-tuning graph's
+//    checkpoint_initializer restores name the path of the machine it was built on.
 //  - MergeV2Checkpoints(checkpoint_prefixes, destination_prefix) joins the shards of a
 //    sharded save (MergeTfCheckpoints); with delete_old_dirs their temporary directories
 //    are removed when empty.
@@ -22,6 +25,11 @@
 #include <string>
 #include <vector>
 
+#include <filesystem>
+#include <optional>
+
+#include "lib/ops/dtypes.h"
+#include "lib/runtime/checkpoint/named_tensors.h"
 #include "lib/runtime/checkpoint/tf_checkpoint.h"
 #include "lib/runtime/kernel.h"
 
@@ -117,6 +125,15 @@ class RestoreV2Op : public OpKernel {
       return InvalidArgumentError("{} tensor names but {} dtypes", names.num_elements(),
                                   dtypes_.size());
     }
+    const std::string& fallback = context.session().input().init_checkpoint;
+    std::error_code error;
+    const bool missing = !std::filesystem::exists(TfCheckpointIndexPath(prefix), error);
+    if (!fallback.empty() && missing) return RestoreFrom(fallback, names, specs, context);
+    if (missing) {
+      return NotFoundError("{}: no such file (to restore from another checkpoint, pass "
+                           "--init-checkpoint)",
+                           TfCheckpointIndexPath(prefix));
+    }
     PX_ASSIGN_OR_RETURN(const TfCheckpointReader reader, TfCheckpointReader::Open(prefix));
     for (size_t i = 0; i < dtypes_.size(); ++i) {
       PX_ASSIGN_OR_RETURN(Tensor value, reader.Restore(names.flat<std::string>()[i],
@@ -127,6 +144,45 @@ class RestoreV2Op : public OpKernel {
   }
 
  private:
+  // The tensors from the run's --init-checkpoint (TF or safetensors), whole or sliced.
+  Status RestoreFrom(const std::string& path, const Tensor& names, const Tensor& specs,
+                     KernelContext& context) const {
+    PX_ASSIGN_OR_RETURN(std::unique_ptr<NamedTensorReader> reader, OpenNamedTensors(path));
+    std::optional<TfCheckpointReader> tf;
+    for (size_t i = 0; i < dtypes_.size(); ++i) {
+      const std::string& name = names.flat<std::string>()[i];
+      const std::string& spec = specs.flat<std::string>()[i];
+      if (reader->Find(name) == nullptr) {
+        return NotFoundError("--init-checkpoint {}: no tensor '{}' (the graph restores it)", path,
+                             name);
+      }
+      Tensor value;
+      if (!spec.empty()) {
+        if (reader->location().format != CheckpointFormat::kTensorFlow) {
+          return UnimplementedError("--init-checkpoint {}: tensor '{}' is restored as the slice "
+                                    "'{}', which needs a TF checkpoint",
+                                    path, name, spec);
+        }
+        if (!tf) {
+          PX_ASSIGN_OR_RETURN(TfCheckpointReader opened,
+                              TfCheckpointReader::Open(reader->location().path));
+          tf.emplace(std::move(opened));
+        }
+        PX_ASSIGN_OR_RETURN(value, tf->Restore(name, spec, dtypes_[i]));
+      } else {
+        PX_ASSIGN_OR_RETURN(value, reader->Read(name));
+      }
+      if (value.dtype() != dtypes_[i]) {
+        return InvalidArgumentError("--init-checkpoint {}: tensor '{}' is {}, the graph restores "
+                                    "{}",
+                                    path, name, DataTypeShortName(value.dtype()),
+                                    DataTypeShortName(dtypes_[i]));
+      }
+      context.set_output(static_cast<int>(i), std::move(value));
+    }
+    return Status::Ok();
+  }
+
   std::vector<DataType> dtypes_;
 };
 PX_REGISTER_KERNEL(RestoreV2Op, "RestoreV2", kCpu);

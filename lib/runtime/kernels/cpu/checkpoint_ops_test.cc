@@ -115,7 +115,8 @@ TEST_CASE("SaveV2 then RestoreV2: whole tensors, slices, and their errors") {
   CHECK(RunError("RestoreV2", {Str(prefix), Strs({"v"}), Strs({""})}, one_float) ==
         "node 'op' (RestoreV2): " + prefix + ".index: no tensor 'v' in the checkpoint");
   CHECK(RunError("RestoreV2", {Str(prefix + "x"), Strs({"v"}), Strs({""})}, one_float) ==
-        "node 'op' (RestoreV2): " + prefix + "x.index: no such file");
+        "node 'op' (RestoreV2): " + prefix +
+            "x.index: no such file (to restore from another checkpoint, pass --init-checkpoint)");
   CHECK(RunError("RestoreV2", {Str(prefix), Strs({"v", "w"}), Strs({""})}, one_float, 1) ==
         "node 'op' (RestoreV2): tensor_names has 2 elements, shape_and_slices 1");
   CHECK(RunError("SaveV2", {Str(prefix + "2"), Strs({"w"}), Strs({"4 3 0,1:-"}), top},

@@ -24,6 +24,8 @@
 namespace parallax {
 namespace {
 
+using namespace pipeline;  // NOLINT: the kernels of the pipeline module
+
 using DatasetPtr = std::shared_ptr<const Dataset>;
 using DatasetIteratorPtr = std::unique_ptr<DatasetIterator>;
 constexpr DeviceType kCpu = DeviceType::kCpu;

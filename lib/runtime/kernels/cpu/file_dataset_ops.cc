@@ -12,6 +12,8 @@
 namespace parallax {
 namespace {
 
+using namespace pipeline;  // NOLINT: the kernels of the pipeline module
+
 constexpr DeviceType kCpu = DeviceType::kCpu;
 
 class FileDataset : public Dataset {

@@ -9,6 +9,8 @@
 namespace parallax {
 namespace {
 
+using namespace pipeline;  // NOLINT: the kernels of the pipeline module
+
 constexpr DeviceType kCpu = DeviceType::kCpu;
 
 std::string ResourceName(const KernelInit& init) {

@@ -1,0 +1,201 @@
+#include "lib/runtime/data/record_columns.h"
+
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "lib/base/crc32c.h"
+#include "lib/runtime/data/tfrecord.h"
+#include "protos/example.pb.h"
+
+namespace parallax {
+namespace {
+
+// Splits one CSV line into fields (quotes with "" escapes).
+std::vector<std::string> SplitCsv(const std::string& line) {
+  std::vector<std::string> fields;
+  std::string field;
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        field.push_back('"');
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        field.push_back(c);
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      fields.push_back(std::move(field));
+      field.clear();
+    } else {
+      field.push_back(c);
+    }
+  }
+  fields.push_back(std::move(field));
+  return fields;
+}
+
+bool LooksLikeTFRecord(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char header[12];
+  if (!in.read(header, sizeof(header))) return false;
+  uint32_t stored = 0;
+  std::memcpy(&stored, header + 8, 4);
+  return MaskCrc32c(Crc32c(std::string_view(header, 8))) == stored;
+}
+
+}  // namespace
+
+std::optional<std::pair<std::string, std::string>> SplitKeyedSource(const std::string& source) {
+  std::error_code error;
+  if (std::filesystem::exists(source, error)) return std::nullopt;
+  const size_t colon = source.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == source.size()) return std::nullopt;
+  std::string file = source.substr(0, colon);
+  if (!std::filesystem::is_regular_file(file, error)) return std::nullopt;
+  return std::make_pair(std::move(file), source.substr(colon + 1));
+}
+
+StatusOr<std::shared_ptr<TensorColumn>> LoadCsvColumn(const std::string& path,
+                                                      const std::string& column) {
+  std::ifstream in(path);
+  if (!in) return NotFoundError("{}: cannot open", path);
+  std::string line;
+  if (!std::getline(in, line)) return InvalidArgumentError("{}: empty CSV file (no header row)", path);
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  const std::vector<std::string> header = SplitCsv(line);
+  const auto found = std::find(header.begin(), header.end(), column);
+  if (found == header.end()) {
+    return InvalidArgumentError("{}: no column '{}' (the header has: {})", path, column,
+                                fmt::join(header, ", "));
+  }
+  const size_t index = static_cast<size_t>(found - header.begin());
+  std::vector<std::string> values;
+  int64_t row = 1;
+  while (std::getline(in, line)) {
+    ++row;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    std::vector<std::string> fields = SplitCsv(line);
+    if (fields.size() != header.size()) {
+      return InvalidArgumentError("{}: row {} has {} fields, the header {}", path, row,
+                                  fields.size(), header.size());
+    }
+    if (fields[index].empty()) {
+      return InvalidArgumentError("{}: row {}: column '{}' is empty", path, row, column);
+    }
+    values.push_back(std::move(fields[index]));
+  }
+  if (values.empty()) return InvalidArgumentError("{}: no data rows", path);
+  const int64_t n = static_cast<int64_t>(values.size());
+  bool integers = true;
+  for (const std::string& v : values) {
+    int64_t x = 0;
+    auto [end, error] = std::from_chars(v.data(), v.data() + v.size(), x);
+    if (error != std::errc() || end != v.data() + v.size()) {
+      integers = false;
+      break;
+    }
+  }
+  if (integers) {
+    Tensor data(tensorflow::DT_INT64, TensorShape({n}));
+    for (int64_t i = 0; i < n; ++i) {
+      const std::string& v = values[static_cast<size_t>(i)];
+      std::from_chars(v.data(), v.data() + v.size(), data.data<int64_t>()[i]);
+    }
+    return TensorColumn::Create(path + ":" + column, std::move(data));
+  }
+  Tensor data(tensorflow::DT_DOUBLE, TensorShape({n}));
+  for (int64_t i = 0; i < n; ++i) {
+    const std::string& v = values[static_cast<size_t>(i)];
+    char* end = nullptr;
+    data.data<double>()[i] = std::strtod(v.c_str(), &end);
+    if (end != v.c_str() + v.size()) {
+      return InvalidArgumentError("{}: row {}: column '{}' holds '{}', not a number", path, i + 2,
+                                  column, v);
+    }
+  }
+  return TensorColumn::Create(path + ":" + column, std::move(data));
+}
+
+StatusOr<std::shared_ptr<TensorColumn>> LoadExampleColumn(const std::string& path,
+                                                          const std::string& feature) {
+  PX_ASSIGN_OR_RETURN(std::unique_ptr<TFRecordReader> reader, TFRecordReader::Open(path));
+  std::string record;
+  std::vector<int64_t> ints;
+  std::vector<float> floats;
+  int64_t length = -1, records = 0;
+  bool is_float = false;
+  for (;;) {
+    PX_ASSIGN_OR_RETURN(bool more, reader->Next(&record));
+    if (!more) break;
+    tensorflow::Example example;
+    if (!example.ParseFromString(record)) {
+      return InvalidArgumentError("{}: record {} is not a tf.train.Example", path, records);
+    }
+    auto it = example.features().feature().find(feature);
+    if (it == example.features().feature().end()) {
+      std::vector<std::string> keys;
+      for (const auto& [key, value] : example.features().feature()) keys.push_back(key);
+      std::sort(keys.begin(), keys.end());
+      return InvalidArgumentError("{}: record {} has no feature '{}' (it has: {})", path, records,
+                                  feature, fmt::join(keys, ", "));
+    }
+    const tensorflow::Feature& f = it->second;
+    int64_t n = 0;
+    if (f.has_int64_list()) {
+      if (records > 0 && is_float) {
+        return InvalidArgumentError("{}: record {}: feature '{}' is int64, earlier records' float",
+                                    path, records, feature);
+      }
+      n = f.int64_list().value_size();
+      ints.insert(ints.end(), f.int64_list().value().begin(), f.int64_list().value().end());
+    } else if (f.has_float_list()) {
+      if (records > 0 && !is_float) {
+        return InvalidArgumentError("{}: record {}: feature '{}' is float, earlier records' int64",
+                                    path, records, feature);
+      }
+      is_float = true;
+      n = f.float_list().value_size();
+      floats.insert(floats.end(), f.float_list().value().begin(), f.float_list().value().end());
+    } else {
+      return InvalidArgumentError("{}: record {}: feature '{}' holds bytes; decode it in the "
+                                  "graph, or feed a decoded .npy file",
+                                  path, records, feature);
+    }
+    if (length >= 0 && n != length) {
+      return InvalidArgumentError("{}: record {}: feature '{}' has {} values, earlier records {}",
+                                  path, records, feature, n, length);
+    }
+    length = n;
+    ++records;
+  }
+  if (records == 0) return InvalidArgumentError("{}: no records", path);
+  std::vector<int64_t> dims = {records};
+  if (length != 1) dims.push_back(length);
+  Tensor data(is_float ? tensorflow::DT_FLOAT : tensorflow::DT_INT64, TensorShape(dims));
+  if (is_float) {
+    std::copy(floats.begin(), floats.end(), data.data<float>());
+  } else {
+    std::copy(ints.begin(), ints.end(), data.data<int64_t>());
+  }
+  return TensorColumn::Create(path + ":" + feature, std::move(data));
+}
+
+StatusOr<std::shared_ptr<TensorColumn>> LoadKeyedColumn(const std::string& path,
+                                                        const std::string& key) {
+  if (LooksLikeTFRecord(path)) return LoadExampleColumn(path, key);
+  return LoadCsvColumn(path, key);
+}
+
+}  // namespace parallax
