@@ -21,6 +21,8 @@ PACKAGES=(
   libspdlog-dev
   libfmt-dev
   libyaml-cpp-dev
+  # JSON: safetensors headers and --json output (nlohmann-json, header-only).
+  nlohmann-json3-dev
   # Runtime kernels: GEMM (OpenBLAS, threaded build) and convolutions (oneDNN).
   libopenblas-dev
   libopenblas0-pthread
