@@ -13,14 +13,13 @@
 //
 // Terms: a *feed* is a placeholder the runtime fills from a data source (`--feed
 // NAME=SRC`); an *input pipeline* is TF's in-graph reading (queues, readers,
-// iterators), which the runtime can only shard where it implements the pipeline's
-// source; the transformer reports such graphs (the plan's warnings), this pass only
-// annotates.
+// iterators). The runtime shards an in-graph pipeline itself, at its sources, from the
+// job's rank and size (lib/runtime/pipeline/dataset.h, docs/pipelines.md); the attrs on
+// its nodes say which shard the rank graph is for.
 //
 // Changed: an attr was added or corrected. With one rank nothing changes. Cost: two
-// attrs per input node, O(feeds + input-pipeline nodes). Limits: the graph itself is not
-// rewritten — a graph that reads its data in-graph from a source the runtime cannot
-// shard reads the same data on every rank.
+// attrs per input node, O(feeds + input-pipeline nodes). The graph itself is not
+// rewritten.
 #ifndef PARALLAX_LIB_PASSES_SHARD_INPUTS_H_
 #define PARALLAX_LIB_PASSES_SHARD_INPUTS_H_
 

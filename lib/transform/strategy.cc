@@ -139,17 +139,6 @@ class PlanBuilder {
     if (!analysis_.train_ops.empty()) plan.train_op = graph_.node(analysis_.train_ops[0].node).name();
     if (analysis_.init_op.node != kNoNode) plan.init_op = graph_.node(analysis_.init_op.node).name();
 
-    if (!analysis_.input_pipeline.empty()) {
-      const NodeId first = analysis_.input_pipeline[0];
-      std::string more = analysis_.input_pipeline.size() > 1
-                             ? fmt::format(" and {} more", analysis_.input_pipeline.size() - 1)
-                             : "";
-      warnings_.push_back(fmt::format(
-          "input pipeline '{}' ({}){} reads its data inside the graph: it is marked with each "
-          "rank's shard, but unless the runtime implements its source every rank reads the same "
-          "examples; feed placeholders instead for sharded data",
-          graph_.node(first).name(), graph_.node(first).op(), more));
-    }
     for (const VariableOverride& entry : cluster_.strategy.variables) {
       bool used = false;
       for (const Variable& v : analysis_.variables) {
