@@ -1,7 +1,17 @@
-// A small JSON reader for the headers of checkpoint files (safetensors): RFC 8259
-// values into a tree. Integers without fraction or exponent are kept exactly (up to
+// JSON text into a tree, for the headers of checkpoint files (safetensors).
+//
+// nlohmann-json's SAX parser reads the text (RFC 8259: escapes, surrogate pairs, UTF-8,
+// number syntax) and this file builds the tree. Objects keep their members in file
+// order, duplicates included, so the safetensors reader can name the first faulty tensor
+// and a repeated name. Integers without fraction or exponent are kept exactly (up to
 // 2^64-1) because tensor offsets must not pass through a double. Nesting is limited to
-// 64 levels; errors give the byte offset.
+// 64 levels (the tree is freed recursively).
+//
+// Why not nlohmann's own trees (bench/json_bench, a 10,000-tensor header, 1 MB): json
+// keeps only the last of duplicate keys and sorts members, and took 1.2-1.8x the time
+// of the hand-written parser this replaced; ordered_json keeps file order but took
+// 3.9-5.2x (a linear key search per member). SAX into this tree took 0.95-1.27x: within
+// noise, at most 3 ms more.
 #ifndef PARALLAX_LIB_RUNTIME_CHECKPOINT_JSON_VALUE_H_
 #define PARALLAX_LIB_RUNTIME_CHECKPOINT_JSON_VALUE_H_
 
@@ -33,7 +43,13 @@ struct JsonValue {
   const JsonValue* Find(std::string_view key) const;
 };
 
-// Parses one JSON value (surrounding whitespace allowed). Errors: "at byte N: what".
+// Parses one JSON value (surrounding whitespace allowed). Errors are "at byte N: what",
+// N the offset where parsing stopped (the text's size when it ends too soon): what the
+// grammar expected there ("expected a string key", "expected ':'", "expected ',' or
+// '}'", "expected ',' or ']'", "text after the JSON value", "unexpected end of text",
+// "unexpected ']'") or nlohmann's word for a bad token ("invalid literal", "invalid
+// string: control character U+0001 (SOH) must be escaped to \u0001"); and "nested
+// deeper than 64 levels".
 StatusOr<JsonValue> ParseJson(std::string_view text);
 
 }  // namespace parallax

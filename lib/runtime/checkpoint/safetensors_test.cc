@@ -156,11 +156,26 @@ TEST_CASE("the JSON reader: escapes, exact integers, errors with offsets") {
   CHECK(v->Find("f")->number == -1500);
   CHECK_FALSE(v->Find("f")->is_uint);
   CHECK(v->Find("l")->array.size() == 3);
-  CHECK(ParseJson("{} x").status().message() == "at byte 3: text after the JSON value");
-  CHECK(ParseJson("[01]").status().message() == "at byte 1: leading zero in a number");
-  CHECK(ParseJson("\"a\x01\"").status().message() == "at byte 3: control character in a string");
-  CHECK(ParseJson(std::string(100, '[')).status().message() ==
-        "at byte 65: nested deeper than 64 levels");
+  StatusOr<JsonValue> over = ParseJson("18446744073709551616");  // 2^64: a double
+  REQUIRE(over.ok());
+  CHECK_FALSE(over->is_uint);
+  CHECK(over->number == 18446744073709551616.0);
+  const auto error = [](std::string_view text) { return ParseJson(text).status().message(); };
+  CHECK(error("") == "at byte 0: unexpected end of text");
+  CHECK(error("{\"a\": ") == "at byte 6: unexpected end of text");
+  CHECK(error("{} x") == "at byte 3: text after the JSON value");
+  CHECK(error("{\"a\": 1,}") == "at byte 8: expected a string key");
+  CHECK(error("{\"a\" 1}") == "at byte 5: expected ':'");
+  CHECK(error("{\"a\": 1 \"b\"}") == "at byte 10: expected ',' or '}'");
+  CHECK(error("[01]") == "at byte 2: expected ',' or ']'");
+  CHECK(error("[1,]") == "at byte 3: unexpected ']'");
+  CHECK(error("[tru]") == "at byte 4: invalid literal");
+  CHECK(error("\"a\x01\"") ==
+        "at byte 2: invalid string: control character U+0001 (SOH) must be escaped to \\u0001");
+  CHECK(error("\"\xff\"") == "at byte 1: invalid string: ill-formed UTF-8 byte");
+  CHECK(error("[1e999]") == "at byte 5: number overflow parsing '1e999'");
+  CHECK(error(std::string(64, '[') + std::string(64, ']')).empty());
+  CHECK(error(std::string(100, '[')) == "nested deeper than 64 levels");
 }
 
 }  // namespace
