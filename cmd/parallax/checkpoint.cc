@@ -4,8 +4,17 @@
 // SavedModel directory, a safetensors file or a `parallax run` checkpoint directory.
 // Nothing but the index (or header) is read, except for safetensors files, which are read
 // whole.
+//
+// `parallax checkpoint export DIR --format tf|safetensors -o OUT [--step S]`: the variables
+// of a `parallax run` checkpoint directory — one process's (DIR/checkpoint-S.safetensors)
+// or a job's (DIR/rank-R/..., parameter-server variables reassembled from the ranks' rows,
+// job_checkpoint.h) — under the single-device graph's names, as one TensorFlow checkpoint
+// (OUT.index + OUT.data-00000-of-00001, for tf.train.Saver().restore(sess, OUT)) or one
+// safetensors file. The newest complete step unless --step. Written atomically.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -15,7 +24,11 @@
 #include "lib/base/file.h"
 #include "lib/base/json_writer.h"
 #include "lib/ops/dtypes.h"
+#include "lib/runtime/checkpoint/checkpoint.h"
+#include "lib/runtime/checkpoint/job_checkpoint.h"
 #include "lib/runtime/checkpoint/named_tensors.h"
+#include "lib/runtime/checkpoint/safetensors.h"
+#include "lib/runtime/checkpoint/tf_checkpoint.h"
 
 namespace parallax::cli {
 namespace {
@@ -71,6 +84,62 @@ Status List(const std::string& path, bool json) {
   return Status::Ok();
 }
 
+struct ExportFlags {
+  std::string dir, format = "tf", output;
+  int64_t step = -1;
+};
+
+Status Export(const ExportFlags& flags) {
+  if (flags.format != "tf" && flags.format != "safetensors") {
+    return InvalidArgumentError("--format '{}': expected tf or safetensors", flags.format);
+  }
+  if (flags.output.empty()) return InvalidArgumentError("checkpoint export: -o OUT is required");
+  std::error_code error;
+  if (!std::filesystem::is_directory(flags.dir, error)) {
+    return InvalidArgumentError("{}: not a directory (expected a `parallax run` checkpoint "
+                                "directory)",
+                                flags.dir);
+  }
+  std::map<std::string, Tensor> tensors;
+  std::string source;
+  int64_t step = 0;
+  if (std::filesystem::is_directory(std::filesystem::path(flags.dir) / "rank-0", error)) {
+    // A job's: every rank file of one step, parameter-server variables reassembled.
+    PX_ASSIGN_OR_RETURN(JobCheckpoint job, flags.step >= 0 ? ReadJobCheckpoint(flags.dir, flags.step)
+                                                           : ReadJobCheckpoint(flags.dir));
+    tensors = std::move(job.variables);
+    step = job.step;
+    source = fmt::format("{} (step {}, {} ranks, {} reassembled)", flags.dir, job.step,
+                         job.job_size, job.partitioned.size());
+  } else {
+    std::string path;
+    if (flags.step >= 0) {
+      path = CheckpointPath(flags.dir, flags.step);
+    } else {
+      PX_ASSIGN_OR_RETURN(std::optional<std::string> latest, LatestCheckpoint(flags.dir));
+      if (!latest) return NotFoundError("{}: no checkpoint-<step>.safetensors in it", flags.dir);
+      path = *latest;
+    }
+    PX_ASSIGN_OR_RETURN(SafetensorsContents contents, ReadSafetensors(path));
+    if (auto it = contents.metadata.find("step"); it != contents.metadata.end()) {
+      step = std::stoll(it->second);
+    }
+    tensors = std::move(contents.tensors);
+    source = path;
+  }
+  if (flags.format == "tf") {
+    PX_RETURN_IF_ERROR(WriteTfCheckpoint(flags.output, tensors));
+  } else {
+    SafetensorsContents out;
+    out.tensors = tensors;
+    out.metadata = {{"format", std::string(kCheckpointFormat)}, {"step", std::to_string(step)}};
+    PX_RETURN_IF_ERROR(WriteSafetensors(flags.output, out));
+  }
+  std::printf("exported %zu variables of %s to %s (%s)\n", tensors.size(), source.c_str(),
+              flags.output.c_str(), flags.format == "tf" ? "TensorFlow checkpoint" : "safetensors");
+  return Status::Ok();
+}
+
 }  // namespace
 
 Command AddCheckpointCommand(CLI::App& app) {
@@ -85,8 +154,20 @@ Command AddCheckpointCommand(CLI::App& app) {
             "`parallax run` checkpoint directory.");
   ls->add_option("checkpoint", *path, "FILE_OR_DIR: the checkpoint")->required();
   ls->add_flag("--json", *json, "print JSON instead of a table");
-  return Command{sub, [ls, path, json]() -> Status {
+  auto export_flags = std::make_shared<ExportFlags>();
+  CLI::App* exp = sub->add_subcommand(
+      "export", "Write the variables of a `parallax run` checkpoint directory (one process's, or "
+                "a job's with parameter-server shards reassembled) under the single-device "
+                "graph's names, as a TensorFlow checkpoint or a safetensors file.");
+  exp->add_option("dir", export_flags->dir, "the checkpoint directory (--checkpoint-dir)")->required();
+  exp->add_option("--format", export_flags->format, "tf (default) or safetensors");
+  exp->add_option("-o,--output", export_flags->output,
+                  "OUT: a TF checkpoint prefix (OUT.index, OUT.data-00000-of-00001) or a "
+                  ".safetensors file");
+  exp->add_option("--step", export_flags->step, "the step to export (default: the newest complete)");
+  return Command{sub, [ls, exp, path, json, export_flags]() -> Status {
                    if (ls->parsed()) return List(*path, *json);
+                   if (exp->parsed()) return Export(*export_flags);
                    return InternalError("checkpoint: no subcommand");
                  }};
 }
