@@ -9,8 +9,9 @@
 // of a `parallax run` checkpoint directory — one process's (DIR/checkpoint-S.safetensors)
 // or a job's (DIR/rank-R/..., parameter-server variables reassembled from the ranks' rows,
 // job_checkpoint.h) — under the single-device graph's names, as one TensorFlow checkpoint
-// (OUT.index + OUT.data-00000-of-00001, for tf.train.Saver().restore(sess, OUT)) or one
-// safetensors file. The newest complete step unless --step. Written atomically.
+// (OUT.index + OUT.data-00000-of-00001, for tf.train.Saver().restore(sess, OUT); and a
+// `checkpoint` file naming it beside it when there is none) or one safetensors file. The
+// newest complete step unless --step. Written atomically.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -129,6 +130,15 @@ Status Export(const ExportFlags& flags) {
   }
   if (flags.format == "tf") {
     PX_RETURN_IF_ERROR(WriteTfCheckpoint(flags.output, tensors));
+    // A `checkpoint` file beside it, for tf.train.latest_checkpoint, unless one is there.
+    const std::filesystem::path out(flags.output);
+    const std::string dir = out.has_parent_path() ? out.parent_path().string() : ".";
+    if (!std::filesystem::exists(std::filesystem::path(dir) / "checkpoint", error)) {
+      tensorflow::CheckpointState state;
+      state.set_model_checkpoint_path(out.filename().string());
+      state.add_all_model_checkpoint_paths(out.filename().string());
+      PX_RETURN_IF_ERROR(WriteTfCheckpointState(dir, state));
+    }
   } else {
     SafetensorsContents out;
     out.tensors = tensors;

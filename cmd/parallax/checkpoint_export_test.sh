@@ -48,8 +48,9 @@ job_loss=$(grep '"step":11,' job.jsonl | sed 's/.*"loss":\([^,]*\),.*/\1/')
 
 out=$("$parallax" checkpoint export ck --step 10 -o exported/model 2>&1)
 echo "$out"
-if [[ -f exported/model.index && -f exported/model.data-00000-of-00001 ]]; then
-  pass "export wrote a TF checkpoint"
+if [[ -f exported/model.index && -f exported/model.data-00000-of-00001 ]] &&
+   grep -q 'model_checkpoint_path: "model"' exported/checkpoint; then
+  pass "export wrote a TF checkpoint and its checkpoint file"
 else
   fail "export wrote no TF checkpoint"
 fi

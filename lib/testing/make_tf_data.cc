@@ -1,6 +1,7 @@
 // make_tf_data: writes the input files of lib/testing/tf_data.h from the command line.
 //   make_tf_data slim-mnist OUT.tfrecord N
 //   make_tf_data softmax-examples OUT.tfrecord N
+//   make_tf_data graph-images GRAPH DIR HEIGHT WIDTH
 //   make_tf_data checkpoint GRAPH PREFIX [all]
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +18,15 @@ int main(int argc, char** argv) {
     status = testing::WriteSlimMnist(argv[2], std::atoi(argv[3]));
   } else if (what == "softmax-examples" && argc == 4) {
     status = testing::WriteSoftmaxExamples(argv[2], std::atoi(argv[3]));
+  } else if (what == "graph-images" && argc == 6) {
+    StatusOr<Graph> graph = LoadGraph(argv[2]);
+    if (!graph.ok()) {
+      status = graph.status();
+    } else {
+      StatusOr<int> n = testing::WriteGraphImages(*graph, argv[3], std::atoi(argv[4]), std::atoi(argv[5]));
+      if (n.ok()) std::printf("%d image names\n", *n);
+      status = n.status();
+    }
   } else if (what == "checkpoint" && (argc == 4 || argc == 5)) {
     StatusOr<Graph> graph = LoadGraph(argv[2]);
     if (!graph.ok()) {

@@ -1,6 +1,7 @@
 #include "lib/testing/tf_data.h"
 
 #include <cmath>
+#include <filesystem>
 #include <map>
 
 #include "lib/analysis/training_analysis.h"
@@ -55,6 +56,50 @@ Status WriteSoftmaxExamples(const std::string& path, int n, uint64_t seed) {
     records.push_back(example.SerializeAsString());
   }
   return WriteTFRecordFile(path, records);
+}
+
+StatusOr<int> WriteGraphImages(const Graph& graph, const std::string& dir, int height,
+                               int width, int distinct) {
+  std::vector<std::string> names;
+  for (NodeId id : graph.NodeIds()) {
+    const Node& node = graph.node(id);
+    if (node.op() != "Const") continue;
+    std::optional<tensorflow::AttrValue> value = node.FindAttr("value");
+    if (!value || value->tensor().dtype() != tensorflow::DT_STRING) continue;
+    for (const std::string& s : value->tensor().string_val()) {
+      if (s.ends_with(".jpg") || s.ends_with(".jpeg")) {
+        names.push_back(std::filesystem::path(s).filename().string());
+      }
+    }
+  }
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  DataRng rng(Mix64(11));
+  std::vector<std::string> images;
+  for (int k = 0; k < distinct; ++k) {
+    std::vector<uint8_t> pixels(static_cast<size_t>(height) * width * 3);
+    for (int y = 0; y < height; ++y) {
+      for (int x = 0; x < width; ++x) {
+        for (int c = 0; c < 3; ++c) {
+          const double smooth = 127.0 * (1 + std::sin(0.01 * (x + 3 * k) * (c + 1) + 0.013 * y));
+          pixels[(static_cast<size_t>(y) * width + x) * 3 + c] =
+              static_cast<uint8_t>(std::min(255.0, smooth + 20 * rng.Uniform()));
+        }
+      }
+    }
+    PX_ASSIGN_OR_RETURN(std::string jpeg,
+                        image::EncodeJpeg(pixels.data(), height, width, 3, image::JpegEncodeOptions{}));
+    const std::string path = dir + "/image-" + std::to_string(k) + ".jpeg";
+    PX_RETURN_IF_ERROR(WriteFileAtomically(path, jpeg));
+    images.push_back(path);
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::filesystem::path link = std::filesystem::path(dir) / names[i];
+    std::filesystem::remove(link, error);
+    std::filesystem::create_symlink(images[i % images.size()], link, error);
+    if (error) return InternalError("{}: cannot link to {}: {}", link.string(), images[i % images.size()], error.message());
+  }
+  return static_cast<int>(names.size());
 }
 
 StatusOr<int> WriteRandomCheckpoint(const Graph& graph, const std::string& prefix, bool all,

@@ -30,6 +30,13 @@ Status WriteSlimMnist(const std::string& path, int n);
 // rule softmax regression learns.
 Status WriteSoftmaxExamples(const std::string& path, int n, uint64_t seed = 7);
 
+// For every file name ending in .jpg/.jpeg in a Const of `graph`: DIR/<its last
+// component>, a JPEG of height x width x 3 — `distinct` different images (smooth colour
+// gradients with noise), the other names symbolic links to them. Returns the number of
+// names. For graphs whose input pipeline lists thousands of image files.
+StatusOr<int> WriteGraphImages(const Graph& graph, const std::string& dir, int height,
+                               int width, int distinct = 8);
+
 // Writes PREFIX.index/.data-00000-of-00001; returns the number of tensors written.
 StatusOr<int> WriteRandomCheckpoint(const Graph& graph, const std::string& prefix, bool all,
                                     uint64_t seed = 1);
