@@ -325,5 +325,30 @@ else
   echo "skipped the real-graph cases: PARALLAX_SHARED_DIR/testdata/tf is absent"
 fi
 
+# Graphs that read their own data: bad literals, columns and files are one line, exit 2.
+pipe_graph="$root/lib/runtime/testdata/tfdata_softmax.pbtxt"
+softmax="$root/lib/runtime/testdata/softmax_regression.pbtxt"
+expect 2 "$parallax" run "$pipe_graph" --feed "epochs=[1,2" --input-dir "$tmp"
+expect_stderr_line "parallax: error: --feed epochs: literal '[1,2': expected ',' or ']' (at character 5)"
+expect 2 "$parallax" run "$pipe_graph" --feed "epochs=1.5" --input-dir "$tmp"
+expect_stderr_line "parallax: error: --feed epochs: '1.5' is not a int64 value"
+printf 'a,b\n1,2\n' >"$tmp/cols.csv"
+expect 2 "$parallax" run "$softmax" --feed "x=synthetic" --feed "y=$tmp/cols.csv:label"
+expect_stderr_line "parallax: error: $tmp/cols.csv: no column 'label' (the header has: a, b)"
+# A corrupt record in the graph's own TFRecordDataset: the step fails naming file and record.
+mkdir -p "$tmp/corrupt_input"
+cp "$root/testdata/bad_records/length_crc.tfrecord" "$tmp/corrupt_input/train.tfrecord"
+expect 2 "$parallax" run "$pipe_graph" --input-dir "$tmp/corrupt_input" --steps 2
+grep -q "^parallax: error: step 1: input pipeline: node 'IteratorGetNext' (IteratorGetNext): TFRecordDataset 'records': $tmp/corrupt_input/train.tfrecord: record 0 at byte 0: length crc32c mismatch (corrupt file)" "$tmp/err" \
+  && pass || fail "a corrupt TFRecord: $(head -n 1 "$tmp/err")"
+expect 2 "$parallax" run "$pipe_graph" --input-dir "$tmp/nowhere" --steps 2
+grep -q "^parallax: error: step 1: input pipeline: .*TFRecordDataset 'records': $tmp/nowhere/train.tfrecord" "$tmp/err" \
+  && pass || fail "a missing TFRecord: $(head -n 1 "$tmp/err")"
+expect 2 "$parallax" run "$softmax" --synthetic --init-checkpoint "$tmp/no_checkpoint"
+grep -q "^parallax: error: --init-checkpoint: $tmp/no_checkpoint: " "$tmp/err" \
+  && pass || fail "a missing --init-checkpoint: $(head -n 1 "$tmp/err")"
+expect 2 "$parallax" run "$softmax" --synthetic --input-map nothing
+expect_stderr_line "parallax: error: --input-map 'nothing': expected OLD=NEW (file name prefixes)"
+
 echo "cli_test: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]

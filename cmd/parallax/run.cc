@@ -41,7 +41,9 @@ struct RunOutput {
 Status TrainAndReport(const Graph& graph, const TrainerOptions& options, const RunOutput& out) {
   PX_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(graph, options));
   spdlog::info("{}train op '{}', init op '{}', loss '{}', batch {}, {} steps", out.prefix,
-               trainer->train_op(), trainer->init_op(), trainer->loss(), trainer->batch_size(),
+               trainer->train_op(), trainer->init_op(), trainer->loss(),
+               trainer->batch_size() > 0 ? std::to_string(trainer->batch_size())
+                                         : std::string("the pipeline's"),
                TotalText(trainer->total_steps()));
   if (!trainer->pipeline_outputs().empty()) {
     spdlog::info("{}input pipeline in the graph: {}", out.prefix,

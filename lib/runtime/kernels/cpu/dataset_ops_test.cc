@@ -247,6 +247,112 @@ TEST_CASE("in a job every source is sharded: rank r keeps elements r, r+N, ...")
   CHECK(Drain(text, rank0) == Elements{{0, 3}, {6, 9}});
 }
 
+// x -> x > 2 (a predicate), x -> [x, x] of length... range(x) (ragged elements).
+constexpr const char* kPredicateAndRange = R"(
+  library {
+    function {
+      signature { name: "greater_than_two" input_arg { name: "x" type: DT_INT64 }
+                  output_arg { name: "keep" type: DT_BOOL } }
+      node_def { name: "two" op: "Const" attr { key: "dtype" value { type: DT_INT64 } }
+                 attr { key: "value" value { tensor { dtype: DT_INT64 tensor_shape { } int64_val: 2 } } } }
+      node_def { name: "greater" op: "Greater" input: "x" input: "two:output:0"
+                 attr { key: "T" value { type: DT_INT64 } } }
+      ret { key: "keep" value: "greater:z:0" }
+    }
+    function {
+      signature { name: "iota" input_arg { name: "x" type: DT_INT64 }
+                  output_arg { name: "v" type: DT_INT64 } }
+      node_def { name: "zero" op: "Const" attr { key: "dtype" value { type: DT_INT64 } }
+                 attr { key: "value" value { tensor { dtype: DT_INT64 tensor_shape { } int64_val: 0 } } } }
+      node_def { name: "one" op: "Const" attr { key: "dtype" value { type: DT_INT64 } }
+                 attr { key: "value" value { tensor { dtype: DT_INT64 tensor_shape { } int64_val: 1 } } } }
+      node_def { name: "range" op: "Range" input: "zero:output:0" input: "x" input: "one:output:0"
+                 attr { key: "Tidx" value { type: DT_INT64 } } }
+      ret { key: "v" value: "range:output:0" }
+    }
+  })";
+
+TEST_CASE("Filter keeps what its predicate accepts; PaddedBatch pads ragged elements") {
+  const std::string filter = Source(6) + R"(
+    node { name: "ds" op: "FilterDataset" input: "source"
+           attr { key: "predicate" value { func { name: "greater_than_two" } } }
+           attr { key: "Targuments" value { list { } } } )" + kInt64Types + " }\n" +
+                             IteratorOver("ds") + kPredicateAndRange;
+  CHECK(Drain(filter) == Elements{{3}, {4}, {5}});
+  // range(x) for x in 1, 2, 3, padded with -1 to the batch's longest (padded shape [-1]).
+  const std::string padded = Int64Const("values", {1, 2, 3}) + R"(
+    node { name: "source" op: "TensorSliceDataset" input: "values"
+           attr { key: "Toutput_types" value { list { type: DT_INT64 } } }
+           attr { key: "output_shapes" value { list { shape { } } } } }
+    node { name: "ragged" op: "MapDataset" input: "source"
+           attr { key: "f" value { func { name: "iota" } } } attr { key: "Targuments" value { list { } } }
+           attr { key: "output_types" value { list { type: DT_INT64 } } }
+           attr { key: "output_shapes" value { list { shape { dim { size: -1 } } } } } }
+    )" + Int64Const("batch_size", {2}, true) + Int64Const("shape", {-1}) +
+                             Int64Const("pad", {-1}, true) + BoolConst("drop", false) + R"(
+    node { name: "batch" op: "PaddedBatchDatasetV2" input: "ragged" input: "batch_size" input: "shape"
+           input: "pad" input: "drop"
+           attr { key: "Toutput_types" value { list { type: DT_INT64 } } } attr { key: "N" value { i: 1 } }
+           attr { key: "output_shapes" value { list { shape { dim { size: -1 } dim { size: -1 } } } } } }
+    )" + IteratorOver("batch", "shape { dim { size: -1 } dim { size: -1 } }") + kPredicateAndRange;
+  CHECK(Drain(padded) == Elements{{0, -1, 0, 1}, {0, 1, 2}});
+}
+
+TEST_CASE("Zip pairs datasets until the shorter ends; Cache replays its first pass") {
+  const std::string zip = Source(3) + Int64Const("other", {10, 11}) + R"(
+    node { name: "second" op: "TensorSliceDataset" input: "other"
+           attr { key: "Toutput_types" value { list { type: DT_INT64 } } }
+           attr { key: "output_shapes" value { list { shape { } } } } }
+    node { name: "zip" op: "ZipDataset" input: "source" input: "second" attr { key: "N" value { i: 2 } }
+           attr { key: "output_types" value { list { type: DT_INT64 type: DT_INT64 } } }
+           attr { key: "output_shapes" value { list { shape { } shape { } } } } }
+    node { name: "iterator" op: "IteratorV2" attr { key: "shared_name" value { s: "" } }
+           attr { key: "container" value { s: "" } }
+           attr { key: "output_types" value { list { type: DT_INT64 type: DT_INT64 } } }
+           attr { key: "output_shapes" value { list { shape { } shape { } } } } }
+    node { name: "make" op: "MakeIterator" input: "zip" input: "iterator" }
+    node { name: "next" op: "IteratorGetNext" input: "iterator"
+           attr { key: "output_types" value { list { type: DT_INT64 type: DT_INT64 } } }
+           attr { key: "output_shapes" value { list { shape { } shape { } } } } })";
+  CHECK(Drain(zip) == Elements{{0}, {1}});  // the first components of (0, 10), (1, 11)
+  const std::string cached = Source(3) + R"(
+    node { name: "cache_name" op: "Const" attr { key: "dtype" value { type: DT_STRING } }
+           attr { key: "value" value { tensor { dtype: DT_STRING tensor_shape { } string_val: "" } } } }
+    node { name: "cache" op: "CacheDataset" input: "source" input: "cache_name" )" + kInt64Types + R"( }
+    )" + Int64Const("count", {2}, true) + R"(
+    node { name: "repeat" op: "RepeatDataset" input: "cache" input: "count" )" + kInt64Types + " }\n" +
+                             IteratorOver("repeat");
+  CHECK(Drain(cached) == Elements{{0}, {1}, {2}, {0}, {1}, {2}});
+}
+
+// A OneShotIterator's dataset comes from its dataset_factory function (no args).
+TEST_CASE("OneShotIterator makes its dataset by calling its factory once") {
+  const std::string text = R"(
+    node { name: "iterator" op: "OneShotIterator"
+           attr { key: "dataset_factory" value { func { name: "make_range" } } }
+           attr { key: "output_types" value { list { type: DT_INT64 } } }
+           attr { key: "output_shapes" value { list { shape { } } } }
+           attr { key: "shared_name" value { s: "" } } attr { key: "container" value { s: "" } } }
+    node { name: "make" op: "NoOp" }
+    node { name: "next" op: "IteratorGetNext" input: "iterator"
+           attr { key: "output_types" value { list { type: DT_INT64 } } }
+           attr { key: "output_shapes" value { list { shape { } } } } }
+    library { function {
+      signature { name: "make_range" output_arg { name: "ds" type: DT_VARIANT } }
+      node_def { name: "start" op: "Const" attr { key: "dtype" value { type: DT_INT64 } }
+                 attr { key: "value" value { tensor { dtype: DT_INT64 tensor_shape { } int64_val: 5 } } } }
+      node_def { name: "stop" op: "Const" attr { key: "dtype" value { type: DT_INT64 } }
+                 attr { key: "value" value { tensor { dtype: DT_INT64 tensor_shape { } int64_val: 8 } } } }
+      node_def { name: "step" op: "Const" attr { key: "dtype" value { type: DT_INT64 } }
+                 attr { key: "value" value { tensor { dtype: DT_INT64 tensor_shape { } int64_val: 1 } } } }
+      node_def { name: "range" op: "RangeDataset" input: "start:output:0" input: "stop:output:0"
+                 input: "step:output:0"
+                 attr { key: "output_types" value { list { type: DT_INT64 } } }
+                 attr { key: "output_shapes" value { list { shape { } } } } }
+      ret { key: "ds" value: "range:handle:0" } } })";
+  CHECK(Drain(text) == Elements{{5}, {6}, {7}});
+}
+
 TEST_CASE("an uninitialised iterator and a batch of mismatched shapes are clear errors") {
   StatusOr<Graph> graph = ParseGraph(Source(3) + IteratorOver("source"), "g.pbtxt");
   REQUIRE(graph.ok());
