@@ -26,6 +26,7 @@
 set -u
 parallax=$(realpath "$1")
 tb_init_script=$(realpath "$2")  # testdata/tensorboard_mlp_init.py
+pipeline_graph=$(realpath "$3")  # lib/runtime/testdata/tfdata_softmax.pbtxt
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # OpenMPI's session directory (unix sockets, short paths) in a short private folder.
 TMPDIR=$(mktemp -d /tmp/parallax-verify.XXXXXX)
@@ -147,6 +148,11 @@ expect_error "a missing --init-checkpoint" 2 \
 # The shared TensorBoard MNIST MLP: its input is a queue dequeuing 200 examples (fed
 # synthetic data here; one device dequeues 400), and it has no init op, so both sides
 # start from the same checkpoint.
+# A graph whose tf.data pipeline runs inside it: each side would read its own examples.
+expect_error "an in-graph input pipeline" 2 \
+  "parallax: error: $pipeline_graph: its input pipeline runs inside the graph (IteratorGetNext:0, IteratorGetNext:1), so the one device and the ranks would read examples of their own; feed the pipeline's outputs (--feed NAME=FILE) or pass --synthetic" \
+  "$pipeline_graph" --ranks 2
+
 tb="${PARALLAX_SHARED_DIR:-}/testdata/tf/tensorboard_mnist_mlp_train.pbtxt"
 if [[ -n "${PARALLAX_SHARED_DIR:-}" && -f "$tb" ]]; then
   python3 "$tb_init_script" tb_init.safetensors

@@ -446,8 +446,15 @@ Status Trainer::Plan() {
                                 pipeline_gap.empty() ? "" : " (" + pipeline_gap + ")");
   }
   literal_feeds_ = std::move(bindings.literals);
+  for (const auto& [name, value] : literal_feeds_) {
+    fed_nodes_.push_back(ResolveTensorName(graph_, name)->node);
+  }
+  for (const std::string& name : pipeline_outputs_) {
+    fed_nodes_.push_back(ResolveTensorName(graph_, name)->node);
+  }
 
   has_columns_ = !bindings.list.empty();
+  for (const Feeder::Binding& b : bindings.list) fed_nodes_.push_back(b.target.ref.node);
   PX_ASSIGN_OR_RETURN(Dataset dataset, DatasetOf(bindings.list));
   PX_ASSIGN_OR_RETURN(Feeder feeder, Feeder::Create(std::move(bindings.list), o.batch));
   feeder_.emplace(std::move(feeder));
@@ -781,17 +788,8 @@ std::vector<std::string> Trainer::FindSummaries() const {
   static const std::set<std::string_view> kSummaryOps = {
       "ScalarSummary", "HistogramSummary", "ImageSummary", "AudioSummary", "AudioSummaryV2",
       "TensorSummary", "TensorSummaryV2", "MergeSummary"};
-  // What the train step feeds: the feeder's targets, literals, the pipeline's outputs.
-  std::set<NodeId> fed;
-  for (const auto& [name, value] : literal_feeds_) {
-    if (auto ref = ResolveTensorName(graph_, name); ref.ok()) fed.insert(ref->node);
-  }
-  for (const std::string& name : pipeline_outputs_) {
-    if (auto ref = ResolveTensorName(graph_, name); ref.ok()) fed.insert(ref->node);
-  }
-  for (const FeedTarget& t : inputs_) fed.insert(t.ref.node);
   std::vector<bool> fed_mask(static_cast<size_t>(graph_.id_limit()), false);
-  for (NodeId id : fed) fed_mask[static_cast<size_t>(id)] = true;
+  for (NodeId id : fed_nodes_) fed_mask[static_cast<size_t>(id)] = true;
   std::vector<std::string> merged, single;
   for (NodeId id : graph_.NodeIds()) {
     const Node& node = graph_.node(id);

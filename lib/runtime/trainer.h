@@ -224,7 +224,7 @@ class Trainer {
   std::string train_op_, init_op_, loss_;
   std::vector<CheckpointVariable> variables_;
   std::string fingerprint_;
-  std::vector<FeedTarget> inputs_;  // what the train step needs fed
+  std::vector<NodeId> fed_nodes_;   // what the train step feeds: columns, literals, pipeline
   std::vector<std::pair<std::string, Tensor>> literal_feeds_;  // fed at every step
   std::vector<std::string> pipeline_outputs_;       // fetched by the input run
   std::vector<std::string> pipeline_initializers_;  // MakeIterator nodes

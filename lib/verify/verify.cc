@@ -354,6 +354,21 @@ void SetPipelineBatch(Graph& graph, const PipelineBatch& pipeline, int64_t count
 
 // --- Verify --------------------------------------------------------------------------------
 
+namespace {
+
+// Verify compares the job with one device on the same examples, which it picks itself
+// (--feed data, synthetic data); a pipeline inside the graph picks its own on each side.
+Status RefuseInGraphPipeline(const std::string& graph, const Trainer& trainer) {
+  if (trainer.pipeline_outputs().empty()) return Status::Ok();
+  return InvalidArgumentError(
+      "{}: its input pipeline runs inside the graph ({}), so the one device and the ranks "
+      "would read examples of their own; feed the pipeline's outputs (--feed NAME=FILE) or "
+      "pass --synthetic",
+      graph, fmt::join(trainer.pipeline_outputs(), ", "));
+}
+
+}  // namespace
+
 StatusOr<VerifyReport> Verify(const VerifyOptions& o) {
   if (o.ranks < 1) return InvalidArgumentError("--ranks must be at least 1, not {}", o.ranks);
   if (o.steps < 1) return InvalidArgumentError("--steps must be at least 1, not {}", o.steps);
@@ -507,6 +522,7 @@ StatusOr<VerifyReport> Verify(const VerifyOptions& o) {
   if (accumulation) {
     single.batch = pipeline ? 0 : batch;
     PX_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(reference, single));
+    PX_RETURN_IF_ERROR(RefuseInGraphPipeline(o.graph, *trainer));
     if (trainer->batch_size() != batch) {
       return InternalError("verify: one device's micro-batch is {}, expected {}",
                            trainer->batch_size(), batch);
@@ -527,6 +543,7 @@ StatusOr<VerifyReport> Verify(const VerifyOptions& o) {
     single_checkpoint = run->checkpoint;
   } else {
     PX_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(reference, single));
+    PX_RETURN_IF_ERROR(RefuseInGraphPipeline(o.graph, *trainer));
     if (trainer->batch_size() != report.global_batch) {
       return InternalError("verify: one device's batch is {}, expected {}", trainer->batch_size(),
                            report.global_batch);
