@@ -1,6 +1,10 @@
 #include "lib/runtime/executor.h"
 
 #include <algorithm>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
 
 #include "lib/graph/algorithm.h"
 #include "lib/graph/verifier.h"
@@ -89,15 +93,62 @@ void SkipUnreadPureNodes(const Graph& graph, const std::vector<OutputRef>& fetch
 
 }  // namespace
 
+// How the executor runs one node of a plan.
+struct Executor::NodeInfo {
+  int32_t first_slot = -1;  // -1 when the node has no slots in this plan
+  int32_t num_outputs = 0;
+  bool runs_once = true;      // at most once per run: not inside a loop (or a top-level Enter)
+  bool is_switch = false;
+  bool is_merge = false;
+  bool is_loop_merge = false;      // a Merge with a NextIteration input
+  bool is_enter = false;
+  bool is_constant_enter = false;  // Enter with is_constant: its value serves every iteration
+  bool is_next_iteration = false;
+  bool is_control_trigger = false;
+  bool in_loop_slots = false;      // its slots belong to a loop frame: not released by count
+  std::vector<bool> ref_inputs;    // per data input: taken as Ref(T)
+  std::vector<bool> from_next_iteration;  // loop Merge: per data input
+};
+
+// A unit of a frame's order: a node, or a whole while loop of a child frame.
+struct Executor::Unit {
+  NodeId node = kNoNode;
+  int32_t loop = -1;  // index into Plan::loops when node is kNoNode
+};
+
+// A TF1 while loop: the units of its frame in the order every iteration runs them.
+struct Executor::Loop {
+  std::string frame_name;
+  std::vector<Unit> body;
+  std::vector<NodeId> enters;           // run at iteration 0 only
+  std::vector<NodeId> next_iterations;  // the loop goes on while one of them is live
+  std::vector<NodeId> frame_nodes;      // nodes whose slots are cleared when the loop ends
+};
+
 struct Executor::Plan {
-  std::vector<NodeId> order;
-  std::vector<int32_t> first_slot;  // by NodeId; -1 when the node has no slots in this plan
-  std::vector<int32_t> num_outputs;  // by NodeId
+  std::vector<Unit> root;    // the root frame's units, in order
+  std::vector<Loop> loops;
+  std::vector<NodeInfo> nodes;  // by NodeId
   int32_t num_slots = 0;
   std::vector<int32_t> feed_slots;   // per request feed
   std::vector<int32_t> fetch_slots;  // per request fetch
-  std::vector<int32_t> uses;         // per slot: consumers in the plan + fetches
-  std::vector<std::vector<bool>> ref_inputs;  // by position in `order`
+  std::vector<int32_t> uses;  // per slot: consumers + fetches; 0 = released at step end
+};
+
+// A Run's values. Slots are overwritten by each iteration of a loop.
+struct Executor::StepState {
+  StepState(const Plan& plan, const Graph& graph, ResourceStore& resources)
+      : values(static_cast<size_t>(plan.num_slots)),
+        dead(static_cast<size_t>(plan.num_slots), 0),
+        node_dead(static_cast<size_t>(graph.id_limit()), 0),
+        uses(plan.uses),
+        step_resources(resources) {}
+  std::vector<KernelValue> values;
+  std::vector<char> dead;       // per slot
+  std::vector<char> node_dead;  // per node: not run because an input was dead (control edges)
+  std::vector<int32_t> uses;
+  std::vector<KernelValue> inputs, outputs;  // scratch
+  StepResources step_resources;
 };
 
 Executor::Executor(const Graph& graph, Device& device, InputOptions input)
@@ -129,8 +180,7 @@ Status Executor::KernelFor(NodeId node, const OpKernel** kernel) {
 StatusOr<std::unique_ptr<Executor::Plan>> Executor::BuildPlan(const RunRequest& request) {
   auto plan = std::make_unique<Plan>();
   const NodeId limit = graph_.id_limit();
-  plan->first_slot.assign(static_cast<size_t>(limit), -1);
-  plan->num_outputs.assign(static_cast<size_t>(limit), 0);
+  plan->nodes.assign(static_cast<size_t>(limit), NodeInfo{});
 
   // Fed nodes are not run; their fed ports are filled from the request.
   std::vector<OutputRef> feeds;
@@ -160,10 +210,13 @@ StatusOr<std::unique_ptr<Executor::Plan>> Executor::BuildPlan(const RunRequest& 
 
   // Kernels for every needed, unfed node; all missing ones in one error.
   std::vector<std::string> missing;
+  std::vector<NodeId> order;
+  bool has_loops = false;
   PX_ASSIGN_OR_RETURN(std::vector<NodeId> topo, TopologicalOrder(graph_));
   for (NodeId id : topo) {
     if (!needed[static_cast<size_t>(id)]) continue;
     const Node& node = graph_.node(id);
+    NodeInfo& info = plan->nodes[static_cast<size_t>(id)];
     if (!fed[static_cast<size_t>(id)]) {
       const OpKernel* kernel = nullptr;
       Status status = KernelFor(id, &kernel);
@@ -174,13 +227,21 @@ StatusOr<std::unique_ptr<Executor::Plan>> Executor::BuildPlan(const RunRequest& 
       if (!status.ok()) {
         return status.WithPrefix(fmt::format("node '{}' ({})", node.name(), node.op()));
       }
-      plan->order.push_back(id);
+      order.push_back(id);
+      has_loops |= IsEnter(node.op()) || IsExit(node.op()) || IsLoopBackEdgeSource(node) ||
+                   node.op() == "LoopCond";
     }
     StatusOr<int> outputs = NumOutputsOf(node);
     if (!outputs.ok()) return outputs.status().WithPrefix(fmt::format("node '{}'", node.name()));
-    plan->num_outputs[static_cast<size_t>(id)] = std::max(*outputs, 1);
-    plan->first_slot[static_cast<size_t>(id)] = plan->num_slots;
-    plan->num_slots += plan->num_outputs[static_cast<size_t>(id)];
+    info.num_outputs = std::max(*outputs, 1);
+    info.first_slot = plan->num_slots;
+    plan->num_slots += info.num_outputs;
+    info.is_switch = IsSwitch(node.op());
+    info.is_merge = IsMerge(node.op());
+    info.is_enter = IsEnter(node.op());
+    info.is_next_iteration = IsLoopBackEdgeSource(node);
+    info.is_control_trigger = node.op() == "ControlTrigger";
+    info.ref_inputs = RefInputMask(node);
   }
   if (!missing.empty()) {
     std::sort(missing.begin(), missing.end());
@@ -192,37 +253,65 @@ StatusOr<std::unique_ptr<Executor::Plan>> Executor::BuildPlan(const RunRequest& 
                               missing.size() == 1 ? "" : "s", list);
   }
 
-  SkipUnreadPureNodes(graph_, fetches, request.targets, &plan->order);
+  SkipUnreadPureNodes(graph_, fetches, request.targets, &order);
+  if (has_loops) {
+    PX_RETURN_IF_ERROR(BuildLoops(order, plan.get()));
+  } else {
+    for (NodeId id : order) plan->root.push_back(Unit{id, -1});
+  }
 
   auto slot_of = [&](OutputRef ref) -> StatusOr<int32_t> {
-    const int32_t first = plan->first_slot[static_cast<size_t>(ref.node)];
-    if (first < 0 || ref.port >= plan->num_outputs[static_cast<size_t>(ref.node)]) {
+    const NodeInfo& info = plan->nodes[static_cast<size_t>(ref.node)];
+    if (info.first_slot < 0 || ref.port >= info.num_outputs) {
       return InternalError("no slot for {}", graph_.TensorName(ref));
     }
-    return first + ref.port;
+    return info.first_slot + ref.port;
   };
   plan->uses.assign(static_cast<size_t>(plan->num_slots), 0);
+  // Slots released by count: the root frame's, read from the root frame or by the Enter
+  // of a loop in it (once per run). One read inside a loop (a Const without inputs) pins
+  // a slot until the run ends.
+  std::vector<char> pinned(static_cast<size_t>(plan->num_slots), 0);
+  auto count_use = [&](int32_t slot, NodeId producer, NodeId consumer) {
+    const NodeInfo& from = plan->nodes[static_cast<size_t>(producer)];
+    if (from.in_loop_slots) return;
+    if (consumer != kNoNode) {
+      const NodeInfo& to = plan->nodes[static_cast<size_t>(consumer)];
+      if (!to.runs_once) pinned[static_cast<size_t>(slot)] = 1;
+    }
+    ++plan->uses[static_cast<size_t>(slot)];
+  };
   for (size_t i = 0; i < feeds.size(); ++i) {
     // A feed of a node the request does not need is ignored, as TensorFlow does.
     if (!needed[static_cast<size_t>(feeds[i].node)]) {
       plan->feed_slots.push_back(-1);
       continue;
     }
+    if (plan->nodes[static_cast<size_t>(feeds[i].node)].in_loop_slots) {
+      return InvalidArgumentError("feed '{}': the tensor is inside a while loop",
+                                  request.feeds[i].first);
+    }
     PX_ASSIGN_OR_RETURN(int32_t slot, slot_of(feeds[i]));
     plan->feed_slots.push_back(slot);
   }
-  for (const OutputRef& fetch : fetches) {
+  for (size_t i = 0; i < fetches.size(); ++i) {
+    const OutputRef& fetch = fetches[i];
     if (fed[static_cast<size_t>(fetch.node)] &&
         std::find(feeds.begin(), feeds.end(), fetch) == feeds.end()) {
       return InvalidArgumentError("fetch '{}': node '{}' is fed, so its other outputs are not "
                                   "computed",
                                   graph_.TensorName(fetch), graph_.node(fetch.node).name());
     }
+    if (plan->nodes[static_cast<size_t>(fetch.node)].in_loop_slots) {
+      return InvalidArgumentError("fetch '{}': the tensor is inside a while loop (fetch what "
+                                  "its loop's Exit returns)",
+                                  request.fetches[i]);
+    }
     PX_ASSIGN_OR_RETURN(int32_t slot, slot_of(fetch));
     plan->fetch_slots.push_back(slot);
-    ++plan->uses[static_cast<size_t>(slot)];
+    count_use(slot, fetch.node, kNoNode);
   }
-  for (NodeId id : plan->order) {
+  auto count_inputs = [&](NodeId id) -> Status {
     const Node& node = graph_.node(id);
     for (const OutputRef& in : node.data_inputs()) {
       if (fed[static_cast<size_t>(in.node)] &&
@@ -232,11 +321,167 @@ StatusOr<std::unique_ptr<Executor::Plan>> Executor::BuildPlan(const RunRequest& 
                                     node.name(), graph_.TensorName(in), graph_.node(in.node).name());
       }
       PX_ASSIGN_OR_RETURN(int32_t slot, slot_of(in));
-      ++plan->uses[static_cast<size_t>(slot)];
+      count_use(slot, in.node, id);
     }
-    plan->ref_inputs.push_back(RefInputMask(node));
+    return Status::Ok();
+  };
+  for (const Unit& unit : plan->root) {
+    if (unit.node != kNoNode) PX_RETURN_IF_ERROR(count_inputs(unit.node));
+  }
+  for (const Loop& loop : plan->loops) {
+    for (const Unit& unit : loop.body) {
+      if (unit.node != kNoNode) PX_RETURN_IF_ERROR(count_inputs(unit.node));
+    }
+  }
+  for (size_t slot = 0; slot < pinned.size(); ++slot) {
+    if (pinned[slot]) plan->uses[slot] = 0;
   }
   return plan;
+}
+
+// Splits the plan's nodes (in `order`) into the root frame's units and its loops'.
+Status Executor::BuildLoops(const std::vector<NodeId>& order, Plan* plan) {
+  PX_ASSIGN_OR_RETURN(Frames frames, ComputeFrames(graph_));
+  auto parent_of = [&](int32_t f) { return frames.frames[static_cast<size_t>(f)].parent; };
+  // The frame whose iterations run each node: an Exit runs in the frame it leaves.
+  std::vector<int32_t> run_frame(static_cast<size_t>(graph_.id_limit()), 0);
+  std::vector<int32_t> position(static_cast<size_t>(graph_.id_limit()), -1);
+  for (size_t i = 0; i < order.size(); ++i) {
+    const NodeId id = order[i];
+    const Node& node = graph_.node(id);
+    int32_t frame = frames.frame_of[static_cast<size_t>(id)];
+    if (IsExit(node.op())) frame = frames.frame_of[static_cast<size_t>(node.input(0).node)];
+    run_frame[static_cast<size_t>(id)] = frame;
+    position[static_cast<size_t>(id)] = static_cast<int32_t>(i);
+    NodeInfo& info = plan->nodes[static_cast<size_t>(id)];
+    info.in_loop_slots = frames.frame_of[static_cast<size_t>(id)] != 0;
+    info.runs_once = frame == 0 || (info.is_enter && parent_of(frame) == 0);
+    if (info.is_enter) {
+      std::optional<tensorflow::AttrValue> constant = node.FindAttr("is_constant");
+      info.is_constant_enter = constant && constant->b();
+    }
+    if (info.is_merge) {
+      for (const OutputRef& in : node.data_inputs()) {
+        const bool back = IsLoopBackEdgeSource(graph_.node(in.node));
+        info.from_next_iteration.push_back(back);
+        info.is_loop_merge |= back;
+      }
+    }
+  }
+  for (size_t i = 0; i < plan->nodes.size(); ++i) {
+    // Fed and other unrun nodes with slots: a fed tensor inside a loop is refused later.
+    if (plan->nodes[i].first_slot >= 0 && position[i] < 0) {
+      plan->nodes[i].in_loop_slots = frames.frame_of[i] > 0;
+    }
+  }
+
+  // The unit of frame `frame`'s order that node `id` belongs to: itself when it runs in
+  // that frame, else the loop of the child frame of `frame` that holds it. -1 when the
+  // node is outside `frame` (an input-less node of an outer frame read directly).
+  auto child_toward = [&](int32_t frame, int32_t f) -> int32_t {
+    // The ancestor of f (or f) whose parent is `frame`; -1 when f is not below `frame`.
+    while (f >= 0 && parent_of(f) != frame) f = f == 0 ? -1 : parent_of(f);
+    return f;
+  };
+
+  // Per frame: its units, ordered by a topological sort over the frame's units (ties by
+  // their first node's position in `order`).
+  std::function<StatusOr<std::vector<Unit>>(int32_t)> build = [&](int32_t frame) -> StatusOr<std::vector<Unit>> {
+    // Units: index < 0 is a child frame (-1 - frame), else a node.
+    std::map<int64_t, int32_t> unit_index;  // key: node id, or -1 - child frame
+    std::vector<int64_t> unit_key;
+    std::vector<int32_t> first_position;
+    auto unit_for = [&](NodeId id) -> int32_t {
+      const int32_t f = run_frame[static_cast<size_t>(id)];
+      int64_t key;
+      if (f == frame) {
+        key = id;
+      } else {
+        const int32_t child = child_toward(frame, f);
+        if (child < 0) return -1;
+        key = -1 - static_cast<int64_t>(child);
+      }
+      auto [it, added] = unit_index.emplace(key, static_cast<int32_t>(unit_key.size()));
+      if (added) {
+        unit_key.push_back(key);
+        first_position.push_back(position[static_cast<size_t>(id)]);
+      }
+      return it->second;
+    };
+    std::vector<NodeId> members;  // every node run in this frame or below
+    for (NodeId id : order) {
+      if (child_toward(frame, run_frame[static_cast<size_t>(id)]) >= 0 ||
+          run_frame[static_cast<size_t>(id)] == frame) {
+        members.push_back(id);
+        unit_for(id);
+      }
+    }
+    const size_t n = unit_key.size();
+    std::vector<std::vector<int32_t>> successors(n);
+    std::vector<int32_t> pending(n, 0);
+    for (NodeId id : members) {
+      const int32_t to = unit_for(id);
+      for (const OutputRef& in : graph_.node(id).inputs()) {
+        if (IsLoopBackEdgeSource(graph_.node(in.node)) || position[static_cast<size_t>(in.node)] < 0) continue;
+        const int32_t from = unit_for(in.node);
+        if (from < 0 || from == to) continue;
+        successors[static_cast<size_t>(from)].push_back(to);
+        ++pending[static_cast<size_t>(to)];
+      }
+    }
+    // Kahn's algorithm; ready units in order of their first node's position.
+    std::set<std::pair<int32_t, int32_t>> ready;
+    for (size_t u = 0; u < n; ++u) {
+      if (pending[u] == 0) ready.emplace(first_position[u], static_cast<int32_t>(u));
+    }
+    std::vector<Unit> units;
+    while (!ready.empty()) {
+      const int32_t u = ready.begin()->second;
+      ready.erase(ready.begin());
+      const int64_t key = unit_key[static_cast<size_t>(u)];
+      if (key >= 0) {
+        units.push_back(Unit{static_cast<NodeId>(key), -1});
+      } else {
+        const int32_t child = static_cast<int32_t>(-1 - key);
+        PX_ASSIGN_OR_RETURN(std::vector<Unit> body, build(child));
+        Loop loop;
+        loop.frame_name = frames.frames[static_cast<size_t>(child)].name;
+        loop.body = std::move(body);
+        for (const Unit& unit : loop.body) {
+          if (unit.node == kNoNode) continue;
+          const NodeInfo& info = plan->nodes[static_cast<size_t>(unit.node)];
+          if (info.is_enter) loop.enters.push_back(unit.node);
+          if (info.is_next_iteration) loop.next_iterations.push_back(unit.node);
+        }
+        // Its Enters and body, and inner loops' Exits (whose values are read here).
+        for (NodeId id : order) {
+          if (frames.frame_of[static_cast<size_t>(id)] == child) loop.frame_nodes.push_back(id);
+        }
+        plan->loops.push_back(std::move(loop));
+        units.push_back(Unit{kNoNode, static_cast<int32_t>(plan->loops.size() - 1)});
+      }
+      for (int32_t next : successors[static_cast<size_t>(u)]) {
+        if (--pending[static_cast<size_t>(next)] == 0) {
+          ready.emplace(first_position[static_cast<size_t>(next)], next);
+        }
+      }
+    }
+    if (units.size() != n) {
+      for (size_t u = 0; u < n; ++u) {
+        if (pending[u] > 0 && unit_key[u] < 0) {
+          return InvalidArgumentError(
+              "{}: while loop '{}' reads a value computed from its own Exit, so it can never "
+              "start",
+              graph_.source(), frames.frames[static_cast<size_t>(-1 - unit_key[u])].name);
+        }
+      }
+      return InternalError("{}: the nodes of frame '{}' form a cycle", graph_.source(),
+                           frames.frames[static_cast<size_t>(frame)].name);
+    }
+    return units;
+  };
+  PX_ASSIGN_OR_RETURN(plan->root, build(0));
+  return Status::Ok();
 }
 
 StatusOr<const Executor::Plan*> Executor::GetPlan(const RunRequest& request) {
@@ -254,90 +499,127 @@ StatusOr<const Executor::Plan*> Executor::GetPlan(const RunRequest& request) {
   return it->second.get();
 }
 
+Status Executor::RunNode(const Plan& plan, NodeId id, int64_t iteration, StepState& state) {
+  const NodeInfo& info = plan.nodes[static_cast<size_t>(id)];
+  const Node& node = graph_.node(id);
+  const int num_data = node.num_data_inputs();
+  const int32_t first_out = info.first_slot;
+  const int num_out = info.num_outputs;
+  if (info.is_enter && iteration > 0) {
+    // An Enter feeds iteration 0; a constant one's value stays for the others.
+    if (!info.is_constant_enter) {
+      for (int k = 0; k < num_out; ++k) state.dead[static_cast<size_t>(first_out + k)] = 1;
+      state.node_dead[static_cast<size_t>(id)] = 1;
+    }
+    return Status::Ok();
+  }
+  std::vector<KernelValue>& inputs = state.inputs;
+  inputs.assign(static_cast<size_t>(num_data), KernelValue{});
+  bool any_dead = false, all_dead = num_data > 0;
+  for (int k = 0; k < num_data; ++k) {
+    const OutputRef in = node.input(k);
+    const int32_t slot = plan.nodes[static_cast<size_t>(in.node)].first_slot + in.port;
+    // A loop Merge reads its Enter input at iteration 0, its NextIteration input after.
+    const bool absent = info.is_loop_merge &&
+                        info.from_next_iteration[static_cast<size_t>(k)] != (iteration > 0);
+    const bool is_dead = absent || state.dead[static_cast<size_t>(slot)] != 0;
+    any_dead |= is_dead;
+    all_dead &= is_dead;
+    if (!is_dead || !info.is_merge) inputs[static_cast<size_t>(k)] = state.values[static_cast<size_t>(slot)];
+  }
+  for (const OutputRef& in : node.control_inputs()) {
+    if (state.node_dead[static_cast<size_t>(in.node)] != 0) any_dead = true;
+  }
+  if (info.is_control_trigger) any_dead = false;
+  if ((info.is_merge && all_dead) || (!info.is_merge && any_dead)) {
+    for (int k = 0; k < num_out; ++k) state.dead[static_cast<size_t>(first_out + k)] = 1;
+    state.node_dead[static_cast<size_t>(id)] = 1;
+  } else {
+    // A live Merge sees only its live inputs' values; dead ones stay empty.
+    for (int k = 0; k < num_data; ++k) {
+      const KernelValue& v = inputs[static_cast<size_t>(k)];
+      if (info.is_merge || info.ref_inputs[static_cast<size_t>(k)] || v.ref == nullptr ||
+          v.ref->initialized()) {
+        continue;
+      }
+      const Node& producer = graph_.node(node.input(k).node);
+      return FailedPreconditionError(
+          "node '{}' ({}): input {} reads variable '{}' before it is initialised (run the "
+          "init op first)",
+          node.name(), node.op(), k, producer.name());
+    }
+    std::vector<KernelValue>& outputs = state.outputs;
+    outputs.assign(static_cast<size_t>(num_out), KernelValue{});
+    KernelContext context(node, device_, *session_, inputs, outputs);
+    context.set_step_resources(&state.step_resources);
+    Status status = kernels_[static_cast<size_t>(id)]->Compute(context);
+    if (!status.ok()) return status.WithPrefix(fmt::format("node '{}' ({})", node.name(), node.op()));
+    for (int k = 0; k < num_out; ++k) {
+      KernelValue& out = outputs[static_cast<size_t>(k)];
+      const bool unset = !out.tensor.initialized() && out.ref == nullptr;
+      if (unset && !info.is_switch && NumOutputsOf(node).value() > 0) {
+        return InternalError("node '{}' ({}): the kernel did not set output {}", node.name(),
+                             node.op(), k);
+      }
+      state.dead[static_cast<size_t>(first_out + k)] = unset && info.is_switch;
+      state.values[static_cast<size_t>(first_out + k)] = std::move(out);
+    }
+    state.node_dead[static_cast<size_t>(id)] = 0;
+  }
+  for (int k = 0; k < num_data; ++k) {
+    const OutputRef in = node.input(k);
+    const int32_t slot = plan.nodes[static_cast<size_t>(in.node)].first_slot + in.port;
+    int32_t& uses = state.uses[static_cast<size_t>(slot)];
+    if (uses > 0 && --uses == 0) state.values[static_cast<size_t>(slot)] = KernelValue{};
+  }
+  return Status::Ok();
+}
+
+Status Executor::RunUnits(const Plan& plan, const std::vector<Unit>& units, int64_t iteration,
+                          StepState& state) {
+  for (const Unit& unit : units) {
+    if (unit.node != kNoNode) {
+      PX_RETURN_IF_ERROR(RunNode(plan, unit.node, iteration, state));
+    } else {
+      PX_RETURN_IF_ERROR(RunLoop(plan, plan.loops[static_cast<size_t>(unit.loop)], state));
+    }
+  }
+  return Status::Ok();
+}
+
+Status Executor::RunLoop(const Plan& plan, const Loop& loop, StepState& state) {
+  for (int64_t iteration = 0;; ++iteration) {
+    PX_RETURN_IF_ERROR(RunUnits(plan, loop.body, iteration, state));
+    bool more = false;
+    for (NodeId next : loop.next_iterations) more |= state.node_dead[static_cast<size_t>(next)] == 0;
+    if (!more) break;
+  }
+  // The loop's values are spent; its Exits hold what the parent reads.
+  for (NodeId id : loop.frame_nodes) {
+    const NodeInfo& info = plan.nodes[static_cast<size_t>(id)];
+    for (int k = 0; k < info.num_outputs; ++k) state.values[static_cast<size_t>(info.first_slot + k)] = KernelValue{};
+  }
+  return Status::Ok();
+}
+
 StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request) {
   PX_ASSIGN_OR_RETURN(const Plan* plan, GetPlan(request));
-  std::vector<KernelValue> values(static_cast<size_t>(plan->num_slots));
-  std::vector<char> dead(static_cast<size_t>(plan->num_slots), 0);
-  // Per node (by NodeId): not run because an input was dead. What control edges carry.
-  std::vector<char> node_dead(static_cast<size_t>(graph_.id_limit()), 0);
-  std::vector<int32_t> uses = plan->uses;
+  StepState state(*plan, graph_, session_->resources());
   for (size_t i = 0; i < request.feeds.size(); ++i) {
     if (plan->feed_slots[i] < 0) continue;  // not needed
-    values[static_cast<size_t>(plan->feed_slots[i])].tensor = request.feeds[i].second;
+    state.values[static_cast<size_t>(plan->feed_slots[i])].tensor = request.feeds[i].second;
   }
-  auto release = [&](int32_t slot) {
-    if (--uses[static_cast<size_t>(slot)] == 0) values[static_cast<size_t>(slot)] = KernelValue{};
-  };
-
-  std::vector<KernelValue> inputs, outputs;
-  for (size_t step = 0; step < plan->order.size(); ++step) {
-    const NodeId id = plan->order[step];
-    const Node& node = graph_.node(id);
-    const int num_data = node.num_data_inputs();
-    inputs.assign(static_cast<size_t>(num_data), KernelValue{});
-    bool any_dead = false, all_dead = num_data > 0;
-    for (int k = 0; k < num_data; ++k) {
-      const OutputRef in = node.input(k);
-      const int32_t slot = plan->first_slot[static_cast<size_t>(in.node)] + in.port;
-      const bool is_dead = dead[static_cast<size_t>(slot)] != 0;
-      any_dead |= is_dead;
-      all_dead &= is_dead;
-      inputs[static_cast<size_t>(k)] = values[static_cast<size_t>(slot)];
-    }
-    for (const OutputRef& in : node.control_inputs()) {
-      if (node_dead[static_cast<size_t>(in.node)] != 0) any_dead = true;
-    }
-    const int32_t first_out = plan->first_slot[static_cast<size_t>(id)];
-    const int num_out = plan->num_outputs[static_cast<size_t>(id)];
-    const bool merge = IsMerge(node.op());
-    if ((merge && all_dead) || (!merge && any_dead)) {
-      for (int k = 0; k < num_out; ++k) dead[static_cast<size_t>(first_out + k)] = 1;
-      node_dead[static_cast<size_t>(id)] = 1;
-    } else {
-      // A live Merge sees only its live inputs' values; dead ones stay empty.
-      for (int k = 0; k < num_data; ++k) {
-        const KernelValue& v = inputs[static_cast<size_t>(k)];
-        if (merge || plan->ref_inputs[step][static_cast<size_t>(k)] || v.ref == nullptr ||
-            v.ref->initialized()) {
-          continue;
-        }
-        const Node& producer = graph_.node(node.input(k).node);
-        return FailedPreconditionError(
-            "node '{}' ({}): input {} reads variable '{}' before it is initialised (run the "
-            "init op first)",
-            node.name(), node.op(), k, producer.name());
-      }
-      outputs.assign(static_cast<size_t>(num_out), KernelValue{});
-      KernelContext context(node, device_, *session_, inputs, outputs);
-      Status status = kernels_[static_cast<size_t>(id)]->Compute(context);
-      if (!status.ok()) return status.WithPrefix(fmt::format("node '{}' ({})", node.name(), node.op()));
-      for (int k = 0; k < num_out; ++k) {
-        KernelValue& out = outputs[static_cast<size_t>(k)];
-        if (!out.tensor.initialized() && out.ref == nullptr) {
-          if (!IsSwitch(node.op()) && NumOutputsOf(node).value() > 0) {
-            return InternalError("node '{}' ({}): the kernel did not set output {}", node.name(),
-                                 node.op(), k);
-          }
-          dead[static_cast<size_t>(first_out + k)] = IsSwitch(node.op());
-        }
-        values[static_cast<size_t>(first_out + k)] = std::move(out);
-      }
-    }
-    for (int k = 0; k < num_data; ++k) {
-      const OutputRef in = node.input(k);
-      release(plan->first_slot[static_cast<size_t>(in.node)] + in.port);
-    }
-  }
+  PX_RETURN_IF_ERROR(RunUnits(*plan, plan->root, 0, state));
 
   std::vector<Tensor> results;
   for (size_t i = 0; i < plan->fetch_slots.size(); ++i) {
     const int32_t slot = plan->fetch_slots[i];
-    if (dead[static_cast<size_t>(slot)] != 0) {
+    if (state.dead[static_cast<size_t>(slot)] != 0) {
       return FailedPreconditionError("fetch '{}' was not computed: it is on a branch of a "
                                      "conditional that was not taken",
                                      request.fetches[i]);
     }
-    const KernelValue& v = values[static_cast<size_t>(slot)];
+    const KernelValue& v = state.values[static_cast<size_t>(slot)];
     results.push_back(v.ref != nullptr ? v.ref->DeepCopy() : v.tensor);
   }
   return results;

@@ -11,9 +11,20 @@
 //    at the time it runs; reading a variable before its initialiser ran is an error.
 //  - conditionals: Switch forwards its input to one output and leaves the other *dead*;
 //    a node with a dead data input, or a control input from a dead node, is dead (not
-//    run) except Merge, which forwards its first live input. A control edge out of a live
-//    Switch is live whichever output it left dead (TensorFlow's rule). Fetching a dead
-//    tensor is an error. (TF1 while loops are not supported.)
+//    run) except Merge, which forwards its first live input, and ControlTrigger, which is
+//    never dead. A control edge out of a live Switch is live whichever output it left
+//    dead (TensorFlow's rule). Fetching a dead tensor is an error.
+//  - TF1 while loops (frames, lib/graph/algorithm.h): a loop runs as one unit of its
+//    parent frame's order, after every node its Enters read and before every node that
+//    reads its Exits. Its iterations run one after the other, each running the frame's
+//    nodes (and inner loops, whole) in one fixed order: Enter at iteration 0 only (an
+//    `is_constant` Enter's value serves every iteration); a loop Merge takes its Enter
+//    input at iteration 0 and its NextIteration input after; the loop goes on while a
+//    NextIteration ran live, so the iteration whose LoopCond is false (every Switch
+//    sends to its Exit, the body is dead) is the last. An Exit holds the value of that
+//    iteration. Sequential iterations give what TensorFlow's `parallel_iterations` gives,
+//    deterministically. Tensors inside a loop can be neither fed nor fetched.
+//  - per-step resources (TensorArrays, stacks; resource.h) live until Run returns.
 //  - before the first step of a signature every needed node gets its kernel; all ops
 //    without a kernel are reported in one error.
 //  - feeds of tensors the request does not need are ignored (as in TF).
@@ -26,7 +37,8 @@
 //    executor of a graph makes one and is its root; executors of the graph's functions
 //    share it. Run may be called again from inside a kernel of a running step (a queue
 //    runner's nested step): each call has its own values.
-// Memory: a value is released as soon as its last consumer in the step has run.
+// Memory: a value is released as soon as its last consumer in the step has run; values
+// inside a loop when the loop ends (each iteration overwrites the last one's).
 #ifndef PARALLAX_LIB_RUNTIME_EXECUTOR_H_
 #define PARALLAX_LIB_RUNTIME_EXECUTOR_H_
 
@@ -66,10 +78,19 @@ class Executor {
   const Graph& graph() const { return graph_; }
 
  private:
+  struct NodeInfo;
+  struct Unit;
+  struct Loop;
   struct Plan;
+  struct StepState;
   StatusOr<const Plan*> GetPlan(const RunRequest& request);
   StatusOr<std::unique_ptr<Plan>> BuildPlan(const RunRequest& request);
+  Status BuildLoops(const std::vector<NodeId>& order, Plan* plan);
   Status KernelFor(NodeId node, const OpKernel** kernel);
+  Status RunUnits(const Plan& plan, const std::vector<Unit>& units, int64_t iteration,
+                  StepState& state);
+  Status RunLoop(const Plan& plan, const Loop& loop, StepState& state);
+  Status RunNode(const Plan& plan, NodeId id, int64_t iteration, StepState& state);
 
   const Graph& graph_;
   Device& device_;

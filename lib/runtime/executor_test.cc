@@ -143,5 +143,161 @@ TEST_CASE("pure nodes reached only through control edges are not run; stateful o
         "node 'x' (Placeholder): placeholder 'x' must be fed a value");
 }
 
+
+// Text of a TF1 while-loop node: attrs T (int32 unless said) and, for Enter, its frame.
+std::string LoopNode(const std::string& name, const std::string& op,
+                     const std::vector<std::string>& inputs, const std::string& extra = "") {
+  std::string text = "node { name: '" + name + "' op: '" + op + "'";
+  for (const std::string& in : inputs) text += " input: '" + in + "'";
+  return text + " " + extra + " }\n";
+}
+std::string IntConst(const std::string& name, int value, const std::string& control = "") {
+  return "node { name: '" + name + "' op: 'Const'" +
+         (control.empty() ? "" : " input: '^" + control + "'") +
+         " attr { key: 'dtype' value { type: DT_INT32 } } attr { key: 'value' value { tensor {"
+         " dtype: DT_INT32 tensor_shape {} int_val: " + std::to_string(value) + " } } } }\n";
+}
+std::string EnterNode(const std::string& name, const std::string& input, const std::string& frame,
+                      bool constant) {
+  return LoopNode(name, "Enter", {input},
+                  "attr { key: 'frame_name' value { s: '" + frame + "' } } "
+                  "attr { key: 'is_constant' value { b: " + (constant ? "true" : "false") + " } }");
+}
+// i = i0; while i < n: i += step; acc = acc + i. Loop variables `i` and `acc` (int32),
+// in frame `prefix`, nodes named `prefix/...`; returns the text.
+std::string CountingLoop(const std::string& p, const std::string& i0, const std::string& acc0,
+                         const std::string& n) {
+  std::string t;
+  t += EnterNode(p + "/Enter_i", i0, p, false);
+  t += EnterNode(p + "/Enter_acc", acc0, p, false);
+  t += EnterNode(p + "/Enter_n", n, p, true);
+  t += LoopNode(p + "/Merge_i", "Merge", {p + "/Enter_i", p + "/NextIteration_i"});
+  t += LoopNode(p + "/Merge_acc", "Merge", {p + "/Enter_acc", p + "/NextIteration_acc"});
+  t += LoopNode(p + "/Less", "Less", {p + "/Merge_i", p + "/Enter_n"},
+                "attr { key: 'T' value { type: DT_INT32 } }");
+  t += LoopNode(p + "/LoopCond", "LoopCond", {p + "/Less"});
+  t += LoopNode(p + "/Switch_i", "Switch", {p + "/Merge_i", p + "/LoopCond"});
+  t += LoopNode(p + "/Switch_acc", "Switch", {p + "/Merge_acc", p + "/LoopCond"});
+  t += LoopNode(p + "/Identity_i", "Identity", {p + "/Switch_i:1"});
+  t += LoopNode(p + "/Identity_acc", "Identity", {p + "/Switch_acc:1"});
+  t += IntConst(p + "/one", 1, p + "/Identity_i");
+  t += LoopNode(p + "/add_i", "Add", {p + "/Identity_i", p + "/one"},
+                "attr { key: 'T' value { type: DT_INT32 } }");
+  t += LoopNode(p + "/add_acc", "Add", {p + "/Identity_acc", p + "/add_i"},
+                "attr { key: 'T' value { type: DT_INT32 } }");
+  t += LoopNode(p + "/NextIteration_i", "NextIteration", {p + "/add_i"});
+  t += LoopNode(p + "/NextIteration_acc", "NextIteration", {p + "/add_acc"});
+  t += LoopNode(p + "/Exit_i", "Exit", {p + "/Switch_i:0"});
+  t += LoopNode(p + "/Exit_acc", "Exit", {p + "/Switch_acc:0"});
+  return t;
+}
+
+int32_t RunInt(Executor& executor, const std::string& fetch,
+               std::vector<std::pair<std::string, Tensor>> feeds) {
+  StatusOr<std::vector<Tensor>> out = executor.Run({.feeds = std::move(feeds), .fetches = {fetch}});
+  if (!out.ok()) FAIL(out.status().message());
+  return out->at(0).data<int32_t>()[0];
+}
+
+TEST_CASE("a TF1 while loop runs its iterations until LoopCond is false") {
+  Graph g = Parse((IntConst("i0", 0) + IntConst("acc0", 100) +
+                   "node { name: 'n' op: 'Placeholder' attr { key: 'dtype' value { type: DT_INT32 } } }\n" +
+                   CountingLoop("while", "i0", "acc0", "n") +
+                   LoopNode("out", "Identity", {"while/Exit_acc"}))
+                      .c_str());
+  CpuDevice device(1);
+  Executor executor(g, device);
+  // acc = 100 + 1 + 2 + ... + n; no iteration when n <= 0.
+  CHECK(RunInt(executor, "out", {{"n", Tensor::Scalar<int32_t>(0)}}) == 100);
+  CHECK(RunInt(executor, "out", {{"n", Tensor::Scalar<int32_t>(4)}}) == 110);
+  CHECK(RunInt(executor, "while/Exit_i", {{"n", Tensor::Scalar<int32_t>(1000)}}) == 1000);
+  CHECK(RunInt(executor, "out", {{"n", Tensor::Scalar<int32_t>(1000)}}) == 100 + 500500);
+  CHECK(RunInt(executor, "out", {{"n", Tensor::Scalar<int32_t>(-3)}}) == 100);
+  // Inside the loop, tensors have a value per iteration: neither fed nor fetched.
+  CHECK(executor.Run({.feeds = {{"n", Tensor::Scalar<int32_t>(2)}}, .fetches = {"while/add_i"}})
+            .status().message() ==
+        "fetch 'while/add_i': the tensor is inside a while loop (fetch what its loop's Exit "
+        "returns)");
+  CHECK(executor.Run({.feeds = {{"n", Tensor::Scalar<int32_t>(2)}, {"while/add_i", Tensor::Scalar<int32_t>(2)}},
+                      .fetches = {"out"}})
+            .status().message() == "feed 'while/add_i': the tensor is inside a while loop");
+}
+
+TEST_CASE("nested while loops: the inner loop runs whole in every outer iteration") {
+  // total = 0; for j in range(m): for k in range(j): total += k + 1  ->  sum of j(j+1)/2.
+  std::string t = IntConst("zero", 0) +
+                  "node { name: 'm' op: 'Placeholder' attr { key: 'dtype' value { type: DT_INT32 } } }\n";
+  const std::string o = "outer";
+  t += CountingLoop(o, "zero", "zero", "m");
+  // Replace the outer accumulator's update: acc' = inner loop over k < j starting at acc.
+  const std::string from = "node { name: 'outer/add_acc'";
+  const size_t at = t.find(from);
+  const size_t end = t.find("}\n", t.find("attr", at)) + 2;
+  t.erase(at, end - at);
+  t += IntConst(o + "/k0", 0, o + "/Identity_i");
+  std::string inner = CountingLoop(o + "/inner", o + "/k0", o + "/Identity_acc", o + "/Identity_i");
+  t += inner;
+  t += LoopNode(o + "/add_acc", "Identity", {o + "/inner/Exit_acc"});
+  t += LoopNode("out", "Identity", {o + "/Exit_acc"});
+  Graph g = Parse(t.c_str());
+  CpuDevice device(1);
+  Executor executor(g, device);
+  for (int m : {0, 1, 2, 5, 30}) {
+    int expected = 0;
+    for (int j = 0; j < m; ++j) expected += j * (j + 1) / 2;
+    CHECK(RunInt(executor, "out", {{"m", Tensor::Scalar<int32_t>(m)}}) == expected);
+  }
+}
+
+TEST_CASE("a while loop on the branch of a conditional not taken is dead, Exits included") {
+  std::string t = IntConst("x", 5) + IntConst("acc0", 0) + IntConst("n", 3) +
+                  "node { name: 'pred' op: 'Placeholder' attr { key: 'dtype' value { type: DT_BOOL } } }\n";
+  t += LoopNode("cond/Switch", "Switch", {"x", "pred"});
+  t += LoopNode("cond/true", "Identity", {"cond/Switch:1"});
+  t += CountingLoop("cond/while", "cond/true", "acc0", "n");
+  t += LoopNode("cond/Merge", "Merge", {"cond/Switch:0", "cond/while/Exit_acc"});
+  Graph g = Parse(t.c_str());
+  CpuDevice device(1);
+  Executor executor(g, device);
+  // Taken: i runs 5 -> ... no iteration (5 >= 3), acc stays 0.
+  CHECK(RunInt(executor, "cond/Merge", {{"pred", Tensor::Scalar<bool>(true)}}) == 0);
+  CHECK(RunInt(executor, "cond/Merge", {{"pred", Tensor::Scalar<bool>(false)}}) == 5);
+  CHECK(executor.Run({.feeds = {{"pred", Tensor::Scalar<bool>(false)}}, .fetches = {"cond/while/Exit_i"}})
+            .status().message() ==
+        "fetch 'cond/while/Exit_i' was not computed: it is on a branch of a conditional that was "
+        "not taken");
+}
+
+TEST_CASE("ControlTrigger runs even when its control inputs are dead") {
+  Graph g = Parse(R"pb(
+    node { name: "pred" op: "Placeholder" attr { key: "dtype" value { type: DT_BOOL } } }
+    node { name: "x" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+           attr { key: "value" value { tensor { dtype: DT_INT32 int_val: 7 } } } }
+    node { name: "s" op: "Switch" input: "x" input: "pred" }
+    node { name: "t" op: "Identity" input: "s:1" }
+    node { name: "trigger" op: "ControlTrigger" input: "^t" }
+    node { name: "noop" op: "NoOp" input: "^t" }
+    node { name: "after_trigger" op: "Identity" input: "x" input: "^trigger" }
+    node { name: "after_noop" op: "Identity" input: "x" input: "^noop" }
+  )pb");
+  CpuDevice device(1);
+  Executor executor(g, device);
+  CHECK(RunInt(executor, "after_trigger", {{"pred", Tensor::Scalar<bool>(false)}}) == 7);
+  CHECK(!executor.Run({.feeds = {{"pred", Tensor::Scalar<bool>(false)}}, .fetches = {"after_noop"}}).ok());
+}
+
+TEST_CASE("a while loop that reads its own Exit cannot start: one error naming it") {
+  // The loop's bound is computed from its own result.
+  std::string t = IntConst("i0", 0) + IntConst("acc0", 0);
+  t += CountingLoop("while", "i0", "acc0", "bound");
+  t += LoopNode("bound", "Identity", {"while/Exit_acc"});
+  Graph g = Parse(t.c_str());
+  CpuDevice device(1);
+  Executor executor(g, device);
+  StatusOr<std::vector<Tensor>> out = executor.Run({.fetches = {"while/Exit_i"}});
+  REQUIRE(!out.ok());
+  CHECK(out.status().message().find("cycle") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace parallax

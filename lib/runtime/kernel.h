@@ -91,6 +91,15 @@ class KernelContext {
   Session& session() { return session_; }
   VariableStore& variables() { return session_.variables(); }
   ResourceStore& resources() { return session_.resources(); }
+  // Adds a per-step resource (resource.h) and returns its name, for the handle. Outside
+  // a step (a kernel run by a test without an executor) it lives as long as the session.
+  std::string AddStepResource(const std::string& base, std::shared_ptr<Resource> resource) {
+    if (step_resources_ != nullptr) return step_resources_->Add(base, std::move(resource));
+    std::string name = base + "/_" + std::to_string(resources().NextUniqueId());
+    resources().Put(name, std::move(resource));
+    return name;
+  }
+  void set_step_resources(StepResources* step) { step_resources_ = step; }
   // The job's collectives (the device's); nullptr when the process runs alone.
   Communicator* communicator() { return device_.communicator(); }
 
@@ -119,6 +128,7 @@ class KernelContext {
   Session& session_;
   std::vector<KernelValue>& inputs_;
   std::vector<KernelValue>& outputs_;
+  StepResources* step_resources_ = nullptr;
 };
 
 class OpKernel {

@@ -7,15 +7,22 @@
 // handle naming it: a DT_RESOURCE scalar (V2 ops) or a DT_STRING scalar (the V1 ops'
 // Ref(string) handles). Ops that use a resource look it up by that name.
 //
+// Per-step resources (TensorArrays, stacks: TensorFlow's per-step container) are made
+// anew each time their op runs, under a name unique in the store, and erased when the
+// step that made them ends (StepResources, held by Executor::Run).
+//
 // Thread-safe: kernels of input pipelines may run on other threads.
 #ifndef PARALLAX_LIB_RUNTIME_RESOURCE_H_
 #define PARALLAX_LIB_RUNTIME_RESOURCE_H_
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "lib/base/status.h"
 
@@ -66,6 +73,9 @@ class ResourceStore {
     resources_.erase(name);
   }
 
+  // A number not returned before by this store: makes per-step resource names unique.
+  uint64_t NextUniqueId() { return next_unique_id_.fetch_add(1, std::memory_order_relaxed); }
+
  private:
   template <typename T>
   static StatusOr<std::shared_ptr<T>> Cast(const std::string& name,
@@ -80,6 +90,32 @@ class ResourceStore {
 
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Resource>> resources_;
+  std::atomic<uint64_t> next_unique_id_{0};
+};
+
+// The resources one step made; erased from their store when the step ends.
+class StepResources {
+ public:
+  explicit StepResources(ResourceStore& store) : store_(store) {}
+  ~StepResources() {
+    for (const std::string& name : names_) store_.Erase(name);
+  }
+  StepResources(const StepResources&) = delete;
+  StepResources& operator=(const StepResources&) = delete;
+
+  // Adds `resource` under a new name, `base` + "/_" + a unique number, and returns it.
+  std::string Add(const std::string& base, std::shared_ptr<Resource> resource) {
+    std::string name = base + "/_" + std::to_string(store_.NextUniqueId());
+    store_.Put(name, std::move(resource));
+    std::lock_guard<std::mutex> lock(mu_);
+    names_.push_back(name);
+    return name;
+  }
+
+ private:
+  ResourceStore& store_;
+  std::mutex mu_;
+  std::vector<std::string> names_;
 };
 
 }  // namespace parallax

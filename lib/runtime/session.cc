@@ -19,7 +19,7 @@ Tensor* VariableStore::Find(const std::string& name) {
 }
 
 Session::Session(const Graph& root_graph, Device& device, InputOptions input)
-    : root_graph_(root_graph), device_(device), input_(std::move(input)) {}
+    : root_graph_(root_graph), device_(device), input_(std::move(input)), random_(input_.seed) {}
 
 Session::~Session() = default;
 

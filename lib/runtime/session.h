@@ -25,6 +25,7 @@
 #include "lib/base/status.h"
 #include "lib/graph/graph.h"
 #include "lib/runtime/device.h"
+#include "lib/runtime/random.h"
 #include "lib/runtime/resource.h"
 #include "lib/runtime/tensor.h"
 
@@ -61,7 +62,8 @@ struct InputOptions {
   // Read by checkpoint_initializer restores (RestoreV2 in an initializer) whose own
   // prefix does not exist.
   std::string init_checkpoint;
-  // Mixed into the seeds of random ops of the input pipeline whose seeds are 0.
+  // Mixed into the seeds of random ops whose seeds are 0 (the input pipeline's and the
+  // model's: random.h).
   uint64_t seed = 0;
 };
 
@@ -76,8 +78,13 @@ class Session {
   const Graph& root_graph() const { return root_graph_; }
   VariableStore& variables() { return variables_; }
   ResourceStore& resources() { return resources_; }
+  // The random ops' streams (random.h), seeded from InputOptions::seed.
+  RandomStreams& random() { return random_; }
   const InputOptions& input() const { return input_; }
-  void set_input(InputOptions input) { input_ = std::move(input); }
+  void set_input(InputOptions input) {
+    input_ = std::move(input);
+    random_.set_run_seed(input_.seed);
+  }
 
   // Where the file `name` (as the graph holds it) is found: itself when it exists, else
   // as InputOptions says; unchanged when nothing matches (the reader's error names it).
@@ -98,6 +105,7 @@ class Session {
   InputOptions input_;
   VariableStore variables_;
   ResourceStore resources_;
+  RandomStreams random_;
   Executor* root_ = nullptr;
   std::mutex functions_mu_;
   std::unique_ptr<FunctionLibrary> library_;  // parsed on first use

@@ -78,6 +78,43 @@ class NoOp : public OpKernel {
 PX_REGISTER_KERNEL(NoOp, "NoOp", kCpu);
 PX_REGISTER_KERNEL(NoOp, "ControlTrigger", kCpu);
 
+// The while-loop ops hand their input on (a variable as itself); the executor gives them
+// their meaning (executor.h: frames and iterations).
+class LoopForwardOp : public OpKernel {
+ public:
+  LoopForwardOp(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    if (context.ref_input(0) != nullptr) {
+      context.set_output_ref(0, context.ref_input(0));
+    } else {
+      context.set_output(0, context.input(0));
+    }
+    return Status::Ok();
+  }
+};
+PX_REGISTER_KERNEL(LoopForwardOp, "Enter", kCpu);
+PX_REGISTER_KERNEL(LoopForwardOp, "RefEnter", kCpu);
+PX_REGISTER_KERNEL(LoopForwardOp, "Exit", kCpu);
+PX_REGISTER_KERNEL(LoopForwardOp, "RefExit", kCpu);
+PX_REGISTER_KERNEL(LoopForwardOp, "NextIteration", kCpu);
+PX_REGISTER_KERNEL(LoopForwardOp, "RefNextIteration", kCpu);
+
+// LoopCond(pred): the predicate of a while loop, a bool scalar.
+class LoopCondOp : public OpKernel {
+ public:
+  LoopCondOp(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    const Tensor& pred = context.input(0);
+    if (pred.dtype() != tensorflow::DT_BOOL || pred.num_elements() != 1) {
+      return InvalidArgumentError("the loop condition must be a bool scalar, got {}",
+                                  pred.DebugString(2));
+    }
+    context.set_output(0, pred);
+    return Status::Ok();
+  }
+};
+PX_REGISTER_KERNEL(LoopCondOp, "LoopCond", kCpu);
+
 // Switch(data, pred): output 1 if pred, else output 0; the other stays dead.
 class SwitchOp : public OpKernel {
  public:
