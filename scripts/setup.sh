@@ -37,8 +37,10 @@ PACKAGES=(
   libjpeg62-turbo-dev
   libpng-dev
   libgif-dev
-  # StringToHashBucketFast: TensorFlow's Fingerprint64 is FarmHash's.
+  # TensorFlow's string hashes (lib/base/tf_hash): Fingerprint64 is FarmHash's; the strong
+  # keyed hash is highwayhash's SipHash.
   libfarmhash-dev
+  libhighwayhash-dev
   # Collectives between ranks: OpenMPI 4.1 (mpirun, headers, libmpi).
   openmpi-bin
   libopenmpi-dev

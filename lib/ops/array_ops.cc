@@ -172,6 +172,25 @@ PX_REGISTER_OP(OpSchemaBuilder("GatherNd").Input("params: Tparams").Input("indic
 PX_REGISTER_OP(OpSchemaBuilder("ScatterNd").Input("indices: Tindices").Input("updates: T")
                    .Input("shape: Tindices").Output("output: T").Attr("T: type")
                    .Attr("Tindices: {int16, int32, int64}"));
+// tensor_scatter_nd_*: a copy of `tensor` with the indexed slices updated.
+PX_REGISTER_OP(OpSchemaBuilder("TensorScatterUpdate").Input("tensor: T").Input("indices: Tindices")
+                   .Input("updates: T").Output("output: T").Attr("T: type")
+                   .Attr("Tindices: {int16, int32, int64, uint16}"));
+PX_REGISTER_OP(OpSchemaBuilder("TensorScatterAdd").Input("tensor: T").Input("indices: Tindices")
+                   .Input("updates: T").Output("output: T").Attr("T: type")
+                   .Attr("Tindices: {int32, int64}"));
+PX_REGISTER_OP(OpSchemaBuilder("TensorScatterSub").Input("tensor: T").Input("indices: Tindices")
+                   .Input("updates: T").Output("output: T").Attr("T: type")
+                   .Attr("Tindices: {int32, int64}"));
+PX_REGISTER_OP(OpSchemaBuilder("TensorScatterMax").Input("tensor: T").Input("indices: Tindices")
+                   .Input("updates: T").Output("output: T").Attr("T: type")
+                   .Attr("Tindices: {int32, int64}"));
+PX_REGISTER_OP(OpSchemaBuilder("TensorScatterMin").Input("tensor: T").Input("indices: Tindices")
+                   .Input("updates: T").Output("output: T").Attr("T: type")
+                   .Attr("Tindices: {int32, int64}"));
+PX_REGISTER_OP(OpSchemaBuilder("ScatterNdNonAliasingAdd").Input("input: T")
+                   .Input("indices: Tindices").Input("updates: T").Output("output: T")
+                   .Attr("T: {numbertype, bool}").Attr("Tindices: {int32, int64}"));
 PX_REGISTER_OP(OpSchemaBuilder("Unique").Input("x: T").Output("y: T").Output("idx: out_idx")
                    .Attr("T: type").Attr("out_idx: {int32, int64} = DT_INT32"));
 PX_REGISTER_OP(OpSchemaBuilder("UniqueWithCounts").Input("x: T").Output("y: T")
@@ -190,6 +209,17 @@ PX_REGISTER_OP(OpSchemaBuilder("StringJoin").Input("inputs: N * string")
                    .Attr("separator: string = ''"));
 PX_REGISTER_OP(OpSchemaBuilder("StringToHashBucketFast").Input("input: string")
                    .Output("output: int64").Attr("num_buckets: int >= 1"));
+PX_REGISTER_OP(OpSchemaBuilder("StringToHashBucketStrong").Input("input: string")
+                   .Output("output: int64").Attr("num_buckets: int >= 1")
+                   .Attr("key: list(int)"));
+PX_REGISTER_OP(OpSchemaBuilder("StringToHashBucket").Input("string_tensor: string")
+                   .Output("output: int64").Attr("num_buckets: int >= 1"));
+PX_REGISTER_OP(OpSchemaBuilder("StringSplit").Input("input: string").Input("delimiter: string")
+                   .Output("indices: int64").Output("values: string").Output("shape: int64")
+                   .Attr("skip_empty: bool = true"));
+PX_REGISTER_OP(OpSchemaBuilder("StringSplitV2").Input("input: string").Input("sep: string")
+                   .Output("indices: int64").Output("values: string").Output("shape: int64")
+                   .Attr("maxsplit: int = -1"));
 PX_REGISTER_OP(OpSchemaBuilder("StringToNumber").Input("string_tensor: string")
                    .Output("output: out_type")
                    .Attr("out_type: {float, double, int32, int64} = DT_FLOAT"));
@@ -197,6 +227,33 @@ PX_REGISTER_OP(OpSchemaBuilder("AsString").Input("input: T").Output("output: str
                    .Attr("T: type").Attr("precision: int = -1")
                    .Attr("scientific: bool = false").Attr("shortest: bool = false")
                    .Attr("width: int = -1").Attr("fill: string = ''"));
+
+// Feature crosses (tf.feature_column.crossed_column, tf.sparse.cross*): N sparse inputs
+// (indices, values, shapes) and dense inputs, crossed per batch row.
+PX_REGISTER_OP(OpSchemaBuilder("SparseCross").Input("indices: N * int64")
+                   .Input("values: sparse_types").Input("shapes: N * int64")
+                   .Input("dense_inputs: dense_types").Output("output_indices: int64")
+                   .Output("output_values: out_type").Output("output_shape: int64")
+                   .Attr("N: int >= 0").Attr("hashed_output: bool")
+                   .Attr("num_buckets: int >= 0").Attr("hash_key: int")
+                   .Attr("sparse_types: list({int64, string}) >= 0")
+                   .Attr("dense_types: list({int64, string}) >= 0")
+                   .Attr("out_type: {int64, string}").Attr("internal_type: {int64, string}"));
+PX_REGISTER_OP(OpSchemaBuilder("SparseCrossV2").Input("indices: N * int64")
+                   .Input("values: sparse_types").Input("shapes: N * int64")
+                   .Input("dense_inputs: dense_types").Input("sep: string")
+                   .Output("output_indices: int64").Output("output_values: string")
+                   .Output("output_shape: int64").Attr("N: int >= 0")
+                   .Attr("sparse_types: list({int64, string}) >= 0")
+                   .Attr("dense_types: list({int64, string}) >= 0"));
+PX_REGISTER_OP(OpSchemaBuilder("SparseCrossHashed").Input("indices: N * int64")
+                   .Input("values: sparse_types").Input("shapes: N * int64")
+                   .Input("dense_inputs: dense_types").Input("num_buckets: int64")
+                   .Input("strong_hash: bool").Input("salt: int64")
+                   .Output("output_indices: int64").Output("output_values: int64")
+                   .Output("output_shape: int64").Attr("N: int >= 0")
+                   .Attr("sparse_types: list({int64, string}) >= 0")
+                   .Attr("dense_types: list({int64, string}) >= 0"));
 
 PX_REGISTER_OP(OpSchemaBuilder("ReverseSequence").Input("input: T").Input("seq_lengths: Tlen")
                    .Output("output: T").Attr("seq_dim: int").Attr("batch_dim: int = 0")

@@ -67,10 +67,20 @@ OpSchemaBuilder UnsortedSegment(std::string name) {
   return b;
 }
 
-OpSchemaBuilder Segment(std::string name) {
+OpSchemaBuilder Segment(std::string name, std::string_view types = "numbertype") {
   OpSchemaBuilder b(std::move(name));
   b.Input("data: T").Input("segment_ids: Tindices").Output("output: T")
-      .Attr("T: numbertype").Attr("Tindices: {int32, int64}");
+      .Attr("T: " + std::string(types)).Attr("Tindices: {int32, int64}");
+  return b;
+}
+
+// The *WithNumSegments forms: num_segments sets the output's first dimension.
+OpSchemaBuilder SparseSegmentWithNumSegments(std::string name, std::string_view types) {
+  OpSchemaBuilder b(std::move(name));
+  b.Input("data: T").Input("indices: Tidx").Input("segment_ids: Tsegmentids")
+      .Input("num_segments: Tnumsegments").Output("output: T").Attr("T: " + std::string(types))
+      .Attr("Tidx: {int32, int64} = DT_INT32").Attr("Tnumsegments: {int32, int64} = DT_INT32")
+      .Attr("Tsegmentids: {int32, int64} = DT_INT32");
   return b;
 }
 
@@ -164,6 +174,7 @@ PX_REGISTER_OP(Unary("Tanh"));
 PX_REGISTER_OP(Unary("Sin"));
 PX_REGISTER_OP(Unary("Cos"));
 PX_REGISTER_OP(Unary("Erf", "{bfloat16, half, float, double}"));
+PX_REGISTER_OP(Unary("Erfc", "{bfloat16, half, float, double}"));
 PX_REGISTER_OP(Unary("Lgamma", "{bfloat16, half, float, double}"));
 PX_REGISTER_OP(UnaryGrad("SigmoidGrad"));
 PX_REGISTER_OP(UnaryGrad("TanhGrad"));
@@ -171,6 +182,11 @@ PX_REGISTER_OP(UnaryGrad("RsqrtGrad"));
 PX_REGISTER_OP(UnaryGrad("SqrtGrad"));
 PX_REGISTER_OP(UnaryGrad("ReciprocalGrad"));
 PX_REGISTER_OP(UnaryGrad("InvGrad"));
+
+// tf.feature_column.bucketized_column: the index of the bucket each value falls in.
+PX_REGISTER_OP(OpSchemaBuilder("Bucketize").Input("input: T").Output("output: int32")
+                   .Attr("T: {int32, int64, float, double}").Attr("boundaries: list(float)"));
+
 PX_REGISTER_OP(OpSchemaBuilder("Cast").Input("x: SrcT").Output("y: DstT").Attr("SrcT: type")
                    .Attr("DstT: type").Attr("Truncate: bool = false"));
 PX_REGISTER_OP(OpSchemaBuilder("ClipByValue").Input("t: T").Input("clip_value_min: T")
@@ -216,6 +232,15 @@ PX_REGISTER_OP(UnsortedSegment("UnsortedSegmentMin"));
 PX_REGISTER_OP(UnsortedSegment("UnsortedSegmentProd"));
 PX_REGISTER_OP(Segment("SegmentSum"));
 PX_REGISTER_OP(Segment("SegmentMean"));
+PX_REGISTER_OP(Segment("SegmentProd"));
+PX_REGISTER_OP(Segment("SegmentMax", "realnumbertype"));
+PX_REGISTER_OP(Segment("SegmentMin", "realnumbertype"));
+PX_REGISTER_OP(SparseSegmentWithNumSegments("SparseSegmentSumWithNumSegments",
+                                            "realnumbertype"));
+PX_REGISTER_OP(SparseSegmentWithNumSegments("SparseSegmentMeanWithNumSegments",
+                                            "{bfloat16, half, float, double}"));
+PX_REGISTER_OP(SparseSegmentWithNumSegments("SparseSegmentSqrtNWithNumSegments",
+                                            "{bfloat16, half, float, double}"));
 PX_REGISTER_OP(SparseSegment("SparseSegmentSum"));
 PX_REGISTER_OP(SparseSegment("SparseSegmentMean"));
 PX_REGISTER_OP(SparseSegment("SparseSegmentSqrtN"));

@@ -94,6 +94,7 @@ PX_REGISTER_OP(ActivationGrad("LeakyReluGrad", "features", kFloatT)
 PX_REGISTER_OP(Activation("Softplus", kFloatT));
 PX_REGISTER_OP(ActivationGrad("SoftplusGrad", "features", kFloatT));
 PX_REGISTER_OP(Activation("Softsign", kFloatT));
+PX_REGISTER_OP(ActivationGrad("SoftsignGrad", "features", kFloatT));
 
 // Softmax and losses. The cross entropies return (loss, backprop): the gradient is
 // computed in the forward pass and reached through PreventGradient(xent:1).

@@ -39,6 +39,14 @@ PX_REGISTER_OP(OpSchemaBuilder("Multinomial").Input("logits: T").Input("num_samp
 PX_REGISTER_OP(OpSchemaBuilder("RandomGamma").Input("shape: S").Input("alpha: T")
                    .Output("output: T").Attr(kSeeds[0]).Attr(kSeeds[1])
                    .Attr("S: {int32, int64}").Attr("T: {half, float, double}").Stateful());
+PX_REGISTER_OP(OpSchemaBuilder("RandomPoisson").Input("shape: S").Input("rate: dtype")
+                   .Output("output: dtype").Attr(kSeeds[0]).Attr(kSeeds[1])
+                   .Attr("S: {int32, int64}").Attr("dtype: {half, float, double}").Stateful());
+PX_REGISTER_OP(OpSchemaBuilder("RandomPoissonV2").Input("shape: S").Input("rate: R")
+                   .Output("output: dtype").Attr(kSeeds[0]).Attr(kSeeds[1])
+                   .Attr("S: {int32, int64}")
+                   .Attr("R: {half, float, double, int32, int64} = DT_DOUBLE")
+                   .Attr("dtype: {half, float, double, int32, int64} = DT_INT64").Stateful());
 PX_REGISTER_OP(OpSchemaBuilder("ParameterizedTruncatedNormal").Input("shape: T")
                    .Input("means: dtype").Input("stdevs: dtype").Input("minvals: dtype")
                    .Input("maxvals: dtype").Output("output: dtype").Attr(kSeeds[0])

@@ -108,29 +108,91 @@ PX_REGISTER_OP(ResourceScatter("ResourceScatterMul", "numbertype", false));
 PX_REGISTER_OP(ResourceScatter("ResourceScatterDiv", "numbertype", false));
 PX_REGISTER_OP(ResourceScatter("ResourceScatterMax", "numbertype", false));
 PX_REGISTER_OP(ResourceScatter("ResourceScatterMin", "numbertype", false));
+// The N-d forms name the dtype attr T (not dtype) and lock by default, as in TF.
+PX_REGISTER_OP(OpSchemaBuilder("ResourceScatterNdUpdate").Input("ref: resource")
+                   .Input("indices: Tindices").Input("updates: T").Attr("T: type")
+                   .Attr("Tindices: {int32, int64}").Attr("use_locking: bool = true").Stateful());
+PX_REGISTER_OP(OpSchemaBuilder("ResourceScatterNdAdd").Input("ref: resource")
+                   .Input("indices: Tindices").Input("updates: T").Attr("T: type")
+                   .Attr("Tindices: {int32, int64}").Attr("use_locking: bool = true").Stateful());
+PX_REGISTER_OP(OpSchemaBuilder("ResourceScatterNdSub").Input("ref: resource")
+                   .Input("indices: Tindices").Input("updates: T").Attr("T: type")
+                   .Attr("Tindices: {int32, int64}").Attr("use_locking: bool = true").Stateful());
 
-// Lookup tables: state initialised once, read by feature columns.
-PX_REGISTER_OP(OpSchemaBuilder("HashTableV2").Output("table_handle: resource")
-                   .Attr("container: string = ''").Attr("shared_name: string = ''")
-                   .Attr("use_node_name_sharing: bool = false").Attr("key_dtype: type")
-                   .Attr("value_dtype: type").Stateful());
-PX_REGISTER_OP(OpSchemaBuilder("MutableHashTableV2").Output("table_handle: resource")
-                   .Attr("container: string = ''").Attr("shared_name: string = ''")
-                   .Attr("use_node_name_sharing: bool = false").Attr("key_dtype: type")
-                   .Attr("value_dtype: type").Stateful());
-PX_REGISTER_OP(OpSchemaBuilder("LookupTableFindV2").Input("table_handle: resource")
-                   .Input("keys: Tin").Input("default_value: Tout").Output("values: Tout")
-                   .Attr("Tin: type").Attr("Tout: type").Stateful());
-PX_REGISTER_OP(OpSchemaBuilder("LookupTableSizeV2").Input("table_handle: resource")
-                   .Output("size: int64").Stateful());
-PX_REGISTER_OP(OpSchemaBuilder("InitializeTableV2").Input("table_handle: resource")
-                   .Input("keys: Tkey").Input("values: Tval").Attr("Tkey: type")
-                   .Attr("Tval: type").Stateful());
-PX_REGISTER_OP(OpSchemaBuilder("InitializeTableFromTextFileV2")
-                   .Input("table_handle: resource").Input("filename: string")
-                   .Attr("key_index: int >= -2").Attr("value_index: int >= -2")
-                   .Attr("vocab_size: int >= -1 = -1").Attr("delimiter: string = '\\t'")
-                   .Attr("offset: int = 0").Stateful());
+// Lookup tables: state initialised once (HashTable) or updated (MutableHashTable*), read
+// by feature columns. V2 ops pass a resource handle; the TF1 ops they replaced a
+// Ref(string) one.
+std::string TableHandle(bool v2) { return v2 ? "resource" : "Ref(string)"; }
+std::string TableOpName(std::string name, bool v2) { return v2 ? name + "V2" : name; }
+
+OpSchemaBuilder Table(std::string name, bool v2, bool with_value_shape) {
+  OpSchemaBuilder b(TableOpName(std::move(name), v2));
+  b.Output("table_handle: " + TableHandle(v2)).Attr("container: string = ''")
+      .Attr("shared_name: string = ''").Attr("use_node_name_sharing: bool = false")
+      .Attr("key_dtype: type").Attr("value_dtype: type").Stateful();
+  if (with_value_shape) b.Attr("value_shape: shape = {}");
+  return b;
+}
+
+// Find, Insert, Import: (table, keys, default_value or values), typed Tin and Tout.
+OpSchemaBuilder TableKeysValues(std::string name, bool v2, std::string_view second,
+                                bool has_output) {
+  OpSchemaBuilder b(TableOpName(std::move(name), v2));
+  b.Input("table_handle: " + TableHandle(v2)).Input("keys: Tin")
+      .Input(std::string(second) + ": Tout").Attr("Tin: type").Attr("Tout: type").Stateful();
+  if (has_output) b.Output("values: Tout");
+  return b;
+}
+
+OpSchemaBuilder TableSize(bool v2) {
+  OpSchemaBuilder b(TableOpName("LookupTableSize", v2));
+  b.Input("table_handle: " + TableHandle(v2)).Output("size: int64").Stateful();
+  return b;
+}
+
+OpSchemaBuilder TableExport(bool v2) {
+  OpSchemaBuilder b(TableOpName("LookupTableExport", v2));
+  b.Input("table_handle: " + TableHandle(v2)).Output("keys: Tkeys").Output("values: Tvalues")
+      .Attr("Tkeys: type").Attr("Tvalues: type").Stateful();
+  return b;
+}
+
+OpSchemaBuilder InitializeTable(bool v2) {
+  OpSchemaBuilder b(TableOpName("InitializeTable", v2));
+  b.Input("table_handle: " + TableHandle(v2)).Input("keys: Tkey").Input("values: Tval")
+      .Attr("Tkey: type").Attr("Tval: type").Stateful();
+  return b;
+}
+
+OpSchemaBuilder InitializeTableFromTextFile(bool v2) {
+  OpSchemaBuilder b(TableOpName("InitializeTableFromTextFile", v2));
+  b.Input("table_handle: " + TableHandle(v2)).Input("filename: string")
+      .Attr("key_index: int >= -2").Attr("value_index: int >= -2")
+      .Attr("vocab_size: int >= -1 = -1").Attr("delimiter: string = '\\t'")
+      .Attr("offset: int = 0").Stateful();
+  return b;
+}
+
+PX_REGISTER_OP(Table("HashTable", true, false));
+PX_REGISTER_OP(Table("HashTable", false, false));
+PX_REGISTER_OP(Table("MutableHashTable", true, false));
+PX_REGISTER_OP(Table("MutableHashTable", false, false));
+PX_REGISTER_OP(Table("MutableHashTableOfTensors", true, true));
+PX_REGISTER_OP(Table("MutableHashTableOfTensors", false, true));
+PX_REGISTER_OP(TableKeysValues("LookupTableFind", true, "default_value", true));
+PX_REGISTER_OP(TableKeysValues("LookupTableFind", false, "default_value", true));
+PX_REGISTER_OP(TableKeysValues("LookupTableInsert", true, "values", false));
+PX_REGISTER_OP(TableKeysValues("LookupTableInsert", false, "values", false));
+PX_REGISTER_OP(TableKeysValues("LookupTableImport", true, "values", false));
+PX_REGISTER_OP(TableKeysValues("LookupTableImport", false, "values", false));
+PX_REGISTER_OP(TableSize(true));
+PX_REGISTER_OP(TableSize(false));
+PX_REGISTER_OP(TableExport(true));
+PX_REGISTER_OP(TableExport(false));
+PX_REGISTER_OP(InitializeTable(true));
+PX_REGISTER_OP(InitializeTable(false));
+PX_REGISTER_OP(InitializeTableFromTextFile(true));
+PX_REGISTER_OP(InitializeTableFromTextFile(false));
 
 }  // namespace
 }  // namespace parallax

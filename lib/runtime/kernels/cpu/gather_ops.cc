@@ -1,7 +1,8 @@
 // CPU kernels for gathers, segment reductions and stitches, with TensorFlow's semantics
 // and error messages: GatherV2 (axis, batch_dims), Gather, ResourceGather, Unique,
 // UniqueWithCounts, UnsortedSegment{Sum,Max,Min,Prod}, DynamicStitch,
-// ParallelDynamicStitch, SparseSegment{Sum,Mean,SqrtN} and their gradients.
+// ParallelDynamicStitch, SparseSegment{Sum,Mean,SqrtN} (and their *WithNumSegments forms)
+// and their gradients.
 //
 // Indices are validated before anything is written: an index outside its range is an
 // InvalidArgument naming its position ("indices[3] = 7 is not in [0, 5)"), except
@@ -403,18 +404,29 @@ Status CheckSegmentVectors(const Tensor& indices, const Tensor& segment_ids) {
 // SparseSegment{Sum,Mean,SqrtN}(data, indices, segment_ids): output[s] reduces
 // data[indices[i]] over the i with segment_ids[i] == s (ids sorted); the output has
 // last id + 1 rows, empty segments are zero. Mean divides by the count, SqrtN by its root.
+// The *WithNumSegments forms take a 4th input, num_segments: the output's row count.
 template <typename T>
 class SparseSegmentOp : public OpKernel {
  public:
   SparseSegmentOp(const KernelInit& init, Status*) {
     const std::string_view op = init.node().op();
-    kind_ = op == "SparseSegmentMean"    ? SparseSegmentKind::kMean
-            : op == "SparseSegmentSqrtN" ? SparseSegmentKind::kSqrtN
-                                         : SparseSegmentKind::kSum;
+    kind_ = op.starts_with("SparseSegmentMean")    ? SparseSegmentKind::kMean
+            : op.starts_with("SparseSegmentSqrtN") ? SparseSegmentKind::kSqrtN
+                                                   : SparseSegmentKind::kSum;
+    has_num_segments_ = op.ends_with("WithNumSegments");
   }
   Status Compute(KernelContext& context) const override {
     const Tensor& data = context.input(0);
     PX_RETURN_IF_ERROR(CheckSegmentVectors(context.input(1), context.input(2)));
+    int64_t num_segments = 0;
+    if (has_num_segments_) {
+      const Tensor& num_t = context.input(3);
+      if (num_t.rank() != 0) {
+        return InvalidArgumentError("num_segments should be a scalar, not shape {}",
+                                    num_t.shape().DebugString());
+      }
+      PX_ASSIGN_OR_RETURN(num_segments, IndexScalar(num_t, "num_segments"));
+    }
     PX_ASSIGN_OR_RETURN(std::vector<int64_t> indices, IndexValues(context.input(1), "indices"));
     PX_ASSIGN_OR_RETURN(std::vector<int64_t> ids, IndexValues(context.input(2), "segment_ids"));
     if (data.rank() < 1) return InvalidArgumentError("data must be at least 1-D");
@@ -431,7 +443,12 @@ class SparseSegmentOp : public OpKernel {
         return InvalidArgumentError("Bad: indices[{}] == {} out of range [0, {})", i, x, data_rows);
       }
     }
-    const int64_t out_rows = n == 0 ? 0 : ids.back() + 1;
+    int64_t out_rows = n == 0 ? 0 : ids.back() + 1;
+    if (has_num_segments_) {
+      if (num_segments < out_rows) return InvalidArgumentError("segment ids must be < num_segments");
+      if (num_segments < 0) return InvalidArgumentError("segment ids must be >= 0");
+      out_rows = num_segments;
+    }
     TensorShape shape = data.shape();
     shape.set_dim(0, out_rows);
     const int64_t inner = Product(data.shape().dims(), 1, static_cast<size_t>(data.rank()));
@@ -466,6 +483,7 @@ class SparseSegmentOp : public OpKernel {
 
  private:
   SparseSegmentKind kind_;
+  bool has_num_segments_ = false;
 };
 PX_REGISTER_KERNEL(SparseSegmentOp<float>, "SparseSegmentSum", kCpu, "T", tensorflow::DT_FLOAT);
 PX_REGISTER_KERNEL(SparseSegmentOp<double>, "SparseSegmentSum", kCpu, "T", tensorflow::DT_DOUBLE);
@@ -473,6 +491,18 @@ PX_REGISTER_KERNEL(SparseSegmentOp<float>, "SparseSegmentMean", kCpu, "T", tenso
 PX_REGISTER_KERNEL(SparseSegmentOp<double>, "SparseSegmentMean", kCpu, "T", tensorflow::DT_DOUBLE);
 PX_REGISTER_KERNEL(SparseSegmentOp<float>, "SparseSegmentSqrtN", kCpu, "T", tensorflow::DT_FLOAT);
 PX_REGISTER_KERNEL(SparseSegmentOp<double>, "SparseSegmentSqrtN", kCpu, "T",
+                   tensorflow::DT_DOUBLE);
+PX_REGISTER_KERNEL(SparseSegmentOp<float>, "SparseSegmentSumWithNumSegments", kCpu, "T",
+                   tensorflow::DT_FLOAT);
+PX_REGISTER_KERNEL(SparseSegmentOp<double>, "SparseSegmentSumWithNumSegments", kCpu, "T",
+                   tensorflow::DT_DOUBLE);
+PX_REGISTER_KERNEL(SparseSegmentOp<float>, "SparseSegmentMeanWithNumSegments", kCpu, "T",
+                   tensorflow::DT_FLOAT);
+PX_REGISTER_KERNEL(SparseSegmentOp<double>, "SparseSegmentMeanWithNumSegments", kCpu, "T",
+                   tensorflow::DT_DOUBLE);
+PX_REGISTER_KERNEL(SparseSegmentOp<float>, "SparseSegmentSqrtNWithNumSegments", kCpu, "T",
+                   tensorflow::DT_FLOAT);
+PX_REGISTER_KERNEL(SparseSegmentOp<double>, "SparseSegmentSqrtNWithNumSegments", kCpu, "T",
                    tensorflow::DT_DOUBLE);
 
 // SparseSegment{Sum,Mean,SqrtN}Grad(grad, indices, segment_ids, output_dim0): the

@@ -1,5 +1,6 @@
 // CPU kernels for string tensors: Substr, Equal/NotEqual on strings (the numeric kernels
-// live in cwise_ops.cc) and StringToHashBucketFast.
+// live in cwise_ops.cc) and the hash buckets StringToHashBucketFast, StringToHashBucketStrong
+// and StringToHashBucket.
 //
 // Semantics (TF's op documentation):
 //  - Substr(input, pos, len): pos and len have the same shape and broadcast against
@@ -10,14 +11,17 @@
 //    counts UTF-8 characters (an invalid UTF-8 input is an error).
 //  - Equal/NotEqual broadcast; with incompatible_shape_error=false, shapes that do not
 //    broadcast give a scalar false (Equal) / true (NotEqual), as cwise_ops does.
-//  - StringToHashBucketFast: FarmHash Fingerprint64(s) mod num_buckets, TF's function,
-//    so bucket ids match TF's for the same strings.
-#include <farmhash.h>
-
+//  - StringToHashBucketFast: Fingerprint64(s) mod num_buckets (FarmHash, TF's function),
+//    so bucket ids match TF's for the same strings. StringToHashBucketStrong: SipHash-2-4
+//    keyed by the two ints of attr `key` (TF's StrongKeyedHash) mod num_buckets.
+//    StringToHashBucket (deprecated in TF): TF's legacy Hash64 mod num_buckets. The
+//    hashes are lib/base/tf_hash.h; every one is checked there against published values.
 #include <algorithm>
+#include <array>
 #include <string>
 #include <vector>
 
+#include "lib/base/tf_hash.h"
 #include "lib/ops/dtypes.h"
 #include "lib/runtime/kernel.h"
 
@@ -197,33 +201,63 @@ class StringEqualOp : public OpKernel {
 PX_REGISTER_KERNEL(StringEqualOp<true>, "Equal", kCpu, "T", tensorflow::DT_STRING);
 PX_REGISTER_KERNEL(StringEqualOp<false>, "NotEqual", kCpu, "T", tensorflow::DT_STRING);
 
-// ---- StringToHashBucketFast ----
+// ---- StringToHashBucketFast / Strong / legacy ----
 
-class StringToHashBucketFastOp : public OpKernel {
+enum class BucketHash { kFast, kStrong, kLegacy };
+
+template <BucketHash kHash>
+class StringToHashBucketOp : public OpKernel {
  public:
-  StringToHashBucketFastOp(const KernelInit& init, Status* status) {
+  StringToHashBucketOp(const KernelInit& init, Status* status) {
     *status = init.GetAttr("num_buckets", &num_buckets_);
     if (status->ok() && num_buckets_ < 1) {
       *status = InvalidArgumentError("attr 'num_buckets' must be >= 1, got {}", num_buckets_);
     }
+    if (!status->ok() || kHash != BucketHash::kStrong) return;
+    std::vector<int64_t> key;
+    *status = init.GetAttr("key", &key);
+    if (status->ok() && key.size() != 2) {
+      *status = InvalidArgumentError("attr 'key' must have 2 elements, got {}", key.size());
+    }
+    if (!status->ok()) return;
+    key_ = {static_cast<uint64_t>(key[0]), static_cast<uint64_t>(key[1])};
   }
 
   Status Compute(KernelContext& context) const override {
     const Tensor& input = context.input(0);
+    if (input.dtype() != tensorflow::DT_STRING) {
+      return InvalidArgumentError("input 0 must be string, got {}",
+                                  DataTypeShortName(input.dtype()));
+    }
     Tensor* out = context.AllocateOutput(0, tensorflow::DT_INT64, input.shape());
     const std::string* in = input.data<std::string>();
     int64_t* y = out->data<int64_t>();
+    const uint64_t buckets = static_cast<uint64_t>(num_buckets_);
     for (int64_t i = 0; i < input.num_elements(); ++i) {
-      y[i] = static_cast<int64_t>(util::Fingerprint64(in[i].data(), in[i].size()) %
-                                  static_cast<uint64_t>(num_buckets_));
+      y[i] = static_cast<int64_t>(Hash(in[i]) % buckets);
     }
     return Status::Ok();
   }
 
  private:
+  uint64_t Hash(const std::string& s) const {
+    switch (kHash) {
+      case BucketHash::kFast: return tf_hash::Fingerprint64(s);
+      case BucketHash::kStrong: return tf_hash::StrongKeyedHash(key_, s);
+      case BucketHash::kLegacy: return tf_hash::LegacyHash64(s);
+    }
+    return 0;
+  }
+
   int64_t num_buckets_ = 1;
+  std::array<uint64_t, 2> key_ = {0, 0};
 };
+using StringToHashBucketFastOp = StringToHashBucketOp<BucketHash::kFast>;
+using StringToHashBucketStrongOp = StringToHashBucketOp<BucketHash::kStrong>;
+using StringToHashBucketLegacyOp = StringToHashBucketOp<BucketHash::kLegacy>;
 PX_REGISTER_KERNEL(StringToHashBucketFastOp, "StringToHashBucketFast", kCpu);
+PX_REGISTER_KERNEL(StringToHashBucketStrongOp, "StringToHashBucketStrong", kCpu);
+PX_REGISTER_KERNEL(StringToHashBucketLegacyOp, "StringToHashBucket", kCpu);
 
 }  // namespace
 }  // namespace parallax

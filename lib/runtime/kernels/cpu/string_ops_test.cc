@@ -1,10 +1,11 @@
 // Tests of the string kernels: Substr against a naive reference on broadcast shapes and
-// TF's documented examples, Equal/NotEqual on strings, StringToHashBucketFast against
-// TF's documented buckets.
+// TF's documented examples, Equal/NotEqual on strings, and the hash-bucket ops against
+// TF's documented and tested buckets (and a reference loop over lib/base/tf_hash).
 #include <catch2/catch.hpp>
 
 #include <random>
 
+#include "lib/base/tf_hash.h"
 #include "lib/runtime/testing/op_test_util.h"
 
 namespace parallax {
@@ -166,6 +167,52 @@ TEST_CASE("StringToHashBucketFast gives TF's buckets (FarmHash Fingerprint64)") 
   CHECK(CompareTensors(out, Tensor::FromVector<int64_t>({0, 0}, {2})) == "");
   CHECK(ErrorOf("StringToHashBucketFast", {Strings({"x"}, {1})}, {{"num_buckets", IntAttr(0)}}) ==
         "node 'op' (StringToHashBucketFast): attr 'num_buckets' must be >= 1, got 0");
+}
+
+TEST_CASE("StringToHashBucketFast gives TF's tested buckets and rejects non-strings") {
+  // TF's string_to_hash_bucket_op_test: ["a", "b", "c", "d"] into 10 buckets.
+  Tensor out = Run("StringToHashBucketFast", {Strings({"a", "b", "c", "d"}, {4})},
+                   {{"num_buckets", IntAttr(10)}})[0];
+  CHECK(CompareTensors(out, Tensor::FromVector<int64_t>({9, 2, 2, 5}, {4})) == "");
+  // An empty tensor keeps its shape.
+  out = Run("StringToHashBucketFast", {Strings({}, {0, 3})}, {{"num_buckets", IntAttr(7)}})[0];
+  CHECK(out.shape() == TensorShape({0, 3}));
+  CHECK(ErrorOf("StringToHashBucketFast", {Tensor::FromVector<int64_t>({1}, {1})},
+                {{"num_buckets", IntAttr(3)}}) ==
+        "node 'op' (StringToHashBucketFast): input 0 must be string, got int64");
+}
+
+TEST_CASE("StringToHashBucketStrong is keyed SipHash mod num_buckets, as TF's tests say") {
+  auto attrs = [](int64_t buckets, std::vector<int64_t> key) {
+    return AttrMap{{"num_buckets", IntAttr(buckets)}, {"key", IntListAttr(key)}};
+  };
+  const Tensor abc = Strings({"a", "b", "c"}, {3});
+  CHECK(CompareTensors(Run("StringToHashBucketStrong", {abc}, attrs(10, {98765, 132}))[0],
+                       Tensor::FromVector<int64_t>({4, 2, 8}, {3})) == "");
+  CHECK(CompareTensors(Run("StringToHashBucketStrong", {abc}, attrs(1, {123, 345}))[0],
+                       Tensor::FromVector<int64_t>({0, 0, 0}, {3})) == "");
+  // A reference loop on a [2, 3] tensor, with keys whose high bit is set.
+  const Tensor words = Strings({"", "x", "hello world", "feature", "col", "\xff\x00"}, {2, 3});
+  const Tensor out = Run("StringToHashBucketStrong", {words}, attrs(1000, {-1, 77}))[0];
+  REQUIRE(out.shape() == TensorShape({2, 3}));
+  for (int64_t i = 0; i < 6; ++i) {
+    const uint64_t h = tf_hash::StrongKeyedHash({~uint64_t{0}, 77}, words.data<std::string>()[i]);
+    CHECK(out.data<int64_t>()[i] == static_cast<int64_t>(h % 1000));
+  }
+  CHECK(ErrorOf("StringToHashBucketStrong", {abc}, attrs(10, {98765})) ==
+        "node 'op' (StringToHashBucketStrong): attr 'key' must have 2 elements, got 1");
+}
+
+TEST_CASE("StringToHashBucket (legacy) is TF's Hash64 mod num_buckets") {
+  const AttrMap attrs = {{"num_buckets", IntAttr(10)}};
+  // TF's string_to_hash_bucket_op_test: Hash64 of a, b, c mod 10 = 8, 0, 7.
+  CHECK(CompareTensors(Run("StringToHashBucket", {Strings({"a", "b", "c"}, {3})}, attrs)[0],
+                       Tensor::FromVector<int64_t>({8, 0, 7}, {3})) == "");
+  CHECK(CompareTensors(Run("StringToHashBucket", {Strings({"a", "b", "c"}, {3})},
+                           {{"num_buckets", IntAttr(1)}})[0],
+                       Tensor::FromVector<int64_t>({0, 0, 0}, {3})) == "");
+  CHECK(ErrorOf("StringToHashBucket", {Strings({"a"}, {1})}, {{"num_buckets", IntAttr(0)}}) ==
+        "node 'op' (StringToHashBucket): attr 'num_buckets' must be >= 1, got 0");
 }
 
 }  // namespace

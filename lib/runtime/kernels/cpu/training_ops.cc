@@ -1,18 +1,28 @@
 // CPU kernels for the optimizer updates: Apply* (ref variables and slots, output the
 // variable's ref), Resource* (handles, no outputs), SparseApply* and ResourceSparseApply*
-// (rows named by `indices`), for float and double.
+// (rows named by `indices`), for float and double: every update op lib/ops/training_ops.cc
+// registers (training_ops_test checks that none lacks a kernel).
 //
 // Each update rule is one struct below: its inputs as TensorFlow names them (the same
-// strings as lib/ops/training_ops.cc), the number of slot variables after `var`, and the
-// element loop. The loops follow TF's CPU kernels (core/kernels/training_ops.cc)
+// strings as lib/ops/training_ops.cc), the number of slot variables after `var`, the
+// element loop, and (optionally) Check, which rejects hyper-parameter values where TF's
+// CPU kernel does. The loops follow TF's CPU kernels (core/kernels/training_ops.cc)
 // operation by operation — e.g. Adam's m += (g - m) * (1 - beta1) rather than
-// beta1 * m + (1 - beta1) * g — so the rounding matches TF's formula as written; TF's
-// Eigen rsqrt becomes 1 / sqrt (TF's vectorised rsqrt may differ in the last bit).
+// beta1 * m + (1 - beta1) * g — so the rounding matches TF's formula as written. Where TF
+// writes a sparse rule twice (an Eigen loop for rows of several elements, a scalar loop
+// for rows of one, sometimes in double), so do we. TF's Eigen rsqrt becomes 1 / sqrt, and
+// Eigen's vectorised pow and exp become std::pow and std::exp: TF's may differ from these
+// in the last bit (TF's scalar loops use std::pow, as we do).
+//
+// Terms: *l1*/*l2* are regularisation strengths; a *proximal* step (FOBOS) is
+// prox = var - rate * g followed by var = sign(prox) * max(|prox| - rate * l1, 0) /
+// (1 + rate * l2); Ftrl's *linear* slot is the paper's z, *accum* its n.
 //
 // All updates write the variables' buffers in place. Dense rules are element-wise and
 // split over threads; sparse rules apply grad row i to var row indices[i] in index order
 // (duplicates see earlier updates, as TF's sequential CPU loop does), rows split over
 // threads by variable row. Results are bit-identical for any thread count.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <sstream>
@@ -44,14 +54,30 @@ struct UpdateArgs {
   std::array<T*, 4> var{};  // [0] the variable, then its slots
   const T* grad = nullptr;
   std::array<T, 8> h{};
+  int64_t global_step = 0;  // Adagrad-DA's int64 input
   bool use_nesterov = false;
   bool update_slots = true;
+  bool multiply_linear_by_lr = false;  // Ftrl
 };
+
+// Eigen's sign: -1, 0 or 1.
+template <typename T>
+T Sign(T x) {
+  return static_cast<T>((x > T(0)) - (x < T(0)));
+}
+
+// "lr must be positive, got 0": the value checks TF's CPU kernels make.
+template <typename T>
+Status RequireHyper(bool ok, const char* name, const char* condition, T value) {
+  if (ok) return Status::Ok();
+  return InvalidArgumentError("{} must be {}, got {}", name, condition, value);
+}
 
 // A rule: kOp (the ref form's name; "Resource" + kOp is the resource form), kInputs,
 // kSlots, kHasRefForm, and Update(args, var_offset, grad_offset, n), which updates
 // elements [var_offset, var_offset + n) of the variable and slots from gradient elements
 // [grad_offset, grad_offset + n). Dense rules get equal offsets; sparse rules one row.
+// A rule may add Check(args), run once per step before any update.
 
 // var -= delta * alpha
 struct GradientDescent {
@@ -419,10 +445,322 @@ struct SparseCenteredRMSProp {
   }
 };
 
+// Keras momentum and Adadelta: TF's sparse loops apply the dense rule to each row.
+struct SparseKerasMomentum : KerasMomentum {
+  static constexpr const char* kOp = "SparseApplyKerasMomentum";
+  static constexpr const char* kInputs = "var accum lr grad indices momentum";
+};
+
+struct SparseAdadelta : Adadelta {
+  static constexpr const char* kOp = "SparseApplyAdadelta";
+  static constexpr const char* kInputs = "var accum accum_update lr rho epsilon grad indices";
+};
+
+// Rules whose sparse form (kSparse) shares the dense rule's hyper-parameters. Where TF's
+// sparse kernel has a scalar loop for rows of one element (n == 1) that rounds
+// differently, Update takes that branch too.
+
+// The proximal step's last line, TF's scalar loop: the division by 1 + l2 * rate is done
+// in double (TF writes the literal 1.0) and rounded to T.
+template <typename T>
+T ProximalScalar(T prox, T rate, T l1, T l2) {
+  const double denominator = 1.0 + static_cast<double>(l2 * rate);
+  if (l1 > T(0)) {
+    const T shrunk = Sign(prox) * std::max(std::abs(prox) - rate * l1, T(0));
+    return static_cast<T>(static_cast<double>(shrunk) / denominator);
+  }
+  return static_cast<T>(static_cast<double>(prox) / denominator);
+}
+
+// Proximal gradient descent (FOBOS with a fixed rate): prox = var - delta * alpha;
+// var = sign(prox) * max(|prox| - alpha * l1, 0) / (1 + l2 * alpha) (l1 > 0), else
+// prox / (1 + l2 * alpha).
+template <bool kSparse>
+struct ProximalGradientDescentRule {
+  static constexpr const char* kOp =
+      kSparse ? "SparseApplyProximalGradientDescent" : "ApplyProximalGradientDescent";
+  static constexpr const char* kInputs =
+      kSparse ? "var alpha l1 l2 grad indices" : "var alpha l1 l2 delta";
+  static constexpr int kSlots = 0;
+  static constexpr bool kHasRefForm = true;
+  template <typename T>
+  static void Update(const UpdateArgs<T>& a, int64_t vo, int64_t go, int64_t n) {
+    T* var = a.var[0] + vo;
+    const T* g = a.grad + go;
+    const T lr = a.h[0], l1 = a.h[1], l2 = a.h[2];
+    if (kSparse && n == 1) {
+      var[0] = ProximalScalar(var[0] - lr * g[0], lr, l1, l2);
+      return;
+    }
+    const T shrinkage = lr * l1;
+    const T denominator = T(1) + l2 * lr;
+    for (int64_t k = 0; k < n; ++k) {
+      const T prox = var[k] - g[k] * lr;
+      var[k] = l1 > T(0) ? Sign(prox) * std::max(std::abs(prox) - shrinkage, T(0)) / denominator
+                         : prox / denominator;
+    }
+  }
+};
+using ProximalGradientDescent = ProximalGradientDescentRule<false>;
+using SparseProximalGradientDescent = ProximalGradientDescentRule<true>;
+
+// Proximal Adagrad: accum += g^2; rate = lr * rsqrt(accum) (lr / sqrt(accum) in TF's
+// scalar loop), then the proximal step with that rate. TF requires lr > 0, l1 >= 0,
+// l2 >= 0.
+template <bool kSparse>
+struct ProximalAdagradRule {
+  static constexpr const char* kOp =
+      kSparse ? "SparseApplyProximalAdagrad" : "ApplyProximalAdagrad";
+  static constexpr const char* kInputs =
+      kSparse ? "var accum lr l1 l2 grad indices" : "var accum lr l1 l2 grad";
+  static constexpr int kSlots = 1;
+  static constexpr bool kHasRefForm = true;
+  template <typename T>
+  static Status Check(const UpdateArgs<T>& a) {
+    PX_RETURN_IF_ERROR(RequireHyper(a.h[0] > T(0), "lr", "positive", a.h[0]));
+    PX_RETURN_IF_ERROR(RequireHyper(a.h[1] >= T(0), "l1", "non-negative", a.h[1]));
+    return RequireHyper(a.h[2] >= T(0), "l2", "non-negative", a.h[2]);
+  }
+  template <typename T>
+  static void Update(const UpdateArgs<T>& a, int64_t vo, int64_t go, int64_t n) {
+    T* var = a.var[0] + vo;
+    T* accum = a.var[1] + vo;
+    const T* g = a.grad + go;
+    const T lr = a.h[0], l1 = a.h[1], l2 = a.h[2];
+    if (kSparse && n == 1) {
+      accum[0] += g[0] * g[0];
+      const T rate = lr / std::sqrt(accum[0]);
+      var[0] = ProximalScalar(var[0] - rate * g[0], rate, l1, l2);
+      return;
+    }
+    for (int64_t k = 0; k < n; ++k) {
+      accum[k] += g[k] * g[k];
+      const T rate = lr * (T(1) / std::sqrt(accum[k]));
+      const T prox = var[k] - g[k] * rate;
+      var[k] = l1 > T(0)
+                   ? Sign(prox) * std::max(std::abs(prox) - rate * l1, T(0)) / (T(1) + l2 * rate)
+                   : prox / (T(1) + l2 * rate);
+    }
+  }
+};
+using ProximalAdagrad = ProximalAdagradRule<false>;
+using SparseProximalAdagrad = ProximalAdagradRule<true>;
+
+// Adagrad dual averaging: gradient_accumulator (ga) += g, gradient_squared_accumulator
+// (gsa) += g^2, then var is set (not stepped) from them and global_step t:
+//   var = -lr * sign(ga) * max(|ga| - t * l1, 0) / (l2 * t * lr + sqrt(gsa))  (l1 > 0)
+//   var = -lr * ga / (l2 * t * lr + sqrt(gsa))                                 (l1 <= 0).
+// TF writes it three ways, each followed here: the dense kernel rounds t to float
+// first; the sparse kernel's rows divide through by t * lr; its one-element rows compute
+// in double. t = 0 divides by zero, as in TF.
+template <bool kSparse>
+struct AdagradDARule {
+  static constexpr const char* kOp = kSparse ? "SparseApplyAdagradDA" : "ApplyAdagradDA";
+  static constexpr const char* kInputs =
+      kSparse ? "var gradient_accumulator gradient_squared_accumulator grad indices lr l1 l2 "
+                "global_step"
+              : "var gradient_accumulator gradient_squared_accumulator grad lr l1 l2 global_step";
+  static constexpr int kSlots = 2;
+  static constexpr bool kHasRefForm = true;
+  template <typename T>
+  static void Update(const UpdateArgs<T>& a, int64_t vo, int64_t go, int64_t n) {
+    T* var = a.var[0] + vo;
+    T* ga = a.var[1] + vo;
+    T* gsa = a.var[2] + vo;
+    const T* g = a.grad + go;
+    const T lr = a.h[0], l1 = a.h[1], l2 = a.h[2];
+    if (!kSparse) {
+      const T step = static_cast<T>(static_cast<float>(a.global_step));
+      const T step_l1 = step * l1;
+      const T l2_step_lr = l2 * (step * lr);
+      for (int64_t k = 0; k < n; ++k) {
+        ga[k] += g[k];
+        gsa[k] += g[k] * g[k];
+        const T denominator = l2_step_lr + std::sqrt(gsa[k]);
+        var[k] = l1 > T(0) ? lr * T(-1) * Sign(ga[k]) * std::max(std::abs(ga[k]) - step_l1, T(0)) /
+                                 denominator
+                           : lr * ga[k] * T(-1) / denominator;
+      }
+    } else if (n == 1) {
+      const double step_l1 = static_cast<double>(a.global_step) * static_cast<double>(l1);
+      const double step_l2_lr =
+          static_cast<double>(a.global_step) * static_cast<double>(l2) * static_cast<double>(lr);
+      const double gd = g[0];
+      ga[0] = static_cast<T>(static_cast<double>(ga[0]) + gd);
+      gsa[0] = static_cast<T>(static_cast<double>(gsa[0]) + gd * gd);
+      const double denominator = step_l2_lr + static_cast<double>(std::sqrt(gsa[0]));
+      var[0] = static_cast<T>(
+          l1 > T(0)
+              ? static_cast<double>(Sign(-ga[0])) * static_cast<double>(lr) *
+                    std::max(static_cast<double>(std::abs(ga[0])) - step_l1, 0.0) / denominator
+              : static_cast<double>(-ga[0]) * static_cast<double>(lr) / denominator);
+    } else {
+      const T step = static_cast<T>(a.global_step);
+      const T step_lr = step * lr;
+      for (int64_t k = 0; k < n; ++k) {
+        ga[k] += g[k];
+        gsa[k] += g[k] * g[k];
+        const T denominator = l2 + std::sqrt(gsa[k]) / step_lr;
+        var[k] = l1 > T(0) ? T(-1) * Sign(ga[k]) * std::max(std::abs(ga[k]) / step - l1, T(0)) /
+                                 denominator
+                           : T(-1) * (ga[k] / step) / denominator;
+      }
+    }
+  }
+};
+using AdagradDA = AdagradDARule<false>;
+using SparseAdagradDA = AdagradDARule<true>;
+
+// FTRL-proximal (McMahan et al. 2013), with FtrlV2's l2_shrinkage (kShrinkage) and the
+// multiply_linear_by_lr attr (linear holds lr * z). With P(x) = x^-lr_power (sqrt when
+// lr_power is -0.5), g' = g + 2 * l2_shrinkage * var and accum' = accum + g^2:
+//   linear += g' - (P(accum') - P(accum)) / lr * var
+//   var = |linear| > l1 ? (l1 * sign(linear) - linear) / (P(accum') / lr + 2 * l2) : 0
+//   accum = accum'
+// (with multiply_linear_by_lr: g' * lr, no "/ lr", l1 * lr and 2 * l2 * lr). The sparse
+// kernel writes the var line as (clamp(linear, -l1, l1) - linear) / (...), and its
+// one-element rows use pow for P(accum') - P(accum) even at -0.5; both followed. The
+// sparse forms require lr > 0 (>= 0 with multiply_linear_by_lr), l1, l2, l2_shrinkage
+// >= 0 and lr_power <= 0, as TF's do; TF's dense kernels check none of these.
+template <bool kShrinkage, bool kSparse>
+struct FtrlRule {
+  static constexpr const char* kOp = kSparse
+                                         ? (kShrinkage ? "SparseApplyFtrlV2" : "SparseApplyFtrl")
+                                         : (kShrinkage ? "ApplyFtrlV2" : "ApplyFtrl");
+  static constexpr const char* kInputs =
+      kSparse ? (kShrinkage ? "var accum linear grad indices lr l1 l2 l2_shrinkage lr_power"
+                            : "var accum linear grad indices lr l1 l2 lr_power")
+              : (kShrinkage ? "var accum linear grad lr l1 l2 l2_shrinkage lr_power"
+                            : "var accum linear grad lr l1 l2 lr_power");
+  static constexpr int kSlots = 2;
+  static constexpr bool kHasRefForm = true;
+
+  template <typename T>
+  struct Hyper {
+    explicit Hyper(const UpdateArgs<T>& a)
+        : lr(a.h[0]),
+          l1(a.h[1]),
+          l2(a.h[2]),
+          l2_shrinkage(kShrinkage ? a.h[3] : T(0)),
+          lr_power(kShrinkage ? a.h[4] : a.h[3]) {}
+    T lr, l1, l2, l2_shrinkage, lr_power;
+  };
+
+  template <typename T>
+  static Status Check(const UpdateArgs<T>& a) {
+    if (!kSparse) return Status::Ok();
+    const Hyper<T> h(a);
+    if (a.multiply_linear_by_lr) {
+      PX_RETURN_IF_ERROR(
+          RequireHyper(h.lr >= T(0), "lr", "non-negative (multiply_linear_by_lr)", h.lr));
+    } else {
+      PX_RETURN_IF_ERROR(RequireHyper(h.lr > T(0), "lr", "positive", h.lr));
+    }
+    PX_RETURN_IF_ERROR(RequireHyper(h.l1 >= T(0), "l1", "non-negative", h.l1));
+    PX_RETURN_IF_ERROR(RequireHyper(h.l2 >= T(0), "l2", "non-negative", h.l2));
+    if (kShrinkage) {
+      PX_RETURN_IF_ERROR(
+          RequireHyper(h.l2_shrinkage >= T(0), "l2_shrinkage", "non-negative", h.l2_shrinkage));
+    }
+    return RequireHyper(h.lr_power <= T(0), "lr_power", "non-positive", h.lr_power);
+  }
+
+  template <typename T>
+  static void Update(const UpdateArgs<T>& a, int64_t vo, int64_t go, int64_t n) {
+    T* var = a.var[0] + vo;
+    T* accum = a.var[1] + vo;
+    T* linear = a.var[2] + vo;
+    const T* g = a.grad + go;
+    const Hyper<T> h(a);
+    const bool by_lr = a.multiply_linear_by_lr;
+    const bool root = h.lr_power == T(-0.5);
+    auto power = [&](T x) { return root ? std::sqrt(x) : std::pow(x, -h.lr_power); };
+    const T two_l2_shrinkage = T(2) * h.l2_shrinkage;
+    const T l1 = by_lr ? h.l1 * h.lr : h.l1;  // the threshold on linear
+    const T two_l2 = by_lr ? T(2) * h.l2 * h.lr : T(2) * h.l2;
+    if (kSparse && n == 1) {
+      const T grad = kShrinkage ? g[0] + two_l2_shrinkage * var[0] : g[0];
+      const T new_accum = accum[0] + g[0] * g[0];
+      T sigma = std::pow(new_accum, -h.lr_power) - std::pow(accum[0], -h.lr_power);
+      if (!by_lr) sigma /= h.lr;
+      const T new_linear =
+          by_lr ? linear[0] + grad * h.lr - sigma * var[0] : linear[0] + grad - sigma * var[0];
+      const T quadratic = by_lr ? power(new_accum) + two_l2 : power(new_accum) / h.lr + two_l2;
+      var[0] = (std::max(std::min(new_linear, l1), -l1) - new_linear) / quadratic;
+      accum[0] = new_accum;
+      linear[0] = new_linear;
+      return;
+    }
+    for (int64_t k = 0; k < n; ++k) {
+      const T grad = kShrinkage ? g[k] + two_l2_shrinkage * var[k] : g[k];
+      const T new_accum = accum[k] + g[k] * g[k];
+      const T new_power = power(new_accum);
+      const T sigma = new_power - power(accum[k]);
+      linear[k] += by_lr ? grad * h.lr - sigma * var[k] : grad - sigma / h.lr * var[k];
+      const T quadratic = by_lr ? new_power + two_l2 : new_power / h.lr + two_l2;
+      if (kSparse) {
+        var[k] = (std::max(std::min(linear[k], l1), -l1) - linear[k]) / quadratic;
+      } else {
+        var[k] = std::abs(linear[k]) > l1 ? (l1 * Sign(linear[k]) - linear[k]) / quadratic : T(0);
+      }
+      accum[k] = new_accum;
+    }
+  }
+};
+using Ftrl = FtrlRule<false, false>;
+using FtrlV2 = FtrlRule<true, false>;
+using SparseFtrl = FtrlRule<false, true>;
+using SparseFtrlV2 = FtrlRule<true, true>;
+
+// AddSign and PowerSign (Bello et al. 2017): m = m * beta + g * (1 - beta); with
+// s = sign(g) * sign(m), var -= lr * (alpha + sign_decay * s) * g (AddSign) or
+// var -= lr * exp(logbase * sign_decay * s) * g (PowerSign; s takes three values, so the
+// three exponentials are computed once).
+struct AddSign {
+  static constexpr const char* kOp = "ApplyAddSign";
+  static constexpr const char* kInputs = "var m lr alpha sign_decay beta grad";
+  static constexpr int kSlots = 1;
+  static constexpr bool kHasRefForm = true;
+  template <typename T>
+  static void Update(const UpdateArgs<T>& a, int64_t vo, int64_t go, int64_t n) {
+    T* var = a.var[0] + vo;
+    T* m = a.var[1] + vo;
+    const T* g = a.grad + go;
+    const T lr = a.h[0], alpha = a.h[1], sign_decay = a.h[2], beta = a.h[3];
+    for (int64_t k = 0; k < n; ++k) {
+      m[k] = m[k] * beta + g[k] * (T(1) - beta);
+      const T sign_gm = Sign(g[k]) * Sign(m[k]);
+      var[k] -= lr * (alpha + sign_decay * sign_gm) * g[k];
+    }
+  }
+};
+
+struct PowerSign {
+  static constexpr const char* kOp = "ApplyPowerSign";
+  static constexpr const char* kInputs = "var m lr logbase sign_decay beta grad";
+  static constexpr int kSlots = 1;
+  static constexpr bool kHasRefForm = true;
+  template <typename T>
+  static void Update(const UpdateArgs<T>& a, int64_t vo, int64_t go, int64_t n) {
+    T* var = a.var[0] + vo;
+    T* m = a.var[1] + vo;
+    const T* g = a.grad + go;
+    const T lr = a.h[0], logbase = a.h[1], sign_decay = a.h[2], beta = a.h[3];
+    const T exponent = logbase * sign_decay;
+    const std::array<T, 3> scale = {std::exp(exponent * T(-1)), std::exp(exponent * T(0)),
+                                    std::exp(exponent * T(1))};
+    for (int64_t k = 0; k < n; ++k) {
+      m[k] = m[k] * beta + g[k] * (T(1) - beta);
+      const T sign_gm = Sign(g[k]) * Sign(m[k]);
+      var[k] -= lr * scale[static_cast<size_t>(sign_gm + T(1))] * g[k];
+    }
+  }
+};
+
 // The kernel for every rule and both forms. Inputs are classified by name as
 // lib/ops/training_ops.cc does: the first 1 + kSlots are variables, "grad"/"delta" is
-// the gradient, "indices" makes the update sparse, every other input is a scalar
-// hyper-parameter of type T.
+// the gradient, "indices" makes the update sparse, "global_step" is an int64 scalar,
+// every other input is a scalar hyper-parameter of type T.
 template <typename T, typename Rule>
 class ApplyOp : public OpKernel {
  public:
@@ -431,6 +769,9 @@ class ApplyOp : public OpKernel {
     for (std::string name; names >> name;) names_.push_back(name);
     *status = init.GetAttrOr("use_nesterov", &use_nesterov_, false);
     if (status->ok()) *status = init.GetAttrOr("update_slots", &update_slots_, true);
+    if (status->ok()) {
+      *status = init.GetAttrOr("multiply_linear_by_lr", &multiply_linear_by_lr_, false);
+    }
   }
 
   Status Compute(KernelContext& context) const override {
@@ -444,6 +785,7 @@ class ApplyOp : public OpKernel {
     UpdateArgs<T> args;
     args.use_nesterov = use_nesterov_;
     args.update_slots = update_slots_;
+    args.multiply_linear_by_lr = multiply_linear_by_lr_;
     std::array<Tensor*, 4> vars{};
     for (int j = 0; j < kNumVars; ++j) {
       PX_ASSIGN_OR_RETURN(vars[j], MutableVariable(context, j, names_[j], resource_, kType));
@@ -460,6 +802,8 @@ class ApplyOp : public OpKernel {
         grad_input = j;
       } else if (name == "indices") {
         indices = &context.input(j);
+      } else if (name == "global_step") {
+        PX_ASSIGN_OR_RETURN(args.global_step, ScalarInput<int64_t>(context, j, name));
       } else {
         PX_ASSIGN_OR_RETURN(T value, ScalarInput<T>(context, j, name));
         args.h[num_hyper++] = value;
@@ -470,6 +814,7 @@ class ApplyOp : public OpKernel {
       PX_RETURN_IF_ERROR(CheckSameShape(var, "var", *vars[j], names_[j]));
     }
     args.grad = grad->template data<T>();
+    if constexpr (requires { Rule::Check(args); }) PX_RETURN_IF_ERROR(Rule::Check(args));
 
     if (indices == nullptr) {
       PX_RETURN_IF_ERROR(CheckSameShape(var, "var", *grad, names_[grad_input]));
@@ -507,6 +852,7 @@ class ApplyOp : public OpKernel {
   std::vector<std::string> names_;
   bool use_nesterov_ = false;
   bool update_slots_ = true;
+  bool multiply_linear_by_lr_ = false;
 };
 
 // The rules are a table, not one PX_REGISTER_KERNEL per (op, form, type): each rule
@@ -529,9 +875,12 @@ struct RegisterRules {
   }
 };
 
-const RegisterRules<GradientDescent, Momentum, KerasMomentum, Adam, AdamWithAmsgrad, AdaMax,
-                    RMSProp, CenteredRMSProp, Adagrad, AdagradV2, Adadelta, SparseMomentum,
-                    SparseAdagrad, SparseAdagradV2, SparseRMSProp, SparseCenteredRMSProp>
+const RegisterRules<
+    GradientDescent, Momentum, KerasMomentum, Adam, AdamWithAmsgrad, AdaMax, RMSProp,
+    CenteredRMSProp, Adagrad, AdagradV2, Adadelta, SparseMomentum, SparseAdagrad, SparseAdagradV2,
+    SparseRMSProp, SparseCenteredRMSProp, SparseKerasMomentum, SparseAdadelta,
+    ProximalGradientDescent, SparseProximalGradientDescent, ProximalAdagrad, SparseProximalAdagrad,
+    AdagradDA, SparseAdagradDA, Ftrl, FtrlV2, SparseFtrl, SparseFtrlV2, AddSign, PowerSign>
     kRegisterRules;
 
 }  // namespace

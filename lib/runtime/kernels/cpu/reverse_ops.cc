@@ -1,0 +1,159 @@
+// CPU kernels that reverse tensors along dimensions, with TensorFlow's semantics:
+// ReverseV2 (whole dimensions, listed in `axis`, negative ones counting from the end) and
+// ReverseSequence (along `seq_dim`, the first seq_lengths[b] entries of each batch entry
+// b of `batch_dim`; the rest stay in place — the backward half of a bidirectional
+// dynamic_rnn). Every dtype: elements are moved as bits (array_util.h element kinds).
+//
+// ReverseV2 is one strided copy with negative source strides (array_util.h); with no
+// axis to reverse it outputs its input (shared buffer). ReverseSequence copies whole
+// runs of the dimensions after max(seq_dim, batch_dim), which are contiguous.
+#include <algorithm>
+
+#include "lib/ops/dtypes.h"
+#include "lib/runtime/kernel.h"
+#include "lib/runtime/kernels/cpu/array_util.h"
+#include "lib/runtime/kernels/cpu/nn_kernel_util.h"
+
+namespace parallax {
+namespace {
+
+constexpr DeviceType kCpu = DeviceType::kCpu;
+
+// ReverseV2(tensor, axis) -> output.
+class ReverseV2Op : public OpKernel {
+ public:
+  ReverseV2Op(const KernelInit&, Status*) {}
+
+  Status Compute(KernelContext& context) const override {
+    const Tensor& input = context.input(0);
+    const Tensor& axis = context.input(1);
+    if (!cpu_array::IsIndexType(axis.dtype()) || axis.rank() != 1) {
+      return InvalidArgumentError("input 1 (axis) must be an int32 or int64 vector, got {} {}",
+                                  DataTypeShortName(axis.dtype()), axis.shape().DebugString());
+    }
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> axes, cpu_array::IndexValues(axis, "input 1 (axis)"));
+    const int rank = input.rank();
+    std::vector<bool> reversed(static_cast<size_t>(rank), false);
+    for (size_t k = 0; k < axes.size(); ++k) {
+      const int64_t a = axes[k];
+      if (a < -rank || a >= rank) {
+        return InvalidArgumentError("input 1 (axis)[{}] = {} is not in [{}, {})", k, a, -rank,
+                                    rank);
+      }
+      const size_t d = static_cast<size_t>(a < 0 ? a + rank : a);
+      if (reversed[d]) {
+        return InvalidArgumentError("input 1 (axis) names dimension {} more than once", d);
+      }
+      reversed[d] = true;
+    }
+    if (std::none_of(reversed.begin(), reversed.end(), [](bool r) { return r; })) {
+      context.set_output(0, input);
+      return Status::Ok();
+    }
+    Tensor* out = context.AllocateOutput(0, input.dtype(), input.shape());
+    cpu_array::StridedCopySpec spec;
+    spec.dims = input.shape().dims();
+    spec.dst_strides = cpu_array::RowMajorStrides(spec.dims);
+    spec.src_strides = spec.dst_strides;
+    for (int d = 0; d < rank; ++d) {
+      if (!reversed[static_cast<size_t>(d)] || spec.dims[static_cast<size_t>(d)] == 0) continue;
+      spec.src_offset +=
+          (spec.dims[static_cast<size_t>(d)] - 1) * spec.src_strides[static_cast<size_t>(d)];
+      spec.src_strides[static_cast<size_t>(d)] = -spec.src_strides[static_cast<size_t>(d)];
+    }
+    return cpu_array::StridedCopy(input, out, std::move(spec), context.threads());
+  }
+};
+PX_REGISTER_KERNEL(ReverseV2Op, "ReverseV2", kCpu);
+
+// ReverseSequence(input, seq_lengths) -> output.
+class ReverseSequenceOp : public OpKernel {
+ public:
+  ReverseSequenceOp(const KernelInit& init, Status* status) {
+    *status = init.GetAttr("seq_dim", &seq_dim_);
+    if (status->ok()) *status = init.GetAttrOr<int64_t>("batch_dim", &batch_dim_, 0);
+    if (!status->ok()) return;
+    if (seq_dim_ == batch_dim_) {
+      *status = InvalidArgumentError("attrs seq_dim and batch_dim are both {}", seq_dim_);
+    }
+  }
+
+  Status Compute(KernelContext& context) const override {
+    const Tensor& input = context.input(0);
+    const Tensor& lengths_in = context.input(1);
+    const int64_t rank = input.rank();
+    for (const auto& [name, dim] :
+         {std::pair{"seq_dim", seq_dim_}, std::pair{"batch_dim", batch_dim_}}) {
+      if (dim < 0 || dim >= rank) {
+        return InvalidArgumentError(
+            "attr {} = {} is not a dimension of input 0 (input), of shape {}", name, dim,
+            input.shape().DebugString());
+      }
+    }
+    if (!cpu_array::IsIndexType(lengths_in.dtype()) || lengths_in.rank() != 1) {
+      return InvalidArgumentError(
+          "input 1 (seq_lengths) must be an int32 or int64 vector, got {} {}",
+          DataTypeShortName(lengths_in.dtype()), lengths_in.shape().DebugString());
+    }
+    const int64_t batch = input.dim(static_cast<int>(batch_dim_));
+    const int64_t seq = input.dim(static_cast<int>(seq_dim_));
+    if (lengths_in.num_elements() != batch) {
+      return InvalidArgumentError(
+          "input 1 (seq_lengths) has {} elements but input 0 (input) has {} along batch_dim {}",
+          lengths_in.num_elements(), batch, batch_dim_);
+    }
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> lengths,
+                        cpu_array::IndexValues(lengths_in, "input 1 (seq_lengths)"));
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t l = lengths[static_cast<size_t>(b)];
+      if (l < 0 || l > seq) {
+        return InvalidArgumentError(
+            "input 1 (seq_lengths)[{}] = {} is not in [0, {}] (the size of seq_dim {})", b, l, seq,
+            seq_dim_);
+      }
+    }
+    Tensor* out = context.AllocateOutput(0, input.dtype(), input.shape());
+    if (input.num_elements() == 0) return Status::Ok();
+
+    // input as [outer, dim_a, middle, dim_c, inner] with a < c the two named dims.
+    const std::vector<int64_t>& dims = input.shape().dims();
+    const size_t a = static_cast<size_t>(std::min(seq_dim_, batch_dim_));
+    const size_t c = static_cast<size_t>(std::max(seq_dim_, batch_dim_));
+    const int64_t dim_a = dims[a], dim_c = dims[c];
+    const int64_t middle = cpu_array::Product(dims, a + 1, c);
+    const int64_t inner = cpu_array::Product(dims, c + 1, dims.size());
+    const bool seq_is_a = static_cast<size_t>(seq_dim_) == a;
+    const int64_t rows = cpu_array::Product(dims, 0, a) * dim_a * middle;  // (outer, i_a, m)
+    return cpu_array::VisitElementKind(input.dtype(), [&]<typename U>() {
+      const U* src = cpu_array::Elements<U>(input);
+      U* dst = cpu_array::MutableElements<U>(out);
+      nn::ParallelRange(
+          context, rows, std::max<int64_t>(1, nn::kMinParallelElements / (dim_c * inner)),
+          [&](int64_t begin, int64_t end) {
+            for (int64_t row = begin; row < end; ++row) {
+              const int64_t i_a = (row / middle) % dim_a;
+              const int64_t base = row * dim_c * inner;  // of (row, 0, 0)
+              for (int64_t i_c = 0; i_c < dim_c; ++i_c) {
+                const int64_t b = seq_is_a ? i_c : i_a;
+                const int64_t s = seq_is_a ? i_a : i_c;
+                const int64_t l = lengths[static_cast<size_t>(b)];
+                const int64_t from = s < l ? l - 1 - s : s;
+                // The source differs in the seq index only.
+                const int64_t src_at =
+                    seq_is_a ? base + (from - s) * middle * dim_c * inner + i_c * inner
+                             : base + from * inner;
+                std::copy_n(src + src_at, inner, dst + base + i_c * inner);
+              }
+            }
+          });
+    });
+  }
+
+ private:
+  int64_t seq_dim_ = 0;
+  int64_t batch_dim_ = 0;
+};
+PX_REGISTER_KERNEL(ReverseSequenceOp, "ReverseSequence", kCpu);
+
+}  // namespace
+}  // namespace parallax
