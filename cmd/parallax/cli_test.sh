@@ -151,10 +151,24 @@ grep -q "^parallax: error: --disable-pass: unknown pass 'bogus'; the passes are:
 expect 2 "$parallax" transform "$example" -o "$tmp/nojob"
 expect_stderr_line "parallax: error: transform: --cluster is required"
 expect 2 "$parallax" transform "$bad/empty.pb" --cluster "$cluster" -o "$tmp/nojob"
-expect 2 "$parallax" transform "$root/lib/analysis/testdata/assign_optimizer.pbtxt" --cluster "$cluster" -o "$tmp/nojob" --strict
-grep -q "^parallax: error: .*assign_optimizer.pbtxt: --strict: variable '.*' is updated from a gradient by" "$tmp/err" \
+expect 2 "$parallax" transform "$root/lib/analysis/testdata/unrecognised_update.pbtxt" --cluster "$cluster" -o "$tmp/nojob" --strict
+grep -q "^parallax: error: .*unrecognised_update.pbtxt: --strict: variable 'b' is updated from a gradient by 'update_b/Assign' (Assign): its value reaches tf.gradients only through 'update_b/concat' (ConcatV2), which combines several gradients; Parallax cannot synchronise it" "$tmp/err" \
   && pass || fail "--strict: $(cat "$tmp/err")"
 [[ ! -e "$tmp/nojob" ]] && pass || fail "a failed transform left $tmp/nojob"
+# --strict also refuses a graph with ops no CPU kernel runs (`parallax run` would stop at
+# them), in one line listing them as inspect does; without --strict they are a warning.
+{ cat "$example"; echo 'node { name: "frob" op: "ParallaxTestOpWithoutKernel" }'; } > "$tmp/nokernel.pbtxt"
+expect 2 "$parallax" transform "$tmp/nokernel.pbtxt" --cluster "$cluster" -o "$tmp/nokernel_nojob" --strict
+expect_stderr_line "parallax: error: $tmp/nokernel.pbtxt: --strict: no CPU kernel (1 op, 1 node): ParallaxTestOpWithoutKernel x1"
+[[ $(wc -l < "$tmp/err") -eq 1 ]] && pass || fail "--strict without a kernel printed more than one line: $(cat "$tmp/err")"
+[[ ! -e "$tmp/nokernel_nojob" ]] && pass || fail "a --strict transform refused for kernels left $tmp/nokernel_nojob"
+ls -d "$tmp"/nokernel_nojob* 2>/dev/null | grep -q . && fail "left a temporary job directory" || pass
+expect 0 "$parallax" transform "$tmp/nokernel.pbtxt" --cluster "$cluster" -o "$tmp/nokerneljob"
+grep -q "^parallax: warning: $tmp/nokernel.pbtxt: no CPU kernel (1 op, 1 node): ParallaxTestOpWithoutKernel x1; " "$tmp/err" \
+  && pass || fail "no warning for an op without a CPU kernel: $(cat "$tmp/err")"
+expect 0 "$parallax" inspect --format json "$tmp/nokernel.pbtxt"
+python3 -c 'import json, sys; assert json.load(open(sys.argv[1]))["without_cpu_kernel"] == {"ParallaxTestOpWithoutKernel": 1}' "$tmp/out" \
+  && pass || fail "inspect's without_cpu_kernel: $(head -c 300 "$tmp/out")"
 
 # Every malformed cluster spec: exit 2, its exact error, nothing written.
 cd "$root/testdata/bad_cluster"
@@ -287,7 +301,7 @@ expect_stderr_line "parallax: error: option --vocab does not apply to model 'mlp
 expect 2 "$parallax" models export resnet -o "$tmp/bad.pb"
 expect_stderr_line "parallax: error: unknown model 'resnet' (known: softmax, mlp, lenet, embedding)"
 expect 2 "$parallax" models export mlp -o "$tmp/bad.pb" --optimizer lbfgs
-expect_stderr_line "parallax: error: unknown optimizer 'lbfgs' (sgd, momentum, adam, rmsprop, adagrad)"
+expect_stderr_line "parallax: error: unknown optimizer 'lbfgs' (sgd, momentum, adam, rmsprop, adagrad, adamw)"
 expect 2 "$parallax" models export mlp -o "$tmp/bad.pb" --widths 8,x
 expect_stderr_line "parallax: error: --widths: 'x' is not an integer (want e.g. 512,512)"
 expect 2 "$parallax" models export lenet -o "$tmp/bad.pb" --batch -1

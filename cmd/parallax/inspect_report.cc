@@ -34,8 +34,8 @@ Counts CountGraph(const Graph& graph) {
     counts.data_edges += node.num_data_inputs();
     counts.control_edges += static_cast<int>(node.control_inputs().size());
     ++counts.ops[std::string(node.op())];
-    if (!HasKernel(node, DeviceType::kCpu)) ++counts.without_cpu_kernel[std::string(node.op())];
   }
+  counts.without_cpu_kernel = OpsWithoutCpuKernel(graph);
   return counts;
 }
 
@@ -103,6 +103,27 @@ std::string NodeName(const Graph& graph, NodeId id) {
 }
 
 }  // namespace
+
+std::map<std::string, int> OpsWithoutCpuKernel(const Graph& graph) {
+  std::map<std::string, int> ops;
+  for (NodeId id : graph.NodeIds()) {
+    const Node& node = graph.node(id);
+    if (!HasKernel(node, DeviceType::kCpu)) ++ops[std::string(node.op())];
+  }
+  return ops;
+}
+
+std::string DescribeOpsWithoutCpuKernel(const std::map<std::string, int>& ops) {
+  if (ops.empty()) return "";
+  int nodes = 0;
+  std::vector<std::string> listed;
+  for (const auto& [op, count] : ops) {
+    nodes += count;
+    listed.push_back(fmt::format("{} x{}", op, count));
+  }
+  return fmt::format("no CPU kernel ({}, {}): {}", Count(static_cast<int>(ops.size()), "op", "ops"),
+                     Count(nodes, "node", "nodes"), fmt::join(listed, ", "));
+}
 
 std::string RenderInspectTable(const Graph& graph, const TrainingAnalysis& analysis) {
   const Counts counts = CountGraph(graph);
@@ -173,6 +194,18 @@ std::string RenderInspectTable(const Graph& graph, const TrainingAnalysis& analy
                       UpdateSummary(graph, analysis, v)});
     }
     out += "\nvariables\n" + Columns(rows);
+
+    // Where each gradient is taken and why; what cannot be synchronised, and why not.
+    std::vector<std::vector<std::string>> where;
+    for (const Variable& v : analysis.variables) {
+      if (v.role == VariableRole::kUnrecognised) {
+        where.push_back({v.name, "not synchronised: updated from a gradient by " +
+                                     (v.unsynchronised_why.empty() ? std::string("an op Parallax does not follow")
+                                                                   : v.unsynchronised_why)});
+      }
+      for (int u : v.updates) where.push_back({v.name, analysis.updates[static_cast<size_t>(u)].where});
+    }
+    if (!where.empty()) out += "\ngradients (where each is synchronised, and why)\n" + Columns(where);
   }
 
   std::vector<std::pair<std::string, int>> ops(counts.ops.begin(), counts.ops.end());
@@ -186,15 +219,7 @@ std::string RenderInspectTable(const Graph& graph, const TrainingAnalysis& analy
   if (counts.without_cpu_kernel.empty()) {
     out += "\nkernels: every node has a CPU kernel\n";
   } else {
-    int nodes = 0;
-    std::vector<std::string> listed;
-    for (const auto& [op, count] : counts.without_cpu_kernel) {
-      nodes += count;
-      listed.push_back(fmt::format("{} x{}", op, count));
-    }
-    out += fmt::format("\nno CPU kernel ({}, {}): {}\n",
-                       Count(static_cast<int>(counts.without_cpu_kernel.size()), "op", "ops"),
-                       Count(nodes, "node", "nodes"), fmt::join(listed, ", "));
+    out += "\n" + DescribeOpsWithoutCpuKernel(counts.without_cpu_kernel) + "\n";
   }
 
   std::vector<std::vector<std::string>> device_rows;
@@ -279,8 +304,22 @@ std::string RenderInspectJson(const Graph& graph, const TrainingAnalysis& analys
       json.BeginObject();
       json.Field("op", graph.node(update.op).name());
       json.Field("type", graph.node(update.op).op());
-      json.Field("pattern", update.pattern == UpdatePattern::kSparseAdam ? "sparse_adam" : "apply");
+      json.Field("pattern", update.pattern == UpdatePattern::kSparseAdam ? "sparse_adam"
+                            : update.pattern == UpdatePattern::kAssign   ? "assign"
+                                                                         : "apply");
       json.Field("sparse", update.sparse);
+      json.Field("synchronised_at", update.at_boundary ? "boundary" : "update");
+      json.Key("boundary").BeginArray();
+      for (const BoundaryGradient& b : update.boundary) {
+        json.BeginObject();
+        json.Key("values");
+        WriteTensor(json, graph, b.values);
+        json.Key("indices");
+        WriteTensor(json, graph, b.indices);
+        json.EndObject();
+      }
+      json.EndArray();
+      json.Field("where", update.where);
       json.Key("gradient");
       WriteTensor(json, graph, update.gradient);
       json.Key("aggregation");
@@ -304,6 +343,8 @@ std::string RenderInspectJson(const Graph& graph, const TrainingAnalysis& analys
     if (v.slot_of < 0) json.Null(); else json.String(analysis.variables[static_cast<size_t>(v.slot_of)].name);
     json.Key("initializer");
     WriteNodeOrNull(json, graph, v.initializer);
+    json.Key("unsynchronised_why");
+    if (v.unsynchronised_why.empty()) json.Null(); else json.String(v.unsynchronised_why);
     json.EndObject();
   }
   json.EndArray();

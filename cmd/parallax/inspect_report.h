@@ -7,6 +7,7 @@
 #ifndef PARALLAX_CMD_PARALLAX_INSPECT_REPORT_H_
 #define PARALLAX_CMD_PARALLAX_INSPECT_REPORT_H_
 
+#include <map>
 #include <string>
 
 #include "lib/analysis/training_analysis.h"
@@ -22,6 +23,15 @@ inline constexpr int kInspectJsonSchema = 1;
 std::string RenderInspectTable(const Graph& graph, const TrainingAnalysis& analysis);
 std::string RenderInspectJson(const Graph& graph, const TrainingAnalysis& analysis);
 std::string RenderInspectDot(const Graph& graph, const TrainingAnalysis& analysis);
+
+// The ops of `graph` that no CPU kernel runs, each with its number of nodes (a node's
+// dtype can lack a kernel that other dtypes of its op have): what `parallax run` would
+// stop at. Inspect's `without_cpu_kernel`; `transform --strict` refuses such graphs.
+std::map<std::string, int> OpsWithoutCpuKernel(const Graph& graph);
+
+// "no CPU kernel (2 ops, 3 nodes): FIFOQueueV2 x1, QueueDequeueV2 x2" (ops in name order);
+// "" when `ops` is empty.
+std::string DescribeOpsWithoutCpuKernel(const std::map<std::string, int>& ops);
 
 // Loads, verifies, analyses and renders `path`.
 StatusOr<std::string> Inspect(const std::string& path, InspectFormat format);

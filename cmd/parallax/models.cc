@@ -31,12 +31,13 @@ struct ExportFlags {
   int64_t batch = 0;
   std::string optimizer;
   double lr = 0;
+  double clip_norm = 0;
   int64_t seed = 1;
   std::string widths;
   int64_t vocab = 0, dim = 0, seq = 0;
   bool global_step = false;
   // Which options were given (unset ones take the model's defaults).
-  CLI::Option *batch_opt = nullptr, *optimizer_opt = nullptr, *lr_opt = nullptr,
+  CLI::Option *batch_opt = nullptr, *optimizer_opt = nullptr, *lr_opt = nullptr, *clip_opt = nullptr,
               *widths_opt = nullptr, *vocab_opt = nullptr, *dim_opt = nullptr, *seq_opt = nullptr;
 };
 
@@ -71,6 +72,7 @@ StatusOr<ModelOptions> OptionsFrom(const ExportFlags& f) {
     o.optimizer = kind;
   }
   if (f.lr_opt->count() > 0) o.learning_rate = f.lr;
+  if (f.clip_opt->count() > 0) o.clip_norm = f.clip_norm;
   o.seed = f.seed;
   if (f.widths_opt->count() > 0) {
     PX_ASSIGN_OR_RETURN(std::vector<int64_t> widths, ParseWidths(f.widths));
@@ -161,8 +163,11 @@ Command AddModelsCommand(CLI::App& app) {
   f->batch_opt = exp->add_option("--batch", f->batch,
                                  "batch size; 0 leaves the batch dimension open (-1)");
   f->optimizer_opt = exp->add_option("--optimizer", f->optimizer,
-                                     "sgd, momentum, adam, rmsprop or adagrad");
+                                     "sgd, momentum, adam, rmsprop, adagrad or adamw (BERT's AdamWeightDecay)");
   f->lr_opt = exp->add_option("--lr", f->lr, "learning rate (default: per optimizer)");
+  f->clip_opt = exp->add_option("--clip-norm", f->clip_norm,
+                                "clip the gradients with tf.clip_by_global_norm(grads, X) first")
+                    ->check(CLI::PositiveNumber);
   exp->add_option("--seed", f->seed, "seed attr of the random initialisers (default 1)");
   f->widths_opt = exp->add_option("--widths", f->widths,
                                   "mlp: hidden widths (512,512); lenet: conv1,conv2,fc (32,64,1024)");

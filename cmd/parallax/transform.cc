@@ -1,7 +1,9 @@
 // `parallax transform GRAPH --cluster C.yaml -o DIR`: the single-device training graph
 // rewritten into one graph per rank, with the plan, a report, a hostfile and launch.sh
 // (docs/transform.md). Load -> verify -> analyse -> plan -> passes -> verify -> write;
-// the output directory appears only when complete.
+// the output directory appears only when complete. Ops without a CPU kernel (what
+// `parallax run` would stop at, as `parallax inspect` lists them) are a warning, and
+// under --strict an error.
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -11,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cmd/parallax/command.h"
+#include "cmd/parallax/inspect_report.h"
 #include "lib/analysis/training_analysis.h"
 #include "lib/base/file.h"
 #include "lib/cluster/cluster_spec.h"
@@ -83,6 +86,11 @@ Status RunTransform(const TransformFlags& flags) {
   PX_ASSIGN_OR_RETURN(Graph graph, ParseGraph(std::move(bytes), flags.graph));
   PX_RETURN_IF_ERROR(VerifyGraph(graph));
   PX_RETURN_IF_ERROR(StripHorovodAndReport(graph));
+  if (const std::string missing = DescribeOpsWithoutCpuKernel(OpsWithoutCpuKernel(graph));
+      !missing.empty()) {
+    if (flags.strict) return InvalidArgumentError("{}: --strict: {}", graph.source(), missing);
+    spdlog::warn("{}: {}; parallax run cannot run this job", graph.source(), missing);
+  }
   PX_ASSIGN_OR_RETURN(TrainingAnalysis analysis, AnalyzeTraining(graph));
   spdlog::info("loaded {}: {} nodes, {} variables; {}", flags.graph, graph.num_nodes(),
                analysis.variables.size(), layout.Summary());
@@ -125,7 +133,8 @@ Command AddTransformCommand(CLI::App& app) {
   sub->add_option("--strategy", flags->strategy,
                   "auto, allreduce, ps or hybrid; replaces the cluster spec's strategy.default");
   sub->add_flag("--json", flags->json, "print the plan as JSON (docs/transform.md) instead of the report");
-  sub->add_flag("--strict", flags->strict, "fail (exit 2) on any warning");
+  sub->add_flag("--strict", flags->strict,
+                "fail (exit 2) on any warning, and on ops without a CPU kernel");
   sub->add_flag("--force", flags->force, "replace the output directory if it exists");
   sub->add_flag("--print-passes", flags->print_passes, "list the passes in order and exit");
   sub->add_option("--disable-pass", flags->disabled_passes, "skip this pass (repeatable)");

@@ -15,8 +15,11 @@
 #     checked at 1e-4: TF's Adam (epsilon 1e-8 added to the uncorrected sqrt(v))
 #     amplifies the last-bit differences of gradients that cancel to ~3e-7 by ~1000x, and
 #     the zoo mlp reaches 1.8e-5 / 3.8e-5 at seeds 0 / 1 (docs/verify.md);
+#     Gradients taken at the backprop boundary: clip_by_global_norm + Adam, and BERT's
+#     Assign-based AdamWeightDecay after clipping (embedding all-gathered), 1e-5;
 #  2. the check can fail: gradients summed instead of averaged (`average: false`) FAILs
-#     with exit 1; tolerance 0 on a run that is not bit-identical FAILs;
+#     with exit 1; gradients synchronised after clipping (a planted bug) FAILs; tolerance
+#     0 on a run that is not bit-identical FAILs;
 #  3. bad input exits 2 with one line: a fixed batch (suggesting --accumulate), a sparse
 #     gradient with --accumulate, an unknown method, no init op, data
 #     whose epoch is not a multiple of the ranks when the steps pass its end; a rank that
@@ -89,6 +92,9 @@ export_model embedding --vocab 1000 --dim 16 --seq 4 --batch 0 -o emb.pb
 export_model embedding --vocab 1000 --dim 16 --seq 4 --batch 0 --optimizer adam --lr 0.01 \
   -o emb_adam.pb
 export_model mlp --widths 64 --batch 32 -o fixed.pb
+export_model mlp --widths 64 --batch 0 --optimizer adam --clip-norm 0.05 -o mlp_clip.pb
+export_model embedding --vocab 1000 --dim 16 --seq 4 --batch 0 --optimizer adamw --lr 0.01 \
+  --clip-norm 0.05 -o emb_adamw.pb
 
 # --- 1. equivalence ---------------------------------------------------------------------
 syn=(--synthetic --steps 20)
@@ -121,6 +127,14 @@ verify_case "embedding densify, 4 ranks" 0 1e-5 emb.pb --ranks 4 --batch 8 "${sy
 grep -q '^  embeddings .* densify ' <<<"$last_out" || fail "embedding: not densify"
 verify_case "embedding sparse Adam, PS, 2 ranks" 0 1e-5 emb_adam.pb --ranks 2 --batch 16 \
   "${syn[@]}" --strategy hybrid
+# Gradients synchronised at the backprop boundary: clip_by_global_norm (0.05: it clips
+# every step) must see the averaged gradient, as must BERT's Assign-based AdamWeightDecay
+# (the embedding's IndexedSlices all-gathered before the optimizer densifies it).
+verify_case "mlp clip_by_global_norm + Adam, 2 ranks" 0 1e-5 mlp_clip.pb --ranks 2 --batch 16 \
+  "${syn[@]}"
+verify_case "embedding clip_by_global_norm + AdamWeightDecay, 3 ranks" 0 1e-5 emb_adamw.pb \
+  --ranks 3 --batch 8 "${syn[@]}"
+grep -q '^  embeddings .* allgather ' <<<"$last_out" || fail "AdamWeightDecay: embeddings not allgather"
 # Per-variable overrides from a cluster spec: embeddings on 2 PS partitions, the rest
 # all-reduced.
 cat >overrides.yaml <<'EOF'
@@ -196,6 +210,11 @@ verify_case "gradients summed, not averaged: FAIL" 1 0 mlp_sgd.pb --ranks 2 --ba
 # With --accumulate the one device combines as the plan does: summed here, so it PASSes.
 verify_case "gradients summed, --accumulate sums too: PASS" 0 1e-5 mlp_sgd.pb --ranks 2 \
   --batch 32 "${syn[@]}" --cluster sum.yaml --accumulate
+# The bug Parallax had: each rank clips its own gradient, then the clipped ones are
+# averaged (PARALLAX_TEST_SYNC_AFTER_CLIPPING plants it).
+export PARALLAX_TEST_SYNC_AFTER_CLIPPING=1
+verify_case "synchronised after clipping: FAIL" 1 0 mlp_clip.pb --ranks 2 --batch 16 "${syn[@]}"
+unset PARALLAX_TEST_SYNC_AFTER_CLIPPING
 verify_case "tolerance 0 on a run that is not bit-identical: FAIL" 1 0 mlp_sgd.pb --ranks 2 \
   --batch 32 "${syn[@]}" --tolerance 0
 grep -Eq '^  dense/kernel .* FAIL$' <<<"$last_out" || fail "tolerance 0: dense/kernel did not FAIL"

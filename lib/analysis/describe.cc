@@ -70,6 +70,15 @@ std::string_view GradientKindName(GradientKind kind) {
   return "?";
 }
 
+std::string_view UpdatePatternName(UpdatePattern pattern) {
+  switch (pattern) {
+    case UpdatePattern::kApplyOp: return "apply op";
+    case UpdatePattern::kSparseAdam: return "sparse Adam";
+    case UpdatePattern::kAssign: return "assign";
+  }
+  return "?";
+}
+
 std::string DescribeAnalysis(const TrainingAnalysis& a, const Graph& graph) {
   std::vector<std::string> lines;
   int sparse = 0;
@@ -94,7 +103,7 @@ std::string DescribeAnalysis(const TrainingAnalysis& a, const Graph& graph) {
     }
     if (v.slot_of >= 0) {
       line += fmt::format(" of={} slot={} input={}", Q(a.variables[static_cast<size_t>(v.slot_of)].name),
-                          Q(v.slot_name), v.slot_input);
+                          Q(v.slot_name), v.slot_input.empty() ? "-" : v.slot_input);
     }
     if (!v.writes.empty()) {
       std::vector<std::string> writes;
@@ -114,7 +123,8 @@ std::string DescribeAnalysis(const TrainingAnalysis& a, const Graph& graph) {
   for (const GradientUpdate& u : a.updates) {
     std::string line = fmt::format(
         "update {} {}{} {} var={} grad_input={} gradient={}", NodeName(graph, u.op),
-        graph.node(u.op).op(), u.pattern == UpdatePattern::kSparseAdam ? " (sparse Adam)" : "",
+        graph.node(u.op).op(),
+        u.pattern == UpdatePattern::kApplyOp ? "" : fmt::format(" ({})", UpdatePatternName(u.pattern)),
         u.sparse ? "sparse" : "dense", Q(a.variables[static_cast<size_t>(u.variable)].name),
         Tensor(graph, u.grad_input), Tensor(graph, u.gradient));
     if (u.aggregation != kNoNode) line += " aggregated";
@@ -126,6 +136,14 @@ std::string DescribeAnalysis(const TrainingAnalysis& a, const Graph& graph) {
                           Tensor(graph, u.indices), NodeName(graph, u.unique),
                           NodeName(graph, u.segment_sum), Tensor(graph, u.raw_values),
                           Tensor(graph, u.raw_indices));
+    }
+    if (u.at_boundary) {
+      std::vector<std::string> tensors;
+      for (const BoundaryGradient& b : u.boundary) {
+        tensors.push_back(b.sparse() ? fmt::format("({},{})", Tensor(graph, b.values), Tensor(graph, b.indices))
+                                     : Tensor(graph, b.values));
+      }
+      line += fmt::format(" boundary={}", fmt::join(tensors, ","));
     }
     if (!u.pattern_ops.empty()) {
       std::vector<std::string> ops;

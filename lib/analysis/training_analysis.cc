@@ -4,7 +4,10 @@
 #include "lib/analysis/training_analysis.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <deque>
+#include <map>
+#include <set>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -105,6 +108,30 @@ size_t GradientsScopeEnd(std::string_view name) {
   return std::string_view::npos;
 }
 
+// The data inputs of `op` that reach its output element by element (a scalar operand
+// broadcasts): the ops a gradient passes through on its way from tf.gradients to an
+// update — clipping, scaling, an optimizer's moment maths. Empty: all inputs. nullptr:
+// the op stops the walk (reductions, MatMul, Pack, ...: what combines many elements,
+// such as clip_by_global_norm's norm).
+const std::vector<int>* ElementwiseInputs(std::string_view op) {
+  static const auto* table = new std::unordered_map<std::string_view, std::vector<int>>{
+      {"Identity", {}},      {"Snapshot", {}},     {"Cast", {}},         {"Neg", {}},
+      {"Abs", {}},           {"Sign", {}},         {"Sqrt", {}},         {"Rsqrt", {}},
+      {"Square", {}},        {"Reciprocal", {}},   {"Inv", {}},          {"Exp", {}},
+      {"Log", {}},           {"Tanh", {}},         {"Sigmoid", {}},      {"Mul", {}},
+      {"MulNoNan", {}},      {"Add", {}},          {"AddV2", {}},        {"Sub", {}},
+      {"RealDiv", {}},       {"Div", {}},          {"DivNoNan", {}},     {"Maximum", {}},
+      {"Minimum", {}},       {"AddN", {}},         {"SquaredDifference", {}},
+      {"Pow", {}},           {"Merge", {}},        {"RefMerge", {}},     {"ClipByValue", {0}},
+      {"Select", {1, 2}},    {"SelectV2", {1, 2}}, {"Switch", {0}},      {"RefSwitch", {0}},
+      {"Enter", {0}},        {"RefEnter", {0}},    {"Exit", {0}},        {"RefExit", {0}},
+      {"Reshape", {0}},      {"ExpandDims", {0}},  {"Squeeze", {0}},     {"CheckNumerics", {0}},
+      {"CheckNumericsV2", {0}}, {"EnsureShape", {0}}, {"IdentityN", {}},
+  };
+  auto it = table->find(op);
+  return it == table->end() ? nullptr : &it->second;
+}
+
 TensorShapeInfo ShapeFromProto(const tensorflow::TensorShapeProto& proto) {
   TensorShapeInfo shape;
   shape.known_rank = !proto.unknown_rank();
@@ -152,7 +179,27 @@ class Analyzer {
   void DetectSparseAdam();
   Status BuildUpdate(NodeId op, int variable);
   void FillSparse(GradientUpdate* update, NodeId scatter_or_apply, int indices_input);
+  bool InScope(NodeId id) const { return in_scope_[static_cast<size_t>(id)]; }
+  // Walks back from `start` to the backprop boundary; false (with *why) when a path
+  // cannot be followed to it.
+  bool TraceBoundary(OutputRef start, std::vector<BoundaryGradient>* found, std::string* why) const;
+  bool LinearInGradient(OutputRef start) const;
+  // "'g:0'", "(values 'v:0', indices 'i:0')", joined by ", ".
+  std::string BoundaryText(const std::vector<BoundaryGradient>& boundary) const {
+    std::string text;
+    for (const BoundaryGradient& b : boundary) {
+      if (!text.empty()) text += ", ";
+      text += b.sparse() ? fmt::format("(values '{}', indices '{}')", graph_.TensorName(b.values),
+                                       graph_.TensorName(b.indices))
+                         : fmt::format("'{}'", graph_.TensorName(b.values));
+    }
+    return text;
+  }
+  void PlaceSync(GradientUpdate* update);
   void ClassifyOtherWrites();
+  void FindAffectsBackprop();
+  void RecogniseAssignUpdates();
+  void CheckUnsynchronisedGradients();
   void AssignRoles();
   void FindTrainOps();
   void FindInitOp();
@@ -163,13 +210,16 @@ class Analyzer {
   const NodeId limit_;
   TrainingAnalysis a_;
   std::vector<OpClass> cls_;
-  std::vector<bool> variable_derived_, gradient_derived_;
+  std::vector<bool> variable_derived_, gradient_derived_, in_scope_;
+  std::vector<bool> affects_backprop_;  // per node: an ancestor of the loss or of tf.gradients' ops
   std::vector<Write> writes_;
   std::vector<bool> gradient_write_;   // per variable: written from a gradient, unrecognised
   std::unordered_set<NodeId> pattern_ops_;  // scatters absorbed into a sparse-Adam update
   std::unordered_map<NodeId, int> update_of_op_;
   std::vector<NodeId> initializers_;
   std::vector<NodeId> unrecognised_writes_;
+  // Gradient writes not recognised as updates (Assign-based candidates): per variable.
+  std::map<int, std::vector<NodeId>> gradient_writes_;
 };
 
 void Analyzer::ClassifyNodes() {
@@ -359,6 +409,7 @@ void Analyzer::DetectSparseAdam() {
         s.slot_input = i < 2 ? std::string(slot_names[i]) : "slot_" + std::to_string(i);
       }
     }
+    PlaceSync(&update);
     update_of_op_[w.op] = static_cast<int>(a_.updates.size());
     a_.updates.push_back(std::move(update));
   }
@@ -387,6 +438,172 @@ void Analyzer::FillSparse(GradientUpdate* update, NodeId op, int indices_input) 
   if (update->segment_sum != kNoNode) {
     update->raw_values = TraceIdentity(node(update->segment_sum).input(0));
   }
+}
+
+bool Analyzer::TraceBoundary(OutputRef start, std::vector<BoundaryGradient>* found,
+                             std::string* why) const {
+  std::vector<OutputRef> stack = {start};
+  std::unordered_set<NodeId> seen;
+  NodeId combiner = kNoNode;  // the first op that combines several gradients
+  auto add = [&](BoundaryGradient b) {
+    if (std::find(found->begin(), found->end(), b) == found->end()) found->push_back(b);
+  };
+  while (!stack.empty()) {
+    const OutputRef t = stack.back();
+    stack.pop_back();
+    if (InScope(t.node)) {
+      add(BoundaryGradient{t, OutputRef{}});
+      continue;
+    }
+    if (!gradient_derived_[static_cast<size_t>(t.node)] || !seen.insert(t.node).second) continue;
+    const Node& n = node(t.node);
+    if (n.op() == "UnsortedSegmentSum" && n.num_data_inputs() >= 2) {
+      // An IndexedSlices made dense outside tf.gradients (a Mul with it, say).
+      std::vector<BoundaryGradient> values, indices;
+      if (!TraceBoundary(n.input(0), &values, why) || !TraceBoundary(n.input(1), &indices, why)) {
+        return false;
+      }
+      if (values.empty() && indices.empty()) continue;
+      if (values.size() != 1 || indices.size() != 1 || values[0].sparse() || indices[0].sparse()) {
+        *why = fmt::format("{} sums {} gradient tensor(s) by {} index tensor(s); expected one "
+                           "IndexedSlices",
+                           Describe(t.node), values.size(), indices.size());
+        return false;
+      }
+      add(BoundaryGradient{values[0].values, indices[0].values});
+      continue;
+    }
+    const std::vector<int>* inputs = ElementwiseInputs(n.op());
+    if (inputs == nullptr) {
+      // Any other op is followed when it reads one gradient-derived tensor (a MatMul by a
+      // preconditioner, a norm of the variable's own update); one that combines several
+      // (clip_by_global_norm's Pack of every gradient's L2Loss) belongs to no variable.
+      const OutputRef* only = nullptr;
+      int count = 0;
+      for (const OutputRef& in : n.data_inputs()) {
+        if (InScope(in.node) || gradient_derived_[static_cast<size_t>(in.node)]) {
+          only = &in;
+          ++count;
+        }
+      }
+      if (count == 1) stack.push_back(*only);
+      if (count > 1 && combiner == kNoNode) combiner = t.node;
+      continue;
+    }
+    if (inputs->empty()) {
+      for (const OutputRef& in : n.data_inputs()) stack.push_back(in);
+    } else {
+      for (int k : *inputs) {
+        if (k < n.num_data_inputs()) stack.push_back(n.input(k));
+      }
+    }
+  }
+  if (found->empty() && combiner != kNoNode) {
+    *why = fmt::format("its value reaches tf.gradients only through {}, which combines several "
+                       "gradients",
+                       Describe(combiner));
+  }
+  return true;
+}
+
+// True when every op between tf.gradients and `start` is linear in the gradient (an
+// Identity, a product or quotient with a tensor not computed from gradients such as the
+// learning rate, a sum of gradients, a reshape): synchronising at `start` then gives
+// what synchronising at the boundary would, and keeps parameter servers possible.
+bool Analyzer::LinearInGradient(OutputRef start) const {
+  std::vector<NodeId> stack = {start.node};
+  std::unordered_set<NodeId> seen;
+  auto derived = [&](const OutputRef& in) {
+    return InScope(in.node) || gradient_derived_[static_cast<size_t>(in.node)];
+  };
+  while (!stack.empty()) {
+    const NodeId id = stack.back();
+    stack.pop_back();
+    if (InScope(id) || !gradient_derived_[static_cast<size_t>(id)] || !seen.insert(id).second) continue;
+    const Node& n = node(id);
+    const std::string_view op = n.op();
+    const int inputs = n.num_data_inputs();
+    int from_gradients = 0;
+    for (const OutputRef& in : n.data_inputs()) from_gradients += derived(in) ? 1 : 0;
+    bool linear = false;
+    if (op == "Identity" || op == "Snapshot" || op == "Neg" || op == "IdentityN") {
+      linear = true;
+    } else if (op == "Reshape" || op == "ExpandDims" || op == "Squeeze") {
+      linear = inputs >= 1 && from_gradients == 1 && derived(n.input(0));
+    } else if (op == "Mul" || op == "MulNoNan") {
+      linear = from_gradients == 1;
+    } else if (op == "RealDiv" || op == "Div" || op == "DivNoNan") {
+      linear = inputs == 2 && derived(n.input(0)) && !derived(n.input(1));
+    } else if (op == "Add" || op == "AddV2" || op == "Sub" || op == "AddN") {
+      linear = from_gradients == inputs;
+    }
+    if (!linear) return false;
+    for (const OutputRef& in : n.data_inputs()) {
+      if (derived(in)) stack.push_back(in.node);
+    }
+  }
+  return true;
+}
+
+// Decides where an apply-op update's gradient is synchronised (GradientUpdate::where).
+void Analyzer::PlaceSync(GradientUpdate* u) {
+  const OutputRef direct = u->sparse ? u->raw_values : u->gradient;
+  const bool direct_in_scope = InScope(direct.node) && (!u->sparse || InScope(u->raw_indices.node));
+  const std::string op = Describe(u->op);
+  if (direct_in_scope || !gradient_derived_[static_cast<size_t>(direct.node)]) {
+    u->where = u->sparse ? fmt::format("at {}'s (values, indices) inputs, as tf.gradients returned them", op)
+                         : fmt::format("at {}'s gradient input, as tf.gradients returned it", op);
+    return;
+  }
+  // PARALLAX_TEST_SYNC_AFTER_CLIPPING=1 plants a bug for verify's tests: synchronise
+  // after the maths (each rank clips its own gradient), as Parallax once did.
+  static const bool planted = std::getenv("PARALLAX_TEST_SYNC_AFTER_CLIPPING") != nullptr;
+  if (planted || (LinearInGradient(direct) && (!u->sparse || LinearInGradient(u->raw_indices)))) {
+    u->where = fmt::format("at {}'s {}: the ops from tf.gradients to it ({} ...) are linear in "
+                           "the gradient, so this is the same",
+                           op, u->sparse ? "(values, indices) inputs" : "gradient input",
+                           Describe(direct.node));
+    return;
+  }
+  std::vector<BoundaryGradient> found;
+  std::string why;
+  bool ok = true;
+  if (u->sparse) {
+    std::vector<BoundaryGradient> values, indices;
+    ok = TraceBoundary(u->raw_values, &values, &why) && TraceBoundary(u->raw_indices, &indices, &why);
+    if (ok && values.size() == 1 && indices.size() == 1 && !values[0].sparse() &&
+        !indices[0].sparse()) {
+      found.push_back(BoundaryGradient{values[0].values, indices[0].values});
+    } else if (ok) {
+      why = fmt::format("its values lead to {} and its indices to {} tensors of tf.gradients",
+                        values.size(), indices.size());
+      ok = false;
+    }
+  } else {
+    ok = TraceBoundary(u->grad_input, &found, &why);
+    for (const BoundaryGradient& b : found) {
+      if (b.sparse()) {
+        why = "its dense gradient is computed from an IndexedSlices made dense on the way";
+        ok = false;
+      }
+    }
+  }
+  if (!ok || found.empty()) {
+    u->where = fmt::format("at {}'s gradient input (its path from tf.gradients could not be "
+                           "followed: {})",
+                           op, why.empty() ? "no element-wise path" : why);
+    Problem(fmt::format("update {}: the gradient reaches it through ops between it and "
+                        "tf.gradients that Parallax cannot follow ({}); it is synchronised at "
+                        "the update, after them",
+                        op, why.empty() ? "no element-wise path" : why));
+    return;
+  }
+  u->at_boundary = true;
+  u->boundary = std::move(found);
+  const NodeId via = TraceIdentity(u->grad_input).node;
+  u->where = fmt::format("at the backprop boundary {}, where tf.gradients returned it: {} reads "
+                         "it through {}, which is not linear in it",
+                         BoundaryText(u->boundary), op, Describe(via));
 }
 
 Status Analyzer::BuildUpdate(NodeId op, int variable) {
@@ -421,6 +638,7 @@ Status Analyzer::BuildUpdate(NodeId op, int variable) {
       s.slot_input = schema->inputs[static_cast<size_t>(input)].name;
     }
   }
+  PlaceSync(&update);
   update_of_op_[op] = static_cast<int>(a_.updates.size());
   a_.updates.push_back(std::move(update));
   return Status::Ok();
@@ -448,12 +666,203 @@ void Analyzer::ClassifyOtherWrites() {
       continue;  // an apply op on a frozen/unknown target was already reported
     }
     if (value.node != kNoNode && gradient_derived_[static_cast<size_t>(value.node)]) {
-      gradient_write_[static_cast<size_t>(w.variable)] = true;
-      unrecognised_writes_.push_back(w.op);
-      Problem("variable " + Quoted(v.name) + " is updated by " + Describe(w.op) +
-              " from a gradient, which Parallax cannot synchronise");
+      gradient_writes_[w.variable].push_back(w.op);  // RecogniseAssignUpdates decides
     }
   }
+}
+
+// Variables (and every node) that the loss or tf.gradients' ops read, through data
+// edges and not through writes: the model's weights, not an optimizer's slots.
+void Analyzer::FindAffectsBackprop() {
+  affects_backprop_.assign(static_cast<size_t>(limit_), false);
+  std::vector<NodeId> stack;
+  auto visit = [&](NodeId id) {
+    if (!affects_backprop_[static_cast<size_t>(id)]) {
+      affects_backprop_[static_cast<size_t>(id)] = true;
+      stack.push_back(id);
+    }
+  };
+  for (NodeId id = 0; id < limit_; ++id) {
+    if (graph_.IsLive(id) && InScope(id)) visit(id);
+  }
+  if (!a_.losses.empty()) visit(a_.losses[0].node);
+  while (!stack.empty()) {
+    const NodeId id = stack.back();
+    stack.pop_back();
+    if (IsWrite(cls(id))) continue;
+    for (const OutputRef& in : node(id).data_inputs()) visit(in.node);
+  }
+}
+
+// Assign-based optimizers: a variable written from its gradient by plain assignments is
+// trainable when it affects backprop and its boundary is found; a variable written from
+// (part of) a trainable variable's boundary that does not affect backprop is its slot.
+void Analyzer::RecogniseAssignUpdates() {
+  struct Candidate {
+    int variable;
+    NodeId op;
+    std::vector<BoundaryGradient> boundary;
+  };
+  std::vector<Candidate> trainable, slots;
+  std::map<int, std::string> unresolved;  // variable -> why
+  for (const auto& [variable, ops] : gradient_writes_) {
+    const Variable& v = a_.variables[static_cast<size_t>(variable)];
+    for (NodeId op : ops) {
+      std::vector<BoundaryGradient> found;
+      std::string why;
+      if (!TraceBoundary(node(op).input(1), &found, &why) || found.empty()) {
+        if (why.empty()) {
+          why = "its new value is not computed element-wise from a gradient tf.gradients "
+                "returned";
+        }
+        unresolved.emplace(variable, fmt::format("{}: {}", Describe(op), why));
+        continue;
+      }
+      Candidate c{variable, op, std::move(found)};
+      (affects_backprop_[static_cast<size_t>(v.node)] ? trainable : slots).push_back(std::move(c));
+    }
+  }
+  auto boundary_key = [&](const BoundaryGradient& b) {
+    return std::make_pair(b.values.node, b.values.port);
+  };
+  std::map<std::pair<NodeId, int32_t>, int> owner;  // boundary values -> trainable variable
+  for (const Candidate& c : trainable) {
+    if (unresolved.count(c.variable) != 0) continue;
+    GradientUpdate update;
+    update.variable = c.variable;
+    update.op = c.op;
+    update.pattern = UpdatePattern::kAssign;
+    update.grad_input = node(c.op).input(1);
+    update.gradient = c.boundary[0].values;
+    update.gradient_derived = true;
+    update.at_boundary = true;
+    update.boundary = c.boundary;
+    bool dense = false, sparse = false;
+    for (const BoundaryGradient& b : c.boundary) (b.sparse() ? sparse : dense) = true;
+    if (dense && sparse) {
+      unresolved.emplace(c.variable, fmt::format("{}: its new value is computed from dense and "
+                                                 "sparse gradients at once",
+                                                 Describe(c.op)));
+      continue;
+    }
+    update.sparse = sparse;
+    if (sparse) {
+      update.indices = update.raw_indices = c.boundary[0].indices;
+      update.raw_values = c.boundary[0].values;
+    }
+    update.where = fmt::format("at the backprop boundary {}, where tf.gradients returned it: "
+                               "{} assigns a value computed from it",
+                               BoundaryText(c.boundary), Describe(c.op));
+    for (const BoundaryGradient& b : c.boundary) owner.emplace(boundary_key(b), c.variable);
+    update_of_op_[c.op] = static_cast<int>(a_.updates.size());
+    a_.updates.push_back(std::move(update));
+  }
+  for (const Candidate& c : slots) {
+    int of = -1;
+    for (const BoundaryGradient& b : c.boundary) {
+      auto it = owner.find(boundary_key(b));
+      const int o = it == owner.end() ? -2 : it->second;
+      of = of == -1 ? o : (of == o ? of : -2);
+    }
+    if (of < 0) {
+      unresolved.emplace(c.variable, fmt::format("{}: it does not affect the loss, and its new "
+                                                 "value is not computed from one trainable "
+                                                 "variable's gradient",
+                                                 Describe(c.op)));
+      continue;
+    }
+    for (GradientUpdate& u : a_.updates) {
+      if (u.variable == of && u.pattern == UpdatePattern::kAssign &&
+          std::find(u.slots.begin(), u.slots.end(), c.variable) == u.slots.end()) {
+        u.slots.push_back(c.variable);
+        break;
+      }
+    }
+  }
+  // A variable is an update's or a slot's only when all its gradient writes are.
+  for (const auto& [variable, why] : unresolved) {
+    gradient_write_[static_cast<size_t>(variable)] = true;
+    a_.variables[static_cast<size_t>(variable)].unsynchronised_why = why;
+    for (NodeId op : gradient_writes_[variable]) unrecognised_writes_.push_back(op);
+    Problem("variable " + Quoted(a_.variables[static_cast<size_t>(variable)].name) +
+            " is updated from a gradient by " + why + "; Parallax cannot synchronise it");
+  }
+  a_.updates.erase(std::remove_if(a_.updates.begin(), a_.updates.end(),
+                                  [&](const GradientUpdate& u) {
+                                    return u.pattern == UpdatePattern::kAssign &&
+                                           unresolved.count(u.variable) != 0;
+                                  }),
+                   a_.updates.end());
+  for (GradientUpdate& u : a_.updates) {
+    u.slots.erase(std::remove_if(u.slots.begin(), u.slots.end(),
+                                 [&](int s) { return unresolved.count(s) != 0; }),
+                  u.slots.end());
+  }
+  for (const GradientUpdate& u : a_.updates) {
+    if (u.pattern != UpdatePattern::kAssign) continue;
+    std::vector<NodeId>& writes = a_.variables[static_cast<size_t>(u.variable)].writes;
+    writes.erase(std::remove(writes.begin(), writes.end(), u.op), writes.end());
+  }
+  std::sort(a_.updates.begin(), a_.updates.end(),
+            [](const GradientUpdate& x, const GradientUpdate& y) { return x.op < y.op; });
+  update_of_op_.clear();
+  for (size_t u = 0; u < a_.updates.size(); ++u) update_of_op_[a_.updates[u].op] = static_cast<int>(u);
+}
+
+// Tensors of tf.gradients that an update synchronised at its boundary reads through
+// other ops (a norm, say) and that no update synchronises: each rank would use its own.
+void Analyzer::CheckUnsynchronisedGradients() {
+  std::set<std::pair<NodeId, int32_t>> synced;
+  bool any_boundary = false;
+  for (const GradientUpdate& u : a_.updates) {
+    if (!u.at_boundary) {
+      const OutputRef g = u.sparse ? u.raw_values : u.gradient;
+      synced.emplace(g.node, g.port);
+      if (u.sparse) synced.emplace(u.raw_indices.node, u.raw_indices.port);
+      continue;
+    }
+    any_boundary = true;
+    for (const BoundaryGradient& b : u.boundary) {
+      synced.emplace(b.values.node, b.values.port);
+      if (b.sparse()) synced.emplace(b.indices.node, b.indices.port);
+    }
+  }
+  if (!any_boundary) return;
+  // Only tensors computed from the gradient seed (dL/dL) are gradients; an
+  // IndexedSlices' dense_shape, say, is the same on every rank.
+  std::vector<NodeId> seeds;
+  for (NodeId id = 0; id < limit_; ++id) {
+    if (!graph_.IsLive(id) || node(id).op() != "Fill") continue;
+    const std::string_view name = node(id).name();
+    const size_t end = GradientsScopeEnd(name);
+    if (end != std::string_view::npos && name.substr(end) == "Fill") seeds.push_back(id);
+  }
+  const std::vector<bool> from_seed = ForwardClosure(seeds, /*data_only=*/true, /*stop_at_writes=*/true);
+  std::vector<bool> seen(static_cast<size_t>(limit_), false);
+  std::vector<NodeId> stack;
+  for (const GradientUpdate& u : a_.updates) {
+    if (u.at_boundary) stack.push_back(u.op);
+  }
+  std::set<std::string> reported;
+  while (!stack.empty()) {
+    const NodeId id = stack.back();
+    stack.pop_back();
+    if (seen[static_cast<size_t>(id)]) continue;
+    seen[static_cast<size_t>(id)] = true;
+    for (const OutputRef& in : node(id).data_inputs()) {
+      if (InScope(in.node)) {
+        if (synced.count({in.node, in.port}) == 0 && !InScope(id) &&
+            from_seed[static_cast<size_t>(in.node)]) {
+          reported.insert(fmt::format("{} reads '{}' of tf.gradients, which is no variable's "
+                                      "gradient: each rank uses its own",
+                                      Describe(id), graph_.TensorName(in)));
+        }
+        continue;
+      }
+      if (gradient_derived_[static_cast<size_t>(in.node)]) stack.push_back(in.node);
+    }
+  }
+  for (const std::string& r : reported) Problem(r);
 }
 
 void Analyzer::AssignRoles() {
@@ -697,6 +1106,8 @@ StatusOr<TrainingAnalysis> Analyzer::Run() {
       gradient_nodes.push_back(id);
     }
   }
+  in_scope_.assign(static_cast<size_t>(limit_), false);
+  for (NodeId id : gradient_nodes) in_scope_[static_cast<size_t>(id)] = true;
   variable_derived_ = ForwardClosure(variable_nodes, /*data_only=*/true, /*stop_at_writes=*/false);
   gradient_derived_ = ForwardClosure(gradient_nodes, /*data_only=*/true, /*stop_at_writes=*/true);
 
@@ -711,10 +1122,13 @@ StatusOr<TrainingAnalysis> Analyzer::Run() {
   update_of_op_.clear();
   for (size_t u = 0; u < a_.updates.size(); ++u) update_of_op_[a_.updates[u].op] = static_cast<int>(u);
   ClassifyOtherWrites();
+  FindLosses();
+  FindAffectsBackprop();
+  RecogniseAssignUpdates();
+  CheckUnsynchronisedGradients();
   AssignRoles();
   FindTrainOps();
   FindInitOp();
-  FindLosses();
   FindFeedsAndPipeline();
   std::sort(a_.problems.begin(), a_.problems.end());
   a_.problems.erase(std::unique(a_.problems.begin(), a_.problems.end()), a_.problems.end());
@@ -736,6 +1150,20 @@ int64_t TensorShapeInfo::num_elements() const {
   int64_t n = 1;
   for (int64_t d : dims) n *= d;
   return n;
+}
+
+bool InGradientsScope(std::string_view name) {
+  return GradientsScopeEnd(name) != std::string_view::npos;
+}
+
+std::vector<InputRef> ReadersOutsideGradients(const Graph& graph, OutputRef tensor) {
+  std::vector<InputRef> readers;
+  for (const InputRef& c : graph.node(tensor.node).fanout()) {
+    const Node& reader = graph.node(c.node);
+    if (c.index >= reader.num_data_inputs() || !(reader.input(c.index) == tensor)) continue;
+    if (!InGradientsScope(reader.name())) readers.push_back(c);
+  }
+  return readers;
 }
 
 const Variable* TrainingAnalysis::FindVariable(NodeId node) const {

@@ -16,13 +16,33 @@
 //    ConcatV2). It is *sparse* when it reaches the update as (values, indices): the op
 //    has an indices input; TF's dedup `Unique -> UnsortedSegmentSum` in front is
 //    recorded. Otherwise it is *dense*.
-//  - a node is *gradient-derived* when it lies in a `(^|/)gradients(_\d+)?/` scope or is
-//    computed from such a node (not through a variable write).
+//  - a node is *gradient-derived* when it lies in a `(^|/)gradients(_\d+)?/` scope (the
+//    *gradients scope*: tf.gradients) or is computed from such a node (not through a
+//    variable write).
+//  - the *backprop boundary* of an update: the tensors tf.gradients returned that the
+//    update is computed from — where the gradient leaves the gradients scope. Found by
+//    walking back from the update's gradient (or, for Assign-based optimizers, its new
+//    value) through element-wise ops (Mul, Add, Sub, RealDiv, Sqrt, Square, Identity,
+//    Cast, Select, AddN, ...: all their gradient-derived inputs) and through any other
+//    op that reads exactly one gradient-derived tensor; an op that combines several (the
+//    Pack in clip_by_global_norm's norm, which every gradient feeds) stops the walk, so
+//    the norm does not tie one variable's update to the others' gradients. An IndexedSlices gradient densified
+//    outside the gradients scope (UnsortedSegmentSum(values, indices)) is a sparse
+//    boundary (values, indices). An update is synchronised *at the update* when its
+//    gradient input comes from the gradients scope through Identity only (TF's
+//    apply_gradients, Horovod-free), else *at the boundary*: clipping, gradient
+//    multipliers, hand-written updates and Assign-based optimizers (BERT's
+//    AdamWeightDecay) then see the synchronised gradient, as one device would.
+//  - an *Assign-based update*: a plain Assign/AssignSub/AssignAdd (or the resource forms)
+//    of a value computed from a gradient, as optimizers written in Python do. Its variable
+//    is trainable when it affects backprop (it is an ancestor of the loss or of the
+//    gradients scope) and its boundary is found; otherwise, when its boundary is part of
+//    one trainable variable's, it is that variable's slot (AdamWeightDecay's adam_m).
 //  - variable *roles*: trainable (has a gradient update); slot (an optimizer slot of a
 //    trainable variable: m, v, accum, ...); state (written, but not from a gradient:
 //    global_step, Adam's beta powers, batch-norm moving averages; these stay rank-local);
-//    unrecognised (written from a gradient by something Parallax cannot synchronise,
-//    e.g. a plain `Assign(w, w - lr*g)`; a problem); untouched (never written except by
+//    unrecognised (written from a gradient by something Parallax cannot synchronise:
+//    an update whose boundary is not found; a problem naming why); untouched (never written except by
 //    its initialiser or a restore).
 //  - an *initialiser* is an Assign/AssignVariableOp whose value depends on no variable
 //    and no gradient; a *restore* is one fed by RestoreV2/Restore/RestoreSlice.
@@ -69,6 +89,15 @@ enum class GradientKind {
 enum class UpdatePattern {
   kApplyOp,     // one op with an ApplySchema (Apply*, SparseApply*, Scatter*, Resource*)
   kSparseAdam,  // ScatterAdd on m and v, then AssignSub on the variable
+  kAssign,      // Assign-based: a plain assignment of a value computed from the gradient
+};
+
+// One tensor of a backprop boundary: a dense gradient, or an IndexedSlices.
+struct BoundaryGradient {
+  OutputRef values;   // the dense gradient, or the IndexedSlices' values
+  OutputRef indices;  // the IndexedSlices' indices; node kNoNode when dense
+  bool sparse() const { return indices.node != kNoNode; }
+  friend bool operator==(const BoundaryGradient&, const BoundaryGradient&) = default;
 };
 
 struct TensorShapeInfo {
@@ -98,6 +127,9 @@ struct Variable {
   std::string slot_name;
   std::string slot_input;
 
+  // Unrecognised only: which write and why its gradient cannot be synchronised.
+  std::string unsynchronised_why;
+
   NodeId initializer = kNoNode;  // first initialiser found
   // Writes other than gradient updates, initialisers and restores: AssignAdd on
   // global_step, AssignSub on a moving average, Assign(m, m*beta1) of sparse Adam, ....
@@ -116,6 +148,13 @@ struct GradientUpdate {
   NodeId aggregation = kNoNode;  // set when `gradient` is an AddN / ConcatV2
   bool gradient_derived = false; // false: the gradient does not come from a loss
   bool densified = false;  // dense, but produced by UnsortedSegmentSum/DynamicStitch/...
+
+  // Where the gradient is synchronised: false = at the update's gradient input (and
+  // indices), true = at `boundary` (the backprop boundary, in walk order).
+  bool at_boundary = false;
+  std::vector<BoundaryGradient> boundary;
+  // For inspect: where the gradient is taken and why, one line.
+  std::string where;
 
   // Sparse updates only.
   OutputRef indices_input;  // the tensor at the op's indices input
@@ -175,6 +214,13 @@ struct TrainingAnalysis {
   std::vector<int> variable_index;
 };
 
+// True for a node name inside a gradients scope: `(^|/)gradients(_\d+)?/`.
+bool InGradientsScope(std::string_view name);
+
+// The data inputs that read `tensor` from outside the gradients scope: where a gradient
+// synchronised at the backprop boundary is read.
+std::vector<InputRef> ReadersOutsideGradients(const Graph& graph, OutputRef tensor);
+
 // Analyses `graph`. Errors only for graphs the IR should not hold (an update op with
 // fewer inputs than its schema names); everything questionable is a problem instead.
 StatusOr<TrainingAnalysis> AnalyzeTraining(const Graph& graph);
@@ -185,6 +231,7 @@ std::string DescribeAnalysis(const TrainingAnalysis& analysis, const Graph& grap
 std::string_view VariableKindName(VariableKind kind);
 std::string_view VariableRoleName(VariableRole role);
 std::string_view GradientKindName(GradientKind kind);
+std::string_view UpdatePatternName(UpdatePattern pattern);
 
 }  // namespace parallax
 

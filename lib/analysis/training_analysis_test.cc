@@ -59,7 +59,16 @@ TEST_CASE("golden: SparseApplyAdagrad") { CheckGolden("sparse_adagrad"); }
 TEST_CASE("golden: sparse Adam via ScatterAdd") { CheckGolden("sparse_adam"); }
 TEST_CASE("golden: ScatterSub sparse SGD") { CheckGolden("scatter_sub_sgd"); }
 TEST_CASE("golden: resource variables") { CheckGolden("resource"); }
-TEST_CASE("golden: plain Assign optimizer is unrecognised") { CheckGolden("assign_optimizer"); }
+TEST_CASE("golden: clip_by_global_norm, then ApplyAdam and SparseApplyAdagrad: at the boundary") {
+  CheckGolden("clip_adam");
+}
+TEST_CASE("golden: AdamWeightDecay (Assigns) after clip_by_global_norm, dense and IndexedSlices") {
+  CheckGolden("adam_weight_decay");
+}
+TEST_CASE("golden: a plain Assign optimizer is trainable at the backprop boundary") { CheckGolden("assign_optimizer"); }
+TEST_CASE("golden: an update computed from several variables' gradients is unrecognised") {
+  CheckGolden("unrecognised_update");
+}
 TEST_CASE("golden: AddN-aggregated gradient") { CheckGolden("addn_gradient"); }
 TEST_CASE("golden: cond and while loop") { CheckGolden("control_flow"); }
 
@@ -248,6 +257,40 @@ TEST_CASE("real graph: nnfusion ScatterSub") {
   CHECK(a.updates[0].sparse);
   CHECK(g->node(a.updates[0].op).op() == "ScatterSub");
   CHECK(a.updates[0].unique == kNoNode);
+}
+
+TEST_CASE("real graph: BERT-Tiny fine-tuning with AdamWeightDecay and clip_by_global_norm") {
+  std::optional<Graph> g = SharedGraph("bert_tiny_mrpc_finetune.pbtxt");
+  if (!g) return;
+  const TrainingAnalysis a = AnalyzeOrFail(*g);
+  INFO(DescribeAnalysis(a, *g));
+  if (std::getenv("PARALLAX_DUMP_ANALYSIS") != nullptr) WARN(DescribeAnalysis(a, *g));
+  // 41 weights, each with adam_m and adam_v written by plain Assigns; global_step.
+  CHECK(a.variables.size() == 124);
+  CHECK(a.CountRole(VariableRole::kTrainable) == 41);
+  CHECK(a.CountRole(VariableRole::kSlot) == 82);
+  CHECK(a.CountRole(VariableRole::kState) == 1);
+  CHECK(a.CountRole(VariableRole::kUnrecognised) == 0);
+  CHECK(a.updates.size() == 41);
+  for (const std::string& p : a.problems) CHECK(p.find("synchronis") == std::string::npos);
+  for (const GradientUpdate& u : a.updates) {
+    CHECK(u.pattern == UpdatePattern::kAssign);
+    CHECK(u.at_boundary);
+    REQUIRE(u.boundary.size() == 1);
+    CHECK(InGradientsScope(g->node(u.boundary[0].values.node).name()));
+  }
+  // The word embeddings' gradient is an IndexedSlices (GatherV2's), clipped as such and
+  // made dense by the optimizer's Mul: synchronised as (values, indices).
+  const Variable* words = a.FindVariable(g->FindNode("bert/embeddings/word_embeddings"));
+  REQUIRE(words != nullptr);
+  CHECK(words->gradient == GradientKind::kSparse);
+  REQUIRE(words->updates.size() == 1);
+  const GradientUpdate& wu = a.updates[static_cast<size_t>(words->updates[0])];
+  CHECK(g->TensorName(wu.boundary[0].values) == "gradients/bert/embeddings/GatherV2_grad/Reshape:0");
+  CHECK(g->TensorName(wu.boundary[0].indices) == "gradients/bert/embeddings/GatherV2_grad/Reshape_1:0");
+  REQUIRE(words->slots.size() == 2);
+  CHECK(a.variables[static_cast<size_t>(words->slots[0])].name == "bert/embeddings/word_embeddings/adam_m");
+  CHECK(a.FindVariable(g->FindNode("output_weights"))->gradient == GradientKind::kDense);
 }
 
 TEST_CASE("every shared graph analyses without error") {

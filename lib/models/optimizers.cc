@@ -14,6 +14,7 @@ using tensorflow::AttrValue;
 // The hyper-parameter Consts of one optimizer (TF's _prepare), by role.
 struct Hyper {
   Output lr, momentum, beta1, beta2, epsilon, decay;
+  Output one_minus_beta1, one_minus_beta2;  // adamw: BERT writes 1 - beta as Consts
 };
 
 // `base` made unique inside b's scope, without the scope: "sub", "sub_1", ...
@@ -46,6 +47,23 @@ std::pair<Output, Output> Deduplicate(const GraphBuilder& b, const Gradient& g) 
   if (shape.known_rank && shape.rank() > 0) shape.dims[0] = -1;
   b.SetShape(&summed, shape);
   return {summed, unique};
+}
+
+// An IndexedSlices as a dense tensor: TF's _indexed_slices_to_tensor,
+// UnsortedSegmentSum(values, indices, dense_shape[0]).
+Output Densify(const GraphBuilder& b, const Gradient& g, std::string_view name) {
+  const GraphBuilder at = b.WithScope(LocalName(b, name));
+  const Output rows = at.StridedSlice1D(g.dense_shape, 0, std::nullopt, /*shrink=*/true, "strided_slice");
+  Output dense = b.UnsortedSegmentSum(g.values, g.indices, rows, LocalName(b, name));
+  StaticShape shape = g.values.shape;
+  if (shape.known_rank && shape.rank() > 0) shape.dims[0] = -1;
+  b.SetShape(&dense, shape);
+  return dense;
+}
+
+Output UnaryOp(const GraphBuilder& b, std::string_view op, const Output& x, std::string_view name) {
+  return b.AddOp({std::string(op), std::string(name), {x}, {{"T", TypeAttr(BaseType(x.dtype))}}, {}},
+                 {{BaseType(x.dtype), x.shape}})[0];
 }
 
 struct Slots {
@@ -92,6 +110,34 @@ NodeId OptimizerWriter::Update(const GraphBuilder& opt, const VariableInfo& var,
     return id;
   };
   const OptimizerKind kind = options_.kind;
+  if (kind == OptimizerKind::kAdamWeightDecay) {
+    // BERT's AdamWeightDecayOptimizer.apply_gradients, op for op (one statement per op
+    // fixes the names).
+    const Output g = grad.is_sparse() ? Densify(u, grad, "Mul") : grad.dense;
+    const Output m_scaled = u.Mul(hyper_.beta1, slots[0].read, "Mul");
+    const Output g_scaled = u.Mul(hyper_.one_minus_beta1, g, "Mul");
+    const Output next_m = u.AddV2(m_scaled, g_scaled, "add");
+    const Output v_scaled = u.Mul(hyper_.beta2, slots[1].read, "Mul");
+    const Output g_dense2 = grad.is_sparse() ? Densify(u, grad, "Square") : grad.dense;
+    const Output g2 = UnaryOp(u, "Square", g_dense2, "Square");
+    const Output g2_scaled = u.Mul(hyper_.one_minus_beta2, g2, "Mul");
+    const Output next_v = u.AddV2(v_scaled, g2_scaled, "add");
+    const Output root = u.Sqrt(next_v, "Sqrt");
+    const Output denominator = u.AddV2(root, hyper_.epsilon, "add");
+    Output update = u.RealDiv(next_m, denominator, "truediv");
+    const bool decays = var.name.find("bias") == std::string::npos &&
+                        var.name.find("LayerNorm") == std::string::npos;
+    if (decays) {
+      const Output decay = u.Mul(hyper_.decay, var.read, "mul");
+      update = u.AddV2(update, decay, "add");
+    }
+    const Output with_lr = u.Mul(h_lr, update, "mul");
+    const Output next_param = u.Sub(var.read, with_lr, "sub");
+    const Output a0 = u.Assign(var.ref, next_param, "Assign");
+    const Output a1 = u.Assign(slots[0].ref, next_m, "Assign");
+    const Output a2 = u.Assign(slots[1].ref, next_v, "Assign");
+    return u.AddNoOp("group_deps", {a0.node(), a1.node(), a2.node()});
+  }
   if (!grad.is_sparse()) {
     const Output& g = grad.dense;
     switch (kind) {
@@ -216,6 +262,10 @@ StatusOr<NodeId> OptimizerWriter::Apply(const std::vector<VariableInfo>& vars,
       case OptimizerKind::kAdagrad:
         slots[i] = {Slot(vars[i], "Adagrad", Initializer::Constant(options_.initial_accumulator))};
         break;
+      case OptimizerKind::kAdamWeightDecay:
+        slots[i] = {Slot(vars[i], "adam_m", Initializer::Zeros()),
+                    Slot(vars[i], "adam_v", Initializer::Zeros())};
+        break;
     }
   }
   const GraphBuilder opt = root_.WithUniqueScope(scope_);
@@ -235,6 +285,14 @@ StatusOr<NodeId> OptimizerWriter::Apply(const std::vector<VariableInfo>& vars,
       hyper_.decay = Const(opt, "decay", options_.decay, t);
       hyper_.momentum = Const(opt, "momentum", options_.rms_momentum, t);
       hyper_.epsilon = Const(opt, "epsilon", options_.rms_epsilon, t);
+      break;
+    case OptimizerKind::kAdamWeightDecay:
+      hyper_.beta1 = Const(opt, "beta_1", options_.beta1, t);
+      hyper_.one_minus_beta1 = Const(opt, "one_minus_beta_1", 1.0 - options_.beta1, t);
+      hyper_.beta2 = Const(opt, "beta_2", options_.beta2, t);
+      hyper_.one_minus_beta2 = Const(opt, "one_minus_beta_2", 1.0 - options_.beta2, t);
+      hyper_.epsilon = Const(opt, "epsilon", options_.adamw_epsilon, t);
+      hyper_.decay = Const(opt, "weight_decay_rate", options_.weight_decay, t);
       break;
     default:
       break;
@@ -282,6 +340,7 @@ std::string_view OptimizerFlagName(OptimizerKind kind) {
     case OptimizerKind::kAdam: return "adam";
     case OptimizerKind::kRmsProp: return "rmsprop";
     case OptimizerKind::kAdagrad: return "adagrad";
+    case OptimizerKind::kAdamWeightDecay: return "adamw";
   }
   return "?";
 }
@@ -293,6 +352,7 @@ std::string_view OptimizerScopeName(OptimizerKind kind) {
     case OptimizerKind::kAdam: return "Adam";
     case OptimizerKind::kRmsProp: return "RMSProp";
     case OptimizerKind::kAdagrad: return "Adagrad";
+    case OptimizerKind::kAdamWeightDecay: return "AdamWeightDecay";
   }
   return "?";
 }
@@ -301,12 +361,59 @@ StatusOr<OptimizerKind> ParseOptimizer(std::string_view name) {
   for (OptimizerKind kind : kAllOptimizers) {
     if (OptimizerFlagName(kind) == name) return kind;
   }
-  return InvalidArgumentError("unknown optimizer '{}' (sgd, momentum, adam, rmsprop, adagrad)",
-                              name);
+  return InvalidArgumentError(
+      "unknown optimizer '{}' (sgd, momentum, adam, rmsprop, adagrad, adamw)", name);
 }
 
 double DefaultLearningRate(OptimizerKind kind) {
-  return kind == OptimizerKind::kAdam || kind == OptimizerKind::kRmsProp ? 0.001 : 0.01;
+  return kind == OptimizerKind::kAdam || kind == OptimizerKind::kRmsProp ||
+                 kind == OptimizerKind::kAdamWeightDecay
+             ? 0.001
+             : 0.01;
+}
+
+StatusOr<std::vector<Gradient>> ClipByGlobalNorm(const GraphBuilder& builder,
+                                                 const std::vector<Gradient>& gradients,
+                                                 double clip_norm) {
+  PX_RETURN_IF_ERROR(builder.status());
+  if (gradients.empty()) return InvalidArgumentError("clip_by_global_norm: no gradients");
+  const GraphBuilder clip = builder.WithUniqueScope("clip_by_global_norm");
+  const GraphBuilder norm = clip.WithScope("global_norm");
+  const DataType t = BaseType(gradients[0].tensor().dtype);
+  std::vector<Output> losses;
+  for (const Gradient& g : gradients) {
+    if (!g.valid()) return InvalidArgumentError("clip_by_global_norm: a variable has no gradient");
+    losses.push_back(norm.AddOp({"L2Loss", "L2Loss", {g.tensor()}, {{"T", TypeAttr(t)}}, {}},
+                                {{t, StaticShape{}}})[0]);
+  }
+  const Output stack =
+      norm.AddOp({"Pack", "stack", losses,
+                  {{"T", TypeAttr(t)}, {"N", IntAttr(static_cast<int64_t>(losses.size()))}, {"axis", IntAttr(0)}},
+                  {}},
+                 {{t, StaticShape{static_cast<int64_t>(losses.size())}}})[0];
+  const Output sum = norm.Sum(stack, norm.Int32s("Const", {0}), false, "Sum");
+  const Output doubled = norm.Mul(sum, norm.Scalar("Const_1", t, 2.0), "mul");
+  const Output global_norm = norm.Sqrt(doubled, "global_norm");
+  // scale = clip_norm * min(1 / norm, 1 / clip_norm) + (norm - norm): NaN when norm is.
+  const Output inverse = clip.RealDiv(clip.WithScope("truediv").Scalar("x", t, 1.0), global_norm, "truediv");
+  const Output inverse_clip = clip.RealDiv(clip.WithScope("truediv_1").Scalar("x", t, 1.0),
+                                           clip.Scalar("Const", t, clip_norm), "truediv_1");
+  const Output minimum =
+      clip.AddOp({"Minimum", "Minimum", {inverse, inverse_clip}, {{"T", TypeAttr(t)}}, {}},
+                 {{t, StaticShape{}}})[0];
+  const Output finite_scale = clip.Mul(clip.WithScope("mul").Scalar("x", t, clip_norm), minimum, "mul");
+  const Output nan_if_norm_is = clip.Sub(global_norm, global_norm, "sub");
+  const Output scale = clip.AddV2(finite_scale, nan_if_norm_is, "add");
+  std::vector<Gradient> clipped;
+  for (size_t i = 0; i < gradients.size(); ++i) {
+    const Gradient& g = gradients[i];
+    const Output product = clip.Mul(g.tensor(), scale, "mul");
+    const Output value = clip.Identity(product, fmt::format("clip_by_global_norm/_{}", i));
+    clipped.push_back(g.is_sparse() ? Gradient::Slices(value, g.indices, g.dense_shape)
+                                    : Gradient::Dense(value));
+  }
+  PX_RETURN_IF_ERROR(builder.status());
+  return clipped;
 }
 
 StatusOr<NodeId> ApplyGradients(const GraphBuilder& builder,
@@ -331,7 +438,11 @@ StatusOr<TrainOps> Minimize(const GraphBuilder& builder, const Output& loss,
   std::vector<Output> xs;
   for (const VariableInfo& v : ops.variables) xs.push_back(v.ref);
   PX_ASSIGN_OR_RETURN(ops.gradients, Gradients(builder, {loss}, xs));
-  PX_ASSIGN_OR_RETURN(ops.train_op, ApplyGradients(builder, ops.variables, ops.gradients, options,
+  std::vector<Gradient> applied = ops.gradients;
+  if (options.clip_norm > 0) {
+    PX_ASSIGN_OR_RETURN(applied, ClipByGlobalNorm(builder, ops.gradients, options.clip_norm));
+  }
+  PX_ASSIGN_OR_RETURN(ops.train_op, ApplyGradients(builder, ops.variables, applied, options,
                                                    step ? &*step : nullptr));
   return ops;
 }

@@ -14,6 +14,14 @@
 //    values * lr) without dedup; Adam as TF's pattern (Assign(m, m*beta1) ->
 //    ScatterAdd(m, indices, (1-beta1)*g), the same for v, AssignSub(var, ...));
 //  - Adam's beta-power updates `<Opt>/Assign`, `<Opt>/Assign_1` after every update;
+//  - AdamWeightDecay (BERT's optimization.py, "adamw"): no Apply op — per variable plain
+//    Assigns of the variable and its `<var>/adam_m`, `<var>/adam_v` slots from
+//    next_m = b1·m + (1-b1)·g, next_v = b2·v + (1-b2)·g², update = next_m/(sqrt(next_v)+eps)
+//    + wd·var (not for names with "bias" or "LayerNorm"), var - lr·update; no bias
+//    correction. An IndexedSlices gradient is made dense (UnsortedSegmentSum) by the
+//    products, as TF's Mul with an IndexedSlices does;
+//  - with `clip_norm` > 0, the gradients first go through tf.clip_by_global_norm (the
+//    global norm of all of them; an IndexedSlices' values are scaled);
 //  - the train op: a NoOp named after the optimizer (`GradientDescent`, `Momentum`,
 //    `Adam`, `RMSProp`, `Adagrad`) on every update; with a global step it is
 //    `<Opt>/update` and the train op is `<Opt>` = AssignAdd(global_step, 1) after it.
@@ -31,11 +39,11 @@
 
 namespace parallax::models {
 
-enum class OptimizerKind { kSgd, kMomentum, kAdam, kRmsProp, kAdagrad };
+enum class OptimizerKind { kSgd, kMomentum, kAdam, kRmsProp, kAdagrad, kAdamWeightDecay };
 
-inline constexpr OptimizerKind kAllOptimizers[] = {OptimizerKind::kSgd, OptimizerKind::kMomentum,
-                                                   OptimizerKind::kAdam, OptimizerKind::kRmsProp,
-                                                   OptimizerKind::kAdagrad};
+inline constexpr OptimizerKind kAllOptimizers[] = {
+    OptimizerKind::kSgd,     OptimizerKind::kMomentum, OptimizerKind::kAdam,
+    OptimizerKind::kRmsProp, OptimizerKind::kAdagrad,  OptimizerKind::kAdamWeightDecay};
 
 struct OptimizerOptions {
   OptimizerKind kind = OptimizerKind::kSgd;
@@ -44,16 +52,19 @@ struct OptimizerOptions {
   double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;  // adam (TF's defaults)
   double decay = 0.9, rms_momentum = 0.0, rms_epsilon = 1e-10;  // rmsprop (TF's defaults)
   double initial_accumulator = 0.1;                   // adagrad (TF's default)
+  double weight_decay = 0.01, adamw_epsilon = 1e-6;   // adamw (BERT's values)
+  double clip_norm = 0;  // > 0: tf.clip_by_global_norm(gradients, clip_norm) first
   bool global_step = false;  // create `global_step` and increment it every step
 };
 
-// "sgd", "momentum", "adam", "rmsprop", "adagrad" (the CLI's names).
+// "sgd", "momentum", "adam", "rmsprop", "adagrad", "adamw" (the CLI's names).
 std::string_view OptimizerFlagName(OptimizerKind kind);
-// "GradientDescent", "Momentum", "Adam", "RMSProp", "Adagrad" (TF's names, the scope).
+// "GradientDescent", "Momentum", "Adam", "RMSProp", "Adagrad", "AdamWeightDecay" (TF's
+// names, the scope).
 std::string_view OptimizerScopeName(OptimizerKind kind);
 StatusOr<OptimizerKind> ParseOptimizer(std::string_view name);
 // The learning rate used when none is given: 0.01 (sgd, momentum, adagrad), 0.001
-// (adam, rmsprop).
+// (adam, rmsprop, adamw).
 double DefaultLearningRate(OptimizerKind kind);
 
 struct TrainOps {
@@ -65,6 +76,12 @@ struct TrainOps {
 // Gradients of `loss` for every trainable variable of `builder`, then ApplyGradients.
 StatusOr<TrainOps> Minimize(const GraphBuilder& builder, const Output& loss,
                             const OptimizerOptions& options);
+
+// tf.clip_by_global_norm(gradients, clip_norm) as TF 1.x writes it (scope
+// `clip_by_global_norm`): the clipped gradients, IndexedSlices kept as such.
+StatusOr<std::vector<Gradient>> ClipByGlobalNorm(const GraphBuilder& builder,
+                                                 const std::vector<Gradient>& gradients,
+                                                 double clip_norm);
 
 // The updates for (variable, gradient) pairs; returns the train op.
 StatusOr<NodeId> ApplyGradients(const GraphBuilder& builder,

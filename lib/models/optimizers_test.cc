@@ -38,7 +38,7 @@ std::string Describe(const Graph& g, std::string_view prefix) {
 
 // ids -> emb lookup -> mean -> w -> loss, minimised by `kind`; the optimizer's nodes
 // (its scope, the slots and beta powers) described.
-std::string Updates(OptimizerKind kind, bool global_step) {
+std::string Updates(OptimizerKind kind, bool global_step, double clip_norm = 0) {
   Graph g;
   GraphBuilder b(&g, 1);
   const Output ids = b.Placeholder("ids", DT_INT32, {2, 3});
@@ -51,20 +51,22 @@ std::string Updates(OptimizerKind kind, bool global_step) {
   OptimizerOptions options;
   options.kind = kind;
   options.global_step = global_step;
+  options.clip_norm = clip_norm;
   StatusOr<TrainOps> train = Minimize(b, loss, options);
   REQUIRE(train.status().message() == "");
   StatusOr<NodeId> init = AddInitOp(b);
   REQUIRE(init.ok());
   REQUIRE(VerifyGraph(g).message() == "");
   const std::string scope(OptimizerScopeName(kind));
-  std::string out = Describe(g, scope);
+  std::string out = clip_norm > 0 ? Describe(g, "clip_by_global_norm") : std::string();
+  out += Describe(g, scope);
   for (std::string_view extra : {"beta1_power", "beta2_power", "global_step", "init"}) {
     if (g.FindNode(extra) != kNoNode) out += Describe(g, extra);
   }
   for (std::string_view var : {"emb/", "w/"}) {
     for (NodeId id : g.NodeIds()) {
       const std::string_view name = g.node(id).name();
-      if (name.starts_with(std::string(var) + scope) && g.node(id).op() == "VariableV2") {
+      if (name.starts_with(var) && g.node(id).op() == "VariableV2") {
         out += std::string(name) + " = VariableV2\n";
       }
     }
@@ -102,6 +104,18 @@ TEST_CASE("golden: every optimizer's updates for a dense and an embedding variab
   }
 }
 
+// tf.clip_by_global_norm as TF 1.15 writes it (checked by eye): L2Loss per gradient (the
+// embedding's IndexedSlices values), Pack, Sum, sqrt(2 * sum), clip_norm * min(1/norm,
+// 1/clip_norm) + (norm - norm), each gradient times that scale in an Identity.
+TEST_CASE("golden: clip_by_global_norm before Adam and AdamWeightDecay") {
+  for (OptimizerKind kind : {OptimizerKind::kAdam, OptimizerKind::kAdamWeightDecay}) {
+    const std::string name = fmt::format("optimizer_{}_clip", OptimizerFlagName(kind));
+    INFO(name);
+    const std::string actual = Updates(kind, false, 1.5);
+    CHECK(actual == Golden(name, actual));
+  }
+}
+
 TEST_CASE("optimizer names and defaults") {
   for (OptimizerKind kind : kAllOptimizers) {
     StatusOr<OptimizerKind> parsed = ParseOptimizer(OptimizerFlagName(kind));
@@ -111,7 +125,7 @@ TEST_CASE("optimizer names and defaults") {
   CHECK(OptimizerScopeName(OptimizerKind::kRmsProp) == "RMSProp");
   CHECK(DefaultLearningRate(OptimizerKind::kAdam) == 0.001);
   CHECK(ParseOptimizer("Adam").status().message() ==
-        "unknown optimizer 'Adam' (sgd, momentum, adam, rmsprop, adagrad)");
+        "unknown optimizer 'Adam' (sgd, momentum, adam, rmsprop, adagrad, adamw)");
 }
 
 TEST_CASE("a variable without a gradient is an error naming it") {

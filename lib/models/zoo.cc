@@ -237,6 +237,7 @@ std::string DescribeOptions(const ModelSpec& spec, const ModelOptions& o) {
   std::string out = fmt::format("batch={} optimizer={} lr={}", o.batch.value_or(0),
                                 OptimizerFlagName(o.optimizer.value_or(OptimizerKind::kSgd)),
                                 o.learning_rate.value_or(0));
+  if (o.clip_norm) out += fmt::format(" clip_norm={}", *o.clip_norm);
   auto join = [](const std::vector<int64_t>& v) { return fmt::format("{}", fmt::join(v, ",")); };
   for (const std::string& opt : spec.options) {
     if (opt == "widths" && o.widths) out += " widths=" + join(*o.widths);
@@ -274,6 +275,7 @@ StatusOr<Model> BuildModel(std::string_view name, const ModelOptions& options) {
   opt.kind = *o.optimizer;
   opt.learning_rate = *o.learning_rate;
   opt.global_step = o.global_step;
+  opt.clip_norm = o.clip_norm.value_or(0);
   PX_ASSIGN_OR_RETURN(TrainOps train, Minimize(b, loss, opt));
   PX_ASSIGN_OR_RETURN(NodeId init, AddInitOp(b));
   PX_RETURN_IF_ERROR(b.status());

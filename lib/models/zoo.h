@@ -53,6 +53,7 @@ struct ModelOptions {
   std::optional<int64_t> batch;  // 0: open batch dimension (-1)
   std::optional<OptimizerKind> optimizer;
   std::optional<double> learning_rate;
+  std::optional<double> clip_norm;  // > 0: tf.clip_by_global_norm before the optimizer
   int64_t seed = 1;  // the random initialisers' `seed` attr
   std::optional<std::vector<int64_t>> widths;  // mlp: hidden widths; lenet: conv1,conv2,fc
   std::optional<int64_t> vocab, dim, seq;      // embedding

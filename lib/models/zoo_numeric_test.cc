@@ -144,6 +144,8 @@ double StepSize(OptimizerKind kind) {
     case OptimizerKind::kAdam: return 0.02;
     case OptimizerKind::kRmsProp: return 0.02;
     case OptimizerKind::kAdagrad: return 0.3;
+    // No bias correction: the first steps are ~3x lr (0.1 / sqrt(0.001)) per element.
+    case OptimizerKind::kAdamWeightDecay: return 0.003;
   }
   return 0.1;
 }

@@ -22,6 +22,7 @@ int SlotsPerVariable(OptimizerKind kind) {
     case OptimizerKind::kAdam: return 2;
     case OptimizerKind::kRmsProp: return 2;
     case OptimizerKind::kAdagrad: return 1;
+    case OptimizerKind::kAdamWeightDecay: return 2;
   }
   return -1;
 }

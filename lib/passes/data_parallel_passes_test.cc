@@ -27,9 +27,9 @@ namespace {
 // (LoopCond <-> Switch without a NextIteration) the verifier rejects as input; see the
 // test case below.
 const char* const kAnalysisGraphs[] = {
-    "adam",           "addn_gradient", "assign_optimizer", "momentum",
-    "resource",       "scatter_sub_sgd", "sgd_mlp",        "sparse_adagrad",
-    "sparse_adam",    "sparse_momentum", "control_flow",
+    "adam",           "adam_weight_decay", "addn_gradient", "assign_optimizer", "clip_adam",
+    "momentum",       "resource",          "scatter_sub_sgd", "sgd_mlp",        "sparse_adagrad",
+    "sparse_adam",    "sparse_momentum",   "control_flow",    "unrecognised_update",
 };
 
 std::unique_ptr<Pipeline> DataParallelPipeline(bool with_place) {

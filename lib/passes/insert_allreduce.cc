@@ -1,5 +1,6 @@
 #include "lib/passes/insert_allreduce.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -10,7 +11,9 @@
 namespace parallax {
 namespace {
 
-// One planned edit: all-reduce the tensor at input `slot` of `op`.
+// One planned edit: all-reduce the tensor at input `slot` of `op`; or, at the backprop
+// boundary (op == kNoNode), the tensor `grad_input` for every consumer outside the
+// gradients scope.
 struct Reduction {
   std::string variable;
   NodeId op = kNoNode;
@@ -42,6 +45,17 @@ StatusOr<bool> InsertAllReducePass::RunImpl(Graph& graph, PassContext& context) 
     }
     for (int u : variable->updates) {
       const GradientUpdate& update = analysis->updates[static_cast<size_t>(u)];
+      if (update.at_boundary && !update.sparse) {
+        for (const BoundaryGradient& b : update.boundary) {
+          const bool seen = std::any_of(reductions.begin(), reductions.end(), [&](const Reduction& r) {
+            return r.op == kNoNode && r.grad_input == b.values;
+          });
+          if (!seen) {
+            reductions.push_back(Reduction{planned.name, kNoNode, -1, b.values, variable->dtype});
+          }
+        }
+        continue;
+      }
       if (planned.sparse || update.sparse) {
         return InternalError(
             "variable '{}': its update '{}' takes a sparse gradient (values, indices), which "
@@ -65,9 +79,15 @@ StatusOr<bool> InsertAllReducePass::RunImpl(Graph& graph, PassContext& context) 
 
   for (const Reduction& r : reductions) {
     const std::string scope = graph.UniqueName(r.variable + "/parallax/allreduce");
+    const std::vector<InputRef> consumers =
+        r.op == kNoNode ? ReadersOutsideGradients(graph, r.grad_input) : std::vector<InputRef>{};
     PX_ASSIGN_OR_RETURN(OutputRef reduced, context.collectives->AllReduce(
                                                graph, scope, r.grad_input, r.dtype, plan->average));
-    PX_RETURN_IF_ERROR(graph.ReplaceInput(r.op, r.slot, reduced));
+    if (r.op != kNoNode) {
+      PX_RETURN_IF_ERROR(graph.ReplaceInput(r.op, r.slot, reduced));
+      continue;
+    }
+    for (const InputRef& c : consumers) PX_RETURN_IF_ERROR(graph.ReplaceInput(c.node, c.index, reduced));
   }
   return !reductions.empty();
 }

@@ -10,6 +10,12 @@
 // Every rank then applies the same update: the sum over ranks, or the mean when the
 // plan says `average` (a global batch N·b on one device).
 //
+// At the backprop boundary (the analysis's `at_boundary` updates: clip_by_global_norm,
+// gradient multipliers, Assign-based optimizers between tf.gradients and the update),
+// each boundary tensor is all-reduced once, and every reader outside the gradients
+// scope (the clipping's norm, the optimizer's maths) reads the result: each rank then
+// computes its update from the averaged gradient, as one device with N·b would.
+//
 // Terms: a variable's *updates* are its gradient updates in the training analysis;
 // several updates of one variable (two optimizers, two towers) each get their own
 // all-reduce (`<var>/parallax/allreduce`, `..._1`, ...).

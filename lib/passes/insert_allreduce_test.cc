@@ -61,6 +61,30 @@ TEST_CASE("insert-allreduce: the all-reduce sits between the gating Identity and
   CHECK(graph.node(apply.input(1).node).name() == "GradientDescent/learning_rate");
 }
 
+TEST_CASE("insert-allreduce: at the backprop boundary, every reader outside tf.gradients reads "
+          "the all-reduce") {
+  // clip_by_global_norm, then ApplyAdam: the norm and the clipped product of w's
+  // gradient read its all-reduce, so every rank clips the averaged gradient.
+  Graph graph = LoadAnalysisGraph("clip_adam");
+  const Plan plan = PlanForTests(graph, 2, SyncMethod::kAllGather);
+  CHECK(RunPassOrFail(CreateInsertAllReducePass, graph, plan, 1));
+  CHECK(VerifyGraph(graph).ok());
+  CHECK(testing::NodeInput(graph, "clip_by_global_norm/global_norm/L2Loss_1", 0) == "w/parallax/allreduce");
+  CHECK(testing::NodeInput(graph, "clip_by_global_norm/mul_2", 0) == "w/parallax/allreduce");
+  CHECK(testing::NodeInput(graph, "w/parallax/allreduce", 0) ==
+        "gradients/MatMul_grad/tuple/control_dependency_1");
+  // The update still reads the clipped gradient.
+  CHECK(testing::NodeInput(graph, "Adam/update_w/ApplyAdam", 9) ==
+        "clip_by_global_norm/clip_by_global_norm/_1");
+
+  // AdamWeightDecay: the variable's and its slots' Assigns compute from the all-reduce.
+  Graph adamw = LoadAnalysisGraph("adam_weight_decay");
+  CHECK(RunPassOrFail(CreateInsertAllReducePass, adamw, PlanForTests(adamw, 2, SyncMethod::kAllGather), 1));
+  CHECK(testing::NodeInput(adamw, "clip_by_global_norm/mul_2", 0) == "w/parallax/allreduce");
+  CHECK(testing::NodeInput(adamw, "clip_by_global_norm/global_norm/L2Loss_1", 0) == "w/parallax/allreduce");
+  CHECK(adamw.FindNode("emb/parallax/allreduce") == kNoNode);  // sparse: all-gathered
+}
+
 TEST_CASE("insert-allreduce: the plan's average=false sums") {
   Graph graph = LoadAnalysisGraph("sgd_mlp");
   Plan plan = PlanForTests(graph, 2);

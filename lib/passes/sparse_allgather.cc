@@ -44,6 +44,49 @@ StatusOr<bool> SparseAllGatherPass::RunImpl(Graph& graph, PassContext& context) 
     for (int u : var.updates) {
       const GradientUpdate& update = analysis->updates[static_cast<size_t>(u)];
       const std::string op_name(graph.node(update.op).name());
+      if (update.at_boundary) {
+        // Every reader outside tf.gradients (clipping, the optimizer's maths, its
+        // densifying UnsortedSegmentSum) reads every rank's slices.
+        for (const BoundaryGradient& b : update.boundary) {
+          if (!b.sparse()) {
+            return InvalidArgumentError("variable '{}': the plan says allgather, but update "
+                                        "'{}' takes a dense gradient at its boundary",
+                                        var.name, op_name);
+          }
+          const std::vector<InputRef> value_readers = ReadersOutsideGradients(graph, b.values);
+          const std::vector<InputRef> index_readers = ReadersOutsideGradients(graph, b.indices);
+          const tensorflow::DataType value_type = var.dtype;
+          const tensorflow::DataType index_type =
+              sparse::TensorTypeOf(graph, b.indices, tensorflow::DT_INT32);
+          const std::string device(graph.node(update.op).device());
+          const TensorKey values_key{b.values.node, b.values.port};
+          if (gathered_values.count(values_key) == 0) {
+            PX_ASSIGN_OR_RETURN(OutputRef values,
+                                context.collectives->AllGather(graph, scope + "/allgather_values",
+                                                               b.values, value_type));
+            if (plan.average) {
+              PX_ASSIGN_OR_RETURN(values, sparse::Scale(graph, scope + "/average", values,
+                                                        value_type, factor, device));
+            }
+            gathered_values.emplace(values_key, values);
+            for (const InputRef& r : value_readers) {
+              PX_RETURN_IF_ERROR(graph.ReplaceInput(r.node, r.index, values));
+            }
+          }
+          const TensorKey indices_key{b.indices.node, b.indices.port};
+          if (gathered_indices.count(indices_key) == 0) {
+            PX_ASSIGN_OR_RETURN(OutputRef indices,
+                                context.collectives->AllGather(graph, scope + "/allgather_indices",
+                                                               b.indices, index_type));
+            gathered_indices.emplace(indices_key, indices);
+            for (const InputRef& r : index_readers) {
+              PX_RETURN_IF_ERROR(graph.ReplaceInput(r.node, r.index, indices));
+            }
+          }
+          changed = true;
+        }
+        continue;
+      }
       if (!update.sparse) {
         return InvalidArgumentError(
             "variable '{}': the plan says allgather, but update '{}' takes a dense gradient",

@@ -51,6 +51,26 @@ TEST_CASE("sparse-allgather: updates without a dedup read the gathered slices di
   CHECK(NodeInput(*g, "GradientDescent/update_emb/Unique", 0) == "emb/parallax/allgather_indices");
 }
 
+TEST_CASE("sparse-allgather: an IndexedSlices synchronised at the backprop boundary") {
+  // AdamWeightDecay after clip_by_global_norm: the norm, the clipping and the optimizer's
+  // densifying UnsortedSegmentSum read every rank's (averaged) slices.
+  Graph input = LoadAnalysisGraph("adam_weight_decay");
+  Plan plan = PlanForTests(input, 2, SyncMethod::kAllGather);
+  StatusOr<Graph> g = RunOnRank(CreateSparseAllGatherPass, input, plan, 1, nullptr);
+  REQUIRE(g.ok());
+  CHECK(NodeInput(*g, "clip_by_global_norm/global_norm/L2Loss", 0) == "emb/parallax/average");
+  CHECK(NodeInput(*g, "clip_by_global_norm/mul_1", 0) == "emb/parallax/average");
+  CHECK(NodeInput(*g, "emb/parallax/average", 0) == "emb/parallax/allgather_values");
+  CHECK(NodeInput(*g, "emb/parallax/allgather_values", 0) == "gradients/embedding_lookup_grad/Reshape");
+  CHECK(NodeInput(*g, "Mul_0/y", 1) == "emb/parallax/allgather_indices");
+  CHECK(NodeInput(*g, "emb/parallax/allgather_indices", 0) == "gradients/embedding_lookup_grad/Reshape_1");
+  CHECK(g->node(g->FindNode("emb/parallax/allgather_indices")).FindAttr("T")->type() ==
+        tensorflow::DT_INT32);
+  // Inside tf.gradients nothing changes.
+  CHECK(g->node(g->FindNode("gradients/embedding_lookup_grad/Reshape")).input(0).node ==
+        g->FindNode("gradients/MatMul_grad/tuple/control_dependency"));
+}
+
 TEST_CASE("sparse-allgather: one rank, or no allgather variable, changes nothing") {
   Graph input = LoadAnalysisGraph("sparse_momentum");
   for (auto [ranks, method] : {std::pair{1, SyncMethod::kAllGather},

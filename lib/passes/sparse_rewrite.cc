@@ -102,6 +102,22 @@ RawSlices RawSlicesOf(const Graph& graph, const Variable& variable, const Gradie
   return raw;
 }
 
+tensorflow::DataType TensorTypeOf(const Graph& graph, OutputRef tensor, tensorflow::DataType fallback) {
+  const Node& producer = graph.node(tensor.node);
+  const OpSchema* schema = FindOpSchema(producer.op());
+  if (schema == nullptr || tensor.port < 0 || static_cast<size_t>(tensor.port) >= schema->outputs.size()) {
+    return fallback;
+  }
+  for (int k = 0; k < tensor.port; ++k) {
+    const ArgSchema& arg = schema->outputs[static_cast<size_t>(k)];
+    if (!arg.number_attr.empty() || !arg.type_list_attr.empty()) return fallback;
+  }
+  const ArgSchema& arg = schema->outputs[static_cast<size_t>(tensor.port)];
+  if (arg.fixed_type != tensorflow::DT_INVALID) return arg.fixed_type;
+  if (!arg.type_attr.empty()) return TypeAttrOr(producer, arg.type_attr, fallback);
+  return fallback;
+}
+
 Status ReplaceUses(Graph& graph, OutputRef from, OutputRef to, NodeId except) {
   std::vector<InputRef> uses;
   for (const InputRef& use : graph.node(from.node).fanout()) {

@@ -56,6 +56,10 @@ struct RawSlices {
 };
 RawSlices RawSlicesOf(const Graph& graph, const Variable& variable, const GradientUpdate& update);
 
+// The dtype of `tensor` from its producer's schema and attrs; `fallback` when the
+// schema does not say (list outputs before it, no schema).
+tensorflow::DataType TensorTypeOf(const Graph& graph, OutputRef tensor, tensorflow::DataType fallback);
+
 // The input index at which `update.op` takes its gradient and indices (ApplySchema);
 // -1 when the op has none (kSparseAdam).
 int GradInputIndex(const Graph& graph, const GradientUpdate& update);

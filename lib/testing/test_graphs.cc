@@ -11,9 +11,10 @@ namespace parallax::testing {
 namespace {
 
 const char* const kAnalysisGraphs[] = {
-    "adam",           "addn_gradient",   "assign_optimizer", "control_flow",
-    "momentum",       "resource",        "scatter_sub_sgd",  "sgd_mlp",
-    "sparse_adagrad", "sparse_adam",     "sparse_momentum",
+    "adam",           "adam_weight_decay", "addn_gradient",   "assign_optimizer",
+    "clip_adam",      "control_flow",      "momentum",        "resource",
+    "scatter_sub_sgd", "sgd_mlp",          "sparse_adagrad",  "sparse_adam",
+    "sparse_momentum", "unrecognised_update",
 };
 
 std::string AnalysisGraphPath(const std::string& name) {

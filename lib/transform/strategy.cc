@@ -198,6 +198,18 @@ class PlanBuilder {
     const CommCost allreduce = cost_.AllReduce(std::max<int64_t>(v.bytes, 0));
     vp.method = SyncMethod::kAllReduce;
     vp.bytes_sent_per_rank_per_step = v.bytes < 0 ? 0 : allreduce.bytes;
+    if (AtBoundary(v)) {
+      vp.reason = "dense gradient taken at the backprop boundary (its update's maths needs the "
+                  "averaged gradient): all-reduce";
+      if (chosen.dense == DenseMethod::kPs && chosen.override_used != nullptr) {
+        warnings_.push_back(fmt::format("variable '{}': {} asks for dense: ps, but its gradient "
+                                        "is synchronised at the backprop boundary; it is "
+                                        "all-reduced instead",
+                                        v.name, source));
+      }
+      if (v.bytes < 0) vp.reason += " (size unknown: bytes not estimated)";
+      return;
+    }
     if (chosen.dense == DenseMethod::kPs && !kPsSupportsDenseVariables) {
       vp.reason = fmt::format("dense gradient; {} asks for ps, which partition-sparse supports "
                               "for sparse gradients only: all-reduced instead",
@@ -268,8 +280,44 @@ class PlanBuilder {
     vp.partitions = PartitionRows(rows, count, layout_);
   }
 
+  // An update synchronised at the backprop boundary (analysis: clipping or an
+  // Assign-based optimizer between tf.gradients and it) needs every rank to see the
+  // whole gradient before its maths: all-reduce (dense) or all-gather (IndexedSlices);
+  // parameter servers apply updates on the owner and densify rewires the update, so
+  // neither fits.
+  bool AtBoundary(const Variable& v) const {
+    for (int u : v.updates) {
+      if (analysis_.updates[static_cast<size_t>(u)].at_boundary) return true;
+    }
+    return false;
+  }
+
   Status DecideSparse(const Variable& v, VariablePlan& vp, const VariableStrategy& chosen,
                       const std::string& source) {
+    if (AtBoundary(v)) {
+      vp.method = SyncMethod::kAllGather;
+      vp.reason = "sparse gradient taken at the backprop boundary (its update's maths needs "
+                  "every rank's gradient): allgather";
+      if (chosen.sparse && *chosen.sparse != SparseMethod::kAllGather && chosen.override_used) {
+        warnings_.push_back(fmt::format("variable '{}': {} asks for sparse: {}, but its gradient "
+                                        "is synchronised at the backprop boundary, where only "
+                                        "allgather applies; it is all-gathered instead",
+                                        v.name, source, SparseMethodName(*chosen.sparse)));
+      }
+      const int64_t rows = RowsOf(v);
+      if (rows > 0 && v.bytes >= 0) {
+        SparseTraffic traffic;
+        std::string ids_how;
+        traffic.rows = rows;
+        traffic.row_bytes = v.bytes / rows;
+        traffic.touched_rows = std::min(EstimateIdsPerStep(graph_, analysis_, v, &ids_how), rows);
+        traffic.index_bytes = IndexBytesOf(v);
+        vp.bytes_sent_per_rank_per_step = cost_.AllGather(traffic).bytes;
+      } else {
+        vp.reason += " (size unknown: bytes not estimated)";
+      }
+      return Status::Ok();
+    }
     const int64_t rows = RowsOf(v);
     const bool sized = rows > 0 && v.bytes >= 0;
     SparseTraffic traffic;
@@ -387,9 +435,10 @@ class PlanBuilder {
           const Node& w = graph_.node(v.writes[0]);
           op = fmt::format("'{}' ({})", w.name(), w.op());
         }
-        vp.reason = fmt::format("updated by {}, which Parallax cannot synchronise", op);
+        if (!v.unsynchronised_why.empty()) op = v.unsynchronised_why;
+        vp.reason = fmt::format("updated by {}; Parallax cannot synchronise it", op);
         warnings_.push_back(fmt::format(
-            "variable '{}' is updated from a gradient by {}, which Parallax cannot synchronise; "
+            "variable '{}' is updated from a gradient by {}; Parallax cannot synchronise it, so "
             "its copies will differ between ranks",
             v.name, op));
         return;

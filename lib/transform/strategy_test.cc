@@ -247,13 +247,13 @@ TEST_CASE("per-variable overrides win over presets") {
 }
 
 TEST_CASE("unrecognised updates: method none and a warning; --strict makes it an error") {
-  Loaded in = Load("assign_optimizer.pbtxt");
+  Loaded in = Load("unrecognised_update.pbtxt");
   Plan plan = MakePlan(in, Cluster(1, 2));
   bool found = false;
   for (const VariablePlan& v : plan.variables) {
     if (v.method != SyncMethod::kNone) continue;
     found = true;
-    CHECK(v.reason.find("which Parallax cannot synchronise") != std::string::npos);
+    CHECK(v.reason.find("Parallax cannot synchronise it") != std::string::npos);
   }
   CHECK(found);
   REQUIRE_FALSE(plan.warnings.empty());
@@ -270,7 +270,8 @@ TEST_CASE("unrecognised updates: method none and a warning; --strict makes it an
 }
 
 TEST_CASE("every analysis test graph plans without error, every variable decided") {
-  for (const char* name : {"adam.pbtxt", "addn_gradient.pbtxt", "assign_optimizer.pbtxt",
+  for (const char* name : {"adam.pbtxt", "adam_weight_decay.pbtxt", "addn_gradient.pbtxt",
+                           "assign_optimizer.pbtxt", "clip_adam.pbtxt", "unrecognised_update.pbtxt",
                            "control_flow.pbtxt", "momentum.pbtxt", "resource.pbtxt",
                            "scatter_sub_sgd.pbtxt", "sgd_mlp.pbtxt", "sparse_adagrad.pbtxt",
                            "sparse_adam.pbtxt", "sparse_momentum.pbtxt"}) {

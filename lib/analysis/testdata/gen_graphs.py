@@ -532,7 +532,131 @@ def control_flow():
     g.write("control_flow")
 
 
+def clip_by_global_norm(g, grads, clip_norm=1.0):
+    """tf.clip_by_global_norm(grads, clip_norm) as TF 1.x writes it; a grad is a tensor
+    name or (values, indices) for an IndexedSlices (its values are clipped). Returns the
+    clipped grads in the same form."""
+    s = "clip_by_global_norm"
+    losses = []
+    for i, grad in enumerate(grads):
+        t = grad[0] if isinstance(grad, tuple) else grad
+        losses.append(g.n(s + "/global_norm/L2Loss" + ("_%d" % i if i else ""), "L2Loss", [t]))
+    g.n(s + "/global_norm/stack", "Pack", losses, attrs=[("N", "i: %d" % len(losses)), ("axis", "i: 0")])
+    g.const(s + "/global_norm/Const", "DT_INT32", [1], "int_val: 0")
+    g.n(s + "/global_norm/Sum", "Sum", [s + "/global_norm/stack", s + "/global_norm/Const"],
+        attrs=[("Tidx", "type: DT_INT32"), ("keep_dims", "b: false")])
+    g.const(s + "/global_norm/Const_1", val="float_val: 2")
+    g.n(s + "/global_norm/mul", "Mul", [s + "/global_norm/Sum", s + "/global_norm/Const_1"])
+    g.n(s + "/global_norm/global_norm", "Sqrt", [s + "/global_norm/mul"])
+    g.const(s + "/truediv/x", val="float_val: 1")
+    g.n(s + "/truediv", "RealDiv", [s + "/truediv/x", s + "/global_norm/global_norm"])
+    g.const(s + "/Const", val="float_val: %g" % clip_norm)
+    g.const(s + "/truediv_1/x", val="float_val: 1")
+    g.n(s + "/truediv_1", "RealDiv", [s + "/truediv_1/x", s + "/Const"])
+    g.n(s + "/Minimum", "Minimum", [s + "/truediv", s + "/truediv_1"])
+    g.const(s + "/mul/x", val="float_val: %g" % clip_norm)
+    g.n(s + "/mul", "Mul", [s + "/mul/x", s + "/Minimum"])
+    out = []
+    for i, grad in enumerate(grads):
+        t = grad[0] if isinstance(grad, tuple) else grad
+        g.n(s + "/mul_%d" % (i + 1), "Mul", [t, s + "/mul"])
+        clipped = g.n(s + "/" + s + "/_%d" % i, "Identity", [s + "/mul_%d" % (i + 1)])
+        out.append((clipped, grad[1]) if isinstance(grad, tuple) else clipped)
+    return out
+
+
+def clip_adam():
+    """clip_by_global_norm over an embedding's IndexedSlices and a dense gradient, then
+    apply_gradients: ApplyAdam for w, SparseApplyAdagrad (after TF's dedup) for emb."""
+    g = G()
+    values, indices, dw = embedding_model(g)
+    (cvalues, cindices), cdw = clip_by_global_norm(g, [(values, indices), dw])
+    adam_beta_powers(g, "w")
+    g.var("w/Adam", [16, 10], colocate="w")
+    g.var("w/Adam_1", [16, 10], colocate="w")
+    g.var("emb/Adagrad", [1000, 16], init_val="float_val: 0.1", colocate="emb")
+    g.const("Adagrad/learning_rate", val="float_val: 0.01")
+    up_w = apply_adam(g, "w", cdw)
+    seg, uniq = dedup(g, "Adagrad/update_emb", cvalues, cindices)
+    up_emb = g.n("Adagrad/update_emb/SparseApplyAdagrad", "SparseApplyAdagrad",
+                 ["emb", "emb/Adagrad", "Adagrad/learning_rate", seg, uniq], colocate="emb",
+                 attrs=[("Tindices", "type: DT_INT32")])
+    adam_finish(g, [up_w, up_emb], "w", with_step=False)
+    init_op(g, ["emb", "w", "beta1_power", "beta2_power", "w/Adam", "w/Adam_1", "emb/Adagrad"])
+    g.write("clip_adam")
+
+
+def adam_weight_decay():
+    """BERT's AdamWeightDecayOptimizer after clip_by_global_norm: plain Assigns of the
+    variable and its adam_m / adam_v slots; the embedding's IndexedSlices becomes dense
+    (UnsortedSegmentSum) when multiplied, outside the gradients scope."""
+    g = G()
+    values, indices, dw = embedding_model(g)
+    (cvalues, cindices), cdw = clip_by_global_norm(g, [(values, indices), dw])
+    g.const("beta_1", val="float_val: 0.9")
+    g.const("one_minus_beta_1", val="float_val: 0.1")
+    g.const("beta_2", val="float_val: 0.999")
+    g.const("one_minus_beta_2", val="float_val: 0.001")
+    g.const("epsilon", val="float_val: 1e-6")
+    g.const("weight_decay_rate", val="float_val: 0.01")
+    g.const("learning_rate", val="float_val: 0.0001")
+    g.const("Mul/y/num_segments", "DT_INT32", [], "int_val: 1000")
+    assigns = []
+    for i, (v, shape, grad) in enumerate((("emb", [1000, 16], (cvalues, cindices)), ("w", [16, 10], cdw))):
+        g.var(v + "/adam_m", shape)
+        g.var(v + "/adam_v", shape)
+        if isinstance(grad, tuple):
+            grad = g.n("Mul_%d/y" % i, "UnsortedSegmentSum", [grad[0], grad[1], "Mul/y/num_segments"],
+                       attrs=[("Tindices", "type: DT_INT32"), ("Tnumsegments", "type: DT_INT32")])
+        p = "%s_" % v
+        g.n(p + "mul", "Mul", ["beta_1", v + "/adam_m/read"])
+        g.n(p + "mul_1", "Mul", ["one_minus_beta_1", grad])
+        g.n(p + "next_m", "AddV2", [p + "mul", p + "mul_1"])
+        g.n(p + "mul_2", "Mul", ["beta_2", v + "/adam_v/read"])
+        g.n(p + "Square", "Square", [grad])
+        g.n(p + "mul_3", "Mul", ["one_minus_beta_2", p + "Square"])
+        g.n(p + "next_v", "AddV2", [p + "mul_2", p + "mul_3"])
+        g.n(p + "Sqrt", "Sqrt", [p + "next_v"])
+        g.n(p + "add", "AddV2", [p + "Sqrt", "epsilon"])
+        g.n(p + "truediv", "RealDiv", [p + "next_m", p + "add"])
+        g.n(p + "mul_4", "Mul", ["weight_decay_rate", v + "/read"])
+        g.n(p + "update", "AddV2", [p + "truediv", p + "mul_4"])
+        g.n(p + "mul_5", "Mul", ["learning_rate", p + "update"])
+        g.n(p + "next_param", "Sub", [v + "/read", p + "mul_5"])
+        for target, value in ((v, p + "next_param"), (v + "/adam_m", p + "next_m"), (v + "/adam_v", p + "next_v")):
+            assigns.append(g.n("Assign_%d" % len(assigns), "Assign", [target, value], colocate=target,
+                               attrs=[("use_locking", "b: false"), ("validate_shape", "b: true")]))
+    g.n("train", "NoOp", ["^" + a for a in assigns], T=None)
+    init_op(g, ["emb", "w", "emb/adam_m", "emb/adam_v", "w/adam_m", "w/adam_v"])
+    g.write("adam_weight_decay")
+
+
+def unrecognised_update():
+    """w by a plain Assign (trainable at its boundary); b from a slice of the
+    concatenation of both gradients, which belongs to no one variable: unrecognised."""
+    g = G()
+    dw, db = mlp(g)
+    g.const("learning_rate", val="float_val: 0.01")
+    g.n("update_w/mul", "Mul", ["learning_rate", dw])
+    g.n("update_w/sub", "Sub", ["w/read", "update_w/mul"])
+    g.n("update_w/Assign", "Assign", ["w", "update_w/sub"], colocate="w")
+    g.const("update_b/flat", "DT_INT32", [1], "int_val: -1")
+    g.n("update_b/Reshape", "Reshape", [dw, "update_b/flat"])
+    g.const("update_b/axis", "DT_INT32", [], "int_val: 0")
+    g.n("update_b/concat", "ConcatV2", [db, "update_b/Reshape", "update_b/axis"], attrs=[("N", "i: 2")])
+    g.const("update_b/begin", "DT_INT32", [1], "int_val: 0")
+    g.const("update_b/size", "DT_INT32", [1], "int_val: 10")
+    g.n("update_b/Slice", "Slice", ["update_b/concat", "update_b/begin", "update_b/size"],
+        attrs=[("Index", "type: DT_INT32")])
+    g.n("update_b/mul", "Mul", ["learning_rate", "update_b/Slice"])
+    g.n("update_b/sub", "Sub", ["b/read", "update_b/mul"])
+    g.n("update_b/Assign", "Assign", ["b", "update_b/sub"], colocate="b")
+    g.n("train", "NoOp", ["^update_w/Assign", "^update_b/Assign"], T=None)
+    init_op(g, ["w", "b"])
+    g.write("unrecognised_update")
+
+
 if __name__ == "__main__":
     for f in (sgd_mlp, momentum, adam, sparse_momentum, sparse_adagrad, sparse_adam, scatter_sub_sgd,
-              resource, assign_optimizer, addn_gradient, control_flow):
+              resource, assign_optimizer, addn_gradient, control_flow, clip_adam, adam_weight_decay, unrecognised_update):
         f()

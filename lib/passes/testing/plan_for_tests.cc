@@ -64,6 +64,13 @@ Plan PlanForTests(const Graph& graph, int world_size, SyncMethod sparse_method,
       case VariableRole::kTrainable:
         vp.sparse = v.gradient == GradientKind::kSparse || v.gradient == GradientKind::kMixed;
         vp.method = vp.sparse ? sparse_method : SyncMethod::kAllReduce;
+        // As the strategy does: a sparse gradient taken at the backprop boundary is
+        // all-gathered.
+        for (int u : v.updates) {
+          if (vp.sparse && analysis.updates[static_cast<size_t>(u)].at_boundary) {
+            vp.method = SyncMethod::kAllGather;
+          }
+        }
         vp.reason = vp.sparse ? "sparse gradient (test plan)" : "dense gradient (test plan)";
         for (int slot : v.slots) {
           vp.slots.push_back(analysis.variables[static_cast<size_t>(slot)].name);
