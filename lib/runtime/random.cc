@@ -68,6 +68,14 @@ RandomStream* RandomStreams::Stream(std::string_view node, int64_t seed, int64_t
   return streams_.emplace(id, std::move(stream)).first->second.get();
 }
 
+void RandomStreams::set_run_seed(uint64_t seed) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (seed == run_seed_) return;
+  run_seed_ = seed;
+  for (const auto& [id, stream] : streams_) restored_.emplace(id, stream->position());
+  streams_.clear();
+}
+
 void RandomStreams::set_stream_index(int index) {
   std::lock_guard<std::mutex> lock(mu_);
   stream_index_ = index;

@@ -74,7 +74,10 @@ class RandomStreams {
   // Rank r of a job draws from index r; verify's single-device run switches per
   // micro-batch.
   void set_stream_index(int index);
-  void set_run_seed(uint64_t seed) { run_seed_ = seed; }
+  // A new run seed forgets the streams made so far (their keys came from the old one);
+  // restored positions stay.
+  void set_run_seed(uint64_t seed);
+  uint64_t run_seed() const { return run_seed_; }
 
   // Positions of every stream used or restored: "<node>@<index>" -> next block.
   std::map<std::string, uint64_t> Positions() const;

@@ -504,6 +504,8 @@ Status Trainer::Plan() {
   input.shard_count = static_cast<int>(o.shard.count);
   input.seed = o.seed;
   executor_ = std::make_unique<Executor>(graph_, *device_, std::move(input));
+  // Each rank draws its own random numbers (dropout masks, samplers): random.h.
+  if (o.communicator != nullptr) executor_->session().random().set_stream_index(o.communicator->rank());
   return Status::Ok();
 }
 
@@ -609,6 +611,11 @@ Status Trainer::Initialize() {
       if (!seek.ok()) return seek.WithPrefix(*latest);
       step_ = state.step;
       resumed_from_ = *latest;
+      // The streams of unseeded random ops continue with the checkpoint's run seed.
+      if (auto seed = state.extra.find("random_seed"); seed != state.extra.end()) {
+        executor_->session().random().set_run_seed(std::stoull(seed->second));
+      }
+      executor_->session().random().Restore(RandomPositionsOf(state.extra));
       spdlog::info("restored {} variables from {} (step {}, epoch {}, index {})", variables_.size(),
                    *latest, state.step, state.position.epoch, state.position.index);
       if (const std::string dir = SaveRestoredDir(); !dir.empty()) {
@@ -870,9 +877,13 @@ StatusOr<std::string> Trainer::CheckpointTo(const std::string& dir) {
                         .shuffle_seed = sampler_->seed(),
                         .shuffle = sampler_->shuffle(),
                         .graph_fingerprint = fingerprint_};
+  state.extra.emplace("random_seed", std::to_string(executor_->session().random().run_seed()));
+  for (const auto& [stream, position] : executor_->session().random().Positions()) {
+    state.extra.emplace(std::string(kRandomMetadataPrefix) + stream, std::to_string(position));
+  }
   if (Communicator* comm = options_.communicator) {
-    state.extra = {{"job_rank", std::to_string(comm->rank())},
-                   {"job_size", std::to_string(comm->size())}};
+    state.extra.insert({{"job_rank", std::to_string(comm->rank())},
+                        {"job_size", std::to_string(comm->size())}});
     if (options_.plan != nullptr) {
       state.extra.merge(RowRanges(*options_.plan, comm->rank(), variables_));
     }

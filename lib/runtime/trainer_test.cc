@@ -296,6 +296,85 @@ TEST_CASE("resume is bit-identical: 2k steps == k steps + checkpoint + resume + 
   }
 }
 
+// The softmax regression with dropout on its input: an unseeded RandomUniform (seed and
+// seed2 0) draws the mask every step.
+Graph LoadDropoutGraph() {
+  StatusOr<std::string> text = ReadFileToString("lib/runtime/testdata/softmax_regression.pbtxt");
+  REQUIRE(text.ok());
+  std::string t = *text;
+  auto replace = [&](const std::string& from, const std::string& to) {
+    const size_t at = t.find(from);
+    REQUIRE(at != std::string::npos);
+    t.replace(at, from.size(), to);
+  };
+  replace(R"(name: "MatMul" op: "MatMul" input: "x")", R"(name: "MatMul" op: "MatMul" input: "x_drop")");
+  replace(R"(op: "MatMul" input: "x" input: "gradients/xent_grad/mul")",
+          R"(op: "MatMul" input: "x_drop" input: "gradients/xent_grad/mul")");
+  t += R"pb(
+node { name: "dropout/Shape" op: "Shape" input: "x" attr { key: "T" value { type: DT_FLOAT } }
+       attr { key: "out_type" value { type: DT_INT32 } } }
+node { name: "dropout/random_uniform" op: "RandomUniform" input: "dropout/Shape"
+       attr { key: "T" value { type: DT_INT32 } } attr { key: "dtype" value { type: DT_FLOAT } }
+       attr { key: "seed" value { i: 0 } } attr { key: "seed2" value { i: 0 } } }
+node { name: "dropout/rate" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+       attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 0.5 } } } }
+node { name: "dropout/keep" op: "GreaterEqual" input: "dropout/random_uniform" input: "dropout/rate"
+       attr { key: "T" value { type: DT_FLOAT } } }
+node { name: "dropout/mask" op: "Cast" input: "dropout/keep"
+       attr { key: "SrcT" value { type: DT_BOOL } } attr { key: "DstT" value { type: DT_FLOAT } } }
+node { name: "dropout/scale" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+       attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 2 } } } }
+node { name: "dropout/scaled" op: "Mul" input: "x" input: "dropout/scale" attr { key: "T" value { type: DT_FLOAT } } }
+node { name: "x_drop" op: "Mul" input: "dropout/scaled" input: "dropout/mask" attr { key: "T" value { type: DT_FLOAT } } }
+)pb";
+  StatusOr<Graph> g = ParseGraph(t, "softmax_dropout.pbtxt");
+  if (!g.ok()) FAIL(g.status().message());
+  return std::move(g).value();
+}
+
+TEST_CASE("resume with dropout is bit-identical: the random streams continue") {
+  Graph graph = LoadDropoutGraph();
+  SKIP_WITHOUT_KERNELS(graph);
+  const std::string dir = testing::TempDir();
+  const Data data = WriteData(dir);
+  TrainerOptions whole = Options(data);
+  whole.steps = 22;
+  std::unique_ptr<Trainer> a = MakeTrainer(graph, whole);
+  REQUIRE(a->Run().ok());
+
+  TrainerOptions first = whole;
+  first.steps = 11;
+  first.checkpoint_dir = dir + "/ck_dropout";
+  std::unique_ptr<Trainer> b = MakeTrainer(graph, first);
+  REQUIRE(b->Run().ok());
+  StatusOr<SafetensorsContents> saved =
+      ReadSafetensors(first.checkpoint_dir + "/checkpoint-11.safetensors");
+  REQUIRE(saved.ok());
+  // 11 steps x 8 examples x 4 floats, 4 floats a Philox block.
+  CHECK(saved->metadata.at("random:dropout/random_uniform@0") == "88");
+  CHECK(saved->metadata.at("random_seed") == "7");
+
+  TrainerOptions second = first;
+  second.steps = 22;
+  second.resume = true;
+  second.seed = 1234;  // the checkpoint's seed continues the same streams
+  std::unique_ptr<Trainer> c = MakeTrainer(graph, second);
+  REQUIRE(c->Run().ok());
+  CheckSameVariables(*a, *c);
+
+  // The masks matter: another seed trains other weights.
+  TrainerOptions other = whole;
+  other.seed = 8;
+  other.shuffle = false;
+  TrainerOptions same = whole;
+  same.shuffle = false;
+  std::unique_ptr<Trainer> x = MakeTrainer(graph, same);
+  std::unique_ptr<Trainer> y = MakeTrainer(graph, other);
+  REQUIRE(x->Run().ok());
+  REQUIRE(y->Run().ok());
+  CHECK_FALSE(TensorsBitEqual(*x->executor().variables().Find("w"), *y->executor().variables().Find("w")));
+}
+
 TEST_CASE("synthetic data runs the graph for throughput") {
   Graph graph = LoadTestGraph();
   SKIP_WITHOUT_KERNELS(graph);

@@ -187,6 +187,19 @@ StatusOr<CheckpointState> RestoreCheckpointFrom(const SafetensorsContents& conte
   return state;
 }
 
+std::map<std::string, uint64_t> RandomPositionsOf(const std::map<std::string, std::string>& metadata) {
+  std::map<std::string, uint64_t> positions;
+  for (auto it = metadata.lower_bound(std::string(kRandomMetadataPrefix));
+       it != metadata.end() && it->first.starts_with(kRandomMetadataPrefix); ++it) {
+    uint64_t value = 0;
+    const char* end = it->second.data() + it->second.size();
+    auto [ptr, error] = std::from_chars(it->second.data(), end, value);
+    if (error != std::errc() || ptr != end) continue;
+    positions.emplace(it->first.substr(kRandomMetadataPrefix.size()), value);
+  }
+  return positions;
+}
+
 std::string Fingerprint(std::string_view bytes) {
   uint64_t hash = 0xcbf29ce484222325ULL;
   for (char c : bytes) {

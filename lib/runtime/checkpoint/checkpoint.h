@@ -12,6 +12,9 @@
 //   shuffle_seed       the seed of the epoch orders
 //   shuffle            "true" / "false"
 //   graph_fingerprint  16 hex digits of FNV-1a over the graph's canonical bytes
+//   random:<op>@<i>    the position (next Philox block) of random op <op>'s stream i
+//                      (lib/runtime/random.h), so a resumed run draws what an
+//                      uninterrupted one would
 //   ... and CheckpointState::extra, e.g. a job rank's "job_rank", "job_size" and
 //   "rows:<tensor>" (the plan's row ranges that a parameter-server variable's local
 //   storage holds, "begin-end[,begin-end...]" in the order they are concatenated)
@@ -38,6 +41,7 @@ namespace parallax {
 
 inline constexpr std::string_view kCheckpointFormat = "parallax-checkpoint-1";
 inline constexpr int kDefaultKeepCheckpoints = 3;
+inline constexpr std::string_view kRandomMetadataPrefix = "random:";
 
 struct CheckpointState {
   int64_t step = 0;
@@ -86,6 +90,10 @@ StatusOr<CheckpointState> RestoreCheckpointFrom(const SafetensorsContents& conte
                                                 std::string_view path,
                                                 const std::vector<CheckpointVariable>& variables,
                                                 VariableStore& store);
+
+// The random streams' positions among a checkpoint's metadata ("random:<stream>"
+// entries; values that are not numbers are skipped), by stream.
+std::map<std::string, uint64_t> RandomPositionsOf(const std::map<std::string, std::string>& metadata);
 
 // 16 lower-case hex digits of FNV-1a 64 over `bytes`.
 std::string Fingerprint(std::string_view bytes);
