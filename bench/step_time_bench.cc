@@ -1,7 +1,9 @@
-// Benchmark: a whole training step of the zoo's mlp and lenet in Parallax against the
-// same model in PyTorch eager mode, side by side in one run.
+// Benchmark: a whole training step of the zoo's mlp, lenet and lstm in Parallax against
+// the same model in PyTorch eager mode, side by side in one run.
 //
-// Parallax: the zoo graph (mlp 784-512-512-10, batch 256, SGD; lenet, batch 64, Adam),
+// Parallax: the zoo graph (mlp 784-512-512-10, batch 256, SGD; lenet, batch 64, Adam;
+// lstm (`--models lstm`): dynamic_rnn's while loop and its gradient loop, batch 32,
+// 20 steps of 32 inputs, 128 units, Adam; PyTorch runs nn.LSTM, batch_first),
 // init op once, then the train op with the loss fetched on one fixed synthetic batch
 // (x uniform in [0, 1), y the zoo's argmax_prefix label), as `parallax run` steps it but
 // without the data pipeline. PyTorch: bench/step_time_torch.py (same architectures and
@@ -21,7 +23,9 @@
 // best configuration on this machine, with the same thread policy as Parallax.
 //
 // Output lines follow scripts/bench.sh: `step_time.<metric>: <value> <unit> (<note>)`,
-// with the target `Parallax <= 1.1x PyTorch`.
+// with the target `Parallax <= 1.1x PyTorch` (1.2x for lstm: a TF1 while loop runs its
+// cell as ~20 separate ops per step, forward and backward, where nn.LSTM calls fused
+// kernels).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -47,7 +51,7 @@
 namespace parallax {
 namespace {
 
-constexpr double kTargetRatio = 1.1;
+double TargetRatio(const std::string& model) { return model == "lstm" ? 1.2 : 1.1; }
 
 struct Options {
   int threads = 0;
@@ -184,7 +188,7 @@ std::map<std::string, double> TimeTorch(const Options& options, const std::strin
 
 int Main(int argc, char** argv) {
   Options options;
-  CLI::App app{"Times a training step of the zoo's mlp and lenet in Parallax and PyTorch."};
+  CLI::App app{"Times a training step of the zoo's mlp, lenet and lstm in Parallax and PyTorch."};
   app.add_option("--threads", options.threads, "kernel threads in both (default: one per core)");
   app.add_option("--warmup", options.warmup, "untimed steps first")->check(CLI::Range(0, 10000));
   app.add_option("--steps", options.steps, "timed steps per round")->check(CLI::Range(1, 100000));
@@ -193,7 +197,7 @@ int Main(int argc, char** argv) {
   app.add_option("--python", options.python, "the Python with torch");
   app.add_option("--torch-script", options.torch_script, "bench/step_time_torch.py");
   app.add_flag("--no-torch", options.no_torch, "time Parallax only");
-  app.add_option("--models", options.models, "mlp, lenet");
+  app.add_option("--models", options.models, "mlp, lenet, lstm");
   CLI11_PARSE(app, argc, argv);
   if (options.threads <= 0) options.threads = static_cast<int>(std::thread::hardware_concurrency());
   SetBlasThreads(options.threads);  // selects the OpenBLAS core that PyTorch is given too
@@ -243,9 +247,9 @@ int Main(int argc, char** argv) {
       const double ratio = p.median_ms / best_torch[name];
       std::printf("step_time.%s_parallax: %.3f ms (%.2fx vs baseline)\n", name.c_str(),
                   p.median_ms, ratio);
-      const bool met = ratio <= kTargetRatio;
+      const bool met = ratio <= TargetRatio(name);
       all_met &= met;
-      std::printf("  target: <= %.1fx PyTorch: %s\n", kTargetRatio,
+      std::printf("  target: <= %.1fx PyTorch: %s\n", TargetRatio(name),
                   met ? "target met" : "TARGET MISSED");
     } else {
       std::printf("step_time.%s_parallax: %.3f ms (no PyTorch run)\n", name.c_str(), p.median_ms);

@@ -1,9 +1,11 @@
-"""PyTorch side of bench/step_time_bench.cc: the zoo's mlp and lenet in eager mode.
+"""PyTorch side of bench/step_time_bench.cc: the zoo's mlp, lenet and lstm in eager mode.
 
 Prints one line per model, `<model>: <median ms per step>`, for the C++ bench to read.
 The architectures are the zoo's (lib/models/zoo.h): mlp 784-512-512-10 (ReLU), batch
 256, plain SGD; LeNet conv 5x5x32 SAME, ReLU, max-pool 2, conv 5x5x64 SAME, ReLU,
-max-pool 2, dense 1024 ReLU, dense 10, batch 64, Adam. The loss is the mean sparse
+max-pool 2, dense 1024 ReLU, dense 10, batch 64, Adam; lstm: nn.LSTM(32, 128,
+batch_first=True) over x[32, 20, 32], the last step's output -> Linear(128, 10), Adam
+(the zoo's dynamic_rnn model: LSTM cell, forget bias 1, no peepholes). The loss is the mean sparse
 softmax cross entropy (nn.CrossEntropyLoss). A step is zero_grad, forward, backward and
 optimizer.step on one fixed batch; initialisation does not matter for the time.
 
@@ -28,6 +30,17 @@ def lenet():
         nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
         nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
         nn.Flatten(), nn.Linear(7 * 7 * 64, 1024), nn.ReLU(), nn.Linear(1024, 10))
+
+
+class Lstm(nn.Module):
+    def __init__(self, dim=32, hidden=128):
+        super().__init__()
+        self.lstm = nn.LSTM(dim, hidden, batch_first=True)
+        self.dense = nn.Linear(hidden, 10)
+
+    def forward(self, x):
+        outputs, _ = self.lstm(x)
+        return self.dense(outputs[:, -1, :])
 
 
 def median_step_ms(model, x, y, optimizer, warmup, steps):
@@ -61,6 +74,10 @@ def main():
         elif name == "lenet":
             model = lenet()
             x, y = torch.rand(64, 1, 28, 28), torch.randint(0, 10, (64,))
+            optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+        elif name == "lstm":
+            model = Lstm()
+            x, y = torch.rand(32, 20, 32), torch.randint(0, 10, (32,))
             optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
         else:
             raise SystemExit(f"unknown model {name}")

@@ -267,13 +267,14 @@ fi
 # The model zoo: list, export (binary and text), errors; exported graphs load, analyse
 # as training graphs and transform.
 expect 0 "$parallax" models list
-for model in softmax mlp lenet embedding; do
+for model in softmax mlp lenet embedding wide_deep lstm; do
   grep -q "^$model " "$tmp/out" && pass || fail "models list does not show $model"
 done
 expect 0 "$parallax" models list --json
-python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["models"]; assert [x["name"] for x in m]==["softmax","mlp","lenet","embedding"] and all(x["params"]>0 for x in m)' "$tmp/out" \
+python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["models"]; assert [x["name"] for x in m]==["softmax","mlp","lenet","embedding","wide_deep","lstm"] and all(x["params"]>0 for x in m)' "$tmp/out" \
   && pass || fail "models list --json: $(head -c 300 "$tmp/out")"
-for model in softmax mlp lenet embedding; do
+# embedding last: its inspect output is checked below.
+for model in softmax mlp lenet wide_deep embedding; do
   rm -f "$tmp/$model.pb"
   expect 0 "$parallax" models export "$model" -o "$tmp/$model.pb"
   [[ -s "$tmp/$model.pb" ]] && pass || fail "models export $model wrote no file"
@@ -299,9 +300,9 @@ expect 0 "$parallax" models export mlp -o "$tmp/small.pbtxt" --force --widths 16
 expect 2 "$parallax" models export mlp -o "$tmp/bad.pb" --vocab 10
 expect_stderr_line "parallax: error: option --vocab does not apply to model 'mlp'"
 expect 2 "$parallax" models export resnet -o "$tmp/bad.pb"
-expect_stderr_line "parallax: error: unknown model 'resnet' (known: softmax, mlp, lenet, embedding)"
+expect_stderr_line "parallax: error: unknown model 'resnet' (known: softmax, mlp, lenet, embedding, wide_deep, lstm)"
 expect 2 "$parallax" models export mlp -o "$tmp/bad.pb" --optimizer lbfgs
-expect_stderr_line "parallax: error: unknown optimizer 'lbfgs' (sgd, momentum, adam, rmsprop, adagrad, adamw)"
+expect_stderr_line "parallax: error: unknown optimizer 'lbfgs' (sgd, momentum, adam, rmsprop, adagrad, adamw, ftrl)"
 expect 2 "$parallax" models export mlp -o "$tmp/bad.pb" --widths 8,x
 expect_stderr_line "parallax: error: --widths: 'x' is not an integer (want e.g. 512,512)"
 expect 2 "$parallax" models export lenet -o "$tmp/bad.pb" --batch -1

@@ -34,11 +34,13 @@ struct ExportFlags {
   double clip_norm = 0;
   int64_t seed = 1;
   std::string widths;
-  int64_t vocab = 0, dim = 0, seq = 0;
+  int64_t vocab = 0, dim = 0, seq = 0, hidden = 0;
   bool global_step = false;
+  bool unroll = false;
   // Which options were given (unset ones take the model's defaults).
   CLI::Option *batch_opt = nullptr, *optimizer_opt = nullptr, *lr_opt = nullptr, *clip_opt = nullptr,
-              *widths_opt = nullptr, *vocab_opt = nullptr, *dim_opt = nullptr, *seq_opt = nullptr;
+              *widths_opt = nullptr, *vocab_opt = nullptr, *dim_opt = nullptr, *seq_opt = nullptr,
+              *hidden_opt = nullptr;
 };
 
 // "512,512" -> {512, 512}.
@@ -81,6 +83,8 @@ StatusOr<ModelOptions> OptionsFrom(const ExportFlags& f) {
   if (f.vocab_opt->count() > 0) o.vocab = f.vocab;
   if (f.dim_opt->count() > 0) o.dim = f.dim;
   if (f.seq_opt->count() > 0) o.seq = f.seq;
+  if (f.hidden_opt->count() > 0) o.hidden = f.hidden;
+  o.unroll = f.unroll;
   o.global_step = f.global_step;
   return o;
 }
@@ -163,17 +167,25 @@ Command AddModelsCommand(CLI::App& app) {
   f->batch_opt = exp->add_option("--batch", f->batch,
                                  "batch size; 0 leaves the batch dimension open (-1)");
   f->optimizer_opt = exp->add_option("--optimizer", f->optimizer,
-                                     "sgd, momentum, adam, rmsprop, adagrad or adamw (BERT's AdamWeightDecay)");
+                                     "sgd, momentum, adam, rmsprop, adagrad, adamw (BERT's AdamWeightDecay) or "
+                                     "ftrl; wide_deep: the deep part's (its wide part is Ftrl)");
   f->lr_opt = exp->add_option("--lr", f->lr, "learning rate (default: per optimizer)");
   f->clip_opt = exp->add_option("--clip-norm", f->clip_norm,
                                 "clip the gradients with tf.clip_by_global_norm(grads, X) first")
                     ->check(CLI::PositiveNumber);
   exp->add_option("--seed", f->seed, "seed attr of the random initialisers (default 1)");
   f->widths_opt = exp->add_option("--widths", f->widths,
-                                  "mlp: hidden widths (512,512); lenet: conv1,conv2,fc (32,64,1024)");
-  f->vocab_opt = exp->add_option("--vocab", f->vocab, "embedding: vocabulary size (100000)");
-  f->dim_opt = exp->add_option("--dim", f->dim, "embedding: embedding width (128)");
-  f->seq_opt = exp->add_option("--seq", f->seq, "embedding: ids per example (16)");
+                                  "mlp: hidden widths (512,512); lenet: conv1,conv2,fc (32,64,1024); "
+                                  "wide_deep: dnn hidden widths (64,32)");
+  f->vocab_opt = exp->add_option("--vocab", f->vocab, "embedding: vocabulary size (100000); wide_deep: "
+                                 "ids per feature (1000; 4x as many hash buckets)");
+  f->dim_opt = exp->add_option("--dim", f->dim, "embedding: embedding width (128); wide_deep: (8); "
+                               "lstm: input width (32)");
+  f->seq_opt = exp->add_option("--seq", f->seq, "embedding: ids per example (16); wide_deep: categorical "
+                               "features (4); lstm: time steps (20)");
+  f->hidden_opt = exp->add_option("--hidden", f->hidden, "lstm: units of the LSTM cell (128)");
+  exp->add_flag("--unroll", f->unroll, "lstm: unroll the cell over time (static_rnn) instead of "
+                                       "dynamic_rnn's while loop");
   exp->add_flag("--global-step", f->global_step, "add global_step, incremented by the train op");
 
   return Command{sub, [list, exp, json, f]() -> Status {

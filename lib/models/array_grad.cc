@@ -1,7 +1,11 @@
 // Gradients of array ops, as TensorFlow's array_grad.py writes them: Identity passes
 // the gradient on (IndexedSlices too), Reshape/ExpandDims reshape it back, GatherV2
 // along axis 0 makes an IndexedSlices (values Reshape, indices Reshape_1, dense_shape
-// from the params' shape), StopGradient has none and PreventGradient refuses.
+// from the params' shape), StopGradient has none and PreventGradient refuses. ConcatV2
+// slices its gradient back: ConcatOffset of the inputs' shapes (Consts when static,
+// ShapeN otherwise), then one Slice per input.
+#include <fmt/format.h>
+
 #include "lib/models/gradients.h"
 
 namespace parallax::models {
@@ -68,6 +72,71 @@ StatusOr<std::vector<Gradient>> GatherV2Grad(const GradientContext& ctx) {
                                Gradient()};
 }
 
+// TF's _ConcatGradV2 for a dense gradient in graph mode (TF switches to a Split of the
+// gradient above 16 inputs; this writes the ConcatOffset form for any number):
+//   mod    = axis % Rank(inputs[0])                  (Rank a Const when static)
+//   shapes = Shape, Shape_1, ... Consts, or ShapeN(inputs) when one is not static
+//   offset = ConcatOffset(mod, shapes)
+//   dx_i   = Slice(grad, offset[i], shapes[i])
+// The axis gets none.
+StatusOr<std::vector<Gradient>> ConcatV2Grad(const GradientContext& ctx) {
+  PX_ASSIGN_OR_RETURN(Output grad, ctx.DenseGrad(0));
+  const GraphBuilder& b = ctx.builder();
+  const int n = ctx.num_inputs() - 1;
+  std::vector<Gradient> grads(static_cast<size_t>(n + 1));
+  if (n == 1) {
+    grads[0] = Gradient::Dense(grad);
+    return grads;
+  }
+  std::vector<Output> inputs;
+  bool static_shapes = true;
+  for (int i = 0; i < n; ++i) {
+    inputs.push_back(ctx.input(i));
+    static_shapes = static_shapes && ctx.input(i).shape.fully_defined();
+  }
+  const Output& first = inputs[0];
+  Output rank;
+  if (first.shape.known_rank) {
+    rank = b.IntVector("Rank", DT_INT32, {first.shape.rank()}, /*scalar=*/true);
+  } else {
+    rank = b.AddOp({"Rank", "Rank", {first}, {{"T", TypeAttr(BaseType(first.dtype))}}},
+                   {{DT_INT32, StaticShape{}}})[0];
+  }
+  const Output mod = b.AddOp({"FloorMod", "mod", {ctx.input(n), rank}, {{"T", TypeAttr(DT_INT32)}}},
+                             {{DT_INT32, StaticShape{}}})[0];
+  const int64_t rank_dim = first.shape.known_rank ? first.shape.rank() : -1;
+  std::vector<Output> shapes;
+  if (static_shapes) {
+    for (int i = 0; i < n; ++i) {
+      shapes.push_back(b.Int32s(i == 0 ? "Shape" : fmt::format("Shape_{}", i), inputs[static_cast<size_t>(i)].shape.dims));
+    }
+  } else {
+    shapes = b.AddOp({"ShapeN", "ShapeN", inputs,
+                      {{"N", IntAttr(n)},
+                       {"T", TypeAttr(BaseType(first.dtype))},
+                       {"out_type", TypeAttr(DT_INT32)}}},
+                     std::vector<GraphBuilder::TensorInfo>(static_cast<size_t>(n),
+                                                           {DT_INT32, StaticShape{rank_dim}}));
+  }
+  std::vector<Output> offset_inputs = {mod};
+  offset_inputs.insert(offset_inputs.end(), shapes.begin(), shapes.end());
+  const std::vector<Output> offsets =
+      b.AddOp({"ConcatOffset", "ConcatOffset", offset_inputs, {{"N", IntAttr(n)}}},
+              std::vector<GraphBuilder::TensorInfo>(static_cast<size_t>(n),
+                                                    {DT_INT32, StaticShape{rank_dim}}));
+  const DataType t = BaseType(grad.dtype);
+  for (int i = 0; i < n; ++i) {
+    const size_t k = static_cast<size_t>(i);
+    if (!offsets[k].valid()) break;  // the builder's error is kept
+    const Output dx = b.AddOp({"Slice", i == 0 ? "Slice" : fmt::format("Slice_{}", i),
+                               {grad, offsets[k], shapes[k]},
+                               {{"T", TypeAttr(t)}, {"Index", TypeAttr(DT_INT32)}}},
+                              {{t, inputs[k].shape}})[0];
+    grads[k] = Gradient::Dense(dx);
+  }
+  return grads;
+}
+
 StatusOr<std::vector<Gradient>> NoGradient(const GradientContext&) {
   return std::vector<Gradient>{};
 }
@@ -81,6 +150,7 @@ PX_REGISTER_GRADIENT("Identity", IdentityGrad);
 PX_REGISTER_GRADIENT("Reshape", ReshapeGrad);
 PX_REGISTER_GRADIENT("ExpandDims", ReshapeGrad);  // TF's _ExpandDimsGrad: the same reshape
 PX_REGISTER_GRADIENT("GatherV2", GatherV2Grad);
+PX_REGISTER_GRADIENT("ConcatV2", ConcatV2Grad);
 PX_REGISTER_GRADIENT("StopGradient", NoGradient);
 PX_REGISTER_GRADIENT("PreventGradient", PreventGradientGrad);
 

@@ -22,14 +22,23 @@
 //    are registered by op name with PX_REGISTER_GRADIENT beside their op family
 //    (math_grad.cc, nn_grad.cc, array_grad.cc), as TensorFlow's REGISTER_GRADIENT.
 //
+//  - a while loop (control_flow.h) is differentiated as TF's control_flow_grad does it,
+//    once the gradients of all its Exits on the path are known (while_grad.cc): a
+//    gradient loop that runs the body's gradient functions backwards, iteration by
+//    iteration, reading the forward values they need from stacks the forward loop
+//    pushes them on, and summing the gradients of loop invariants in accumulators.
+//
 // Cost: one pass over the ops between the xs and the loss, in TF's order (an op once all
-// its consumers have passed their gradients back, first in first out). Limits: graphs built by a
-// GraphBuilder (static shapes come from it); no control flow; an IndexedSlices reaching
-// an op other than Identity, or mixed with dense contributions, is Unimplemented.
+// its consumers have passed their gradients back, first in first out); one more over each
+// loop body. Limits: graphs built by a GraphBuilder (static shapes come from it); loops
+// built by BuildWhileLoop, not nested; an IndexedSlices reaching an op other than
+// Identity, or mixed with dense contributions, or inside a loop, is Unimplemented.
 #ifndef PARALLAX_LIB_MODELS_GRADIENTS_H_
 #define PARALLAX_LIB_MODELS_GRADIENTS_H_
 
 #include <functional>
+#include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -124,6 +133,32 @@ StatusOr<std::vector<Gradient>> Gradients(const GraphBuilder& builder,
                                           const std::vector<Output>& ys,
                                           const std::vector<Output>& xs,
                                           const GradientsOptions& options = {});
+
+namespace grad_internal {
+
+using TensorKey = std::pair<NodeId, int32_t>;
+
+// One reverse pass: the core of Gradients, and of a while loop's gradient body.
+struct BackpropPass {
+  GraphBuilder builder;  // creates the gradient nodes: scope `gradients/`, maybe a loop context
+  std::map<TensorKey, std::vector<Gradient>> seeds;  // the gradients of the ys
+  std::vector<OutputRef> xs;
+  int frame = 0;            // 0: the top level; else the loop body traversed
+  bool stop_at_xs = false;  // the xs are the boundary (a loop body's Identities and Enters)
+  GradientsOptions options;
+};
+// The aggregated gradient of every x that gets one.
+StatusOr<std::map<TensorKey, Gradient>> Backprop(const BackpropPass& pass);
+
+// Builds the gradient loop of `loop` (while_grad.cc) given the gradients of its Exits by
+// loop variable (invalid: none); `between` marks the forward nodes on a path from the
+// xs to the ys. Returns the gradients of the tensors entering the loop.
+StatusOr<std::vector<std::pair<OutputRef, Gradient>>> WhileLoopGradient(
+    const GraphBuilder& g, const std::shared_ptr<WhileLoop>& loop,
+    const std::vector<Gradient>& exit_grads, const std::vector<bool>& between,
+    const GradientsOptions& options);
+
+}  // namespace grad_internal
 
 }  // namespace parallax::models
 

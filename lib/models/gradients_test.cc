@@ -453,6 +453,42 @@ TEST_CASE("finite differences: reshapes, gather, reductions") {
   });
 }
 
+TEST_CASE("finite differences: AddN, ConcatV2, sparse segment reductions") {
+  CheckOp("AddN", [](const GraphBuilder& b, DataType t) {
+    const Output x = b.Placeholder("x", t, {2, 3});
+    const Output y = b.Placeholder("y", t, {2, 3});
+    const Output z = b.Placeholder("z", t, {2, 3});
+    return OpGraph{b.AddN({x, y, z}), {x, y, z}, {}};
+  });
+  CheckOp("ConcatV2 (static shapes: Shape Consts)", [](const GraphBuilder& b, DataType t) {
+    const Output x = b.Placeholder("x", t, {2, 3});
+    const Output y = b.Placeholder("y", t, {2, 1});
+    const Output z = b.Placeholder("z", t, {2, 2});
+    return OpGraph{b.ConcatV2({x, y, z}, 1), {x, y, z}, {}};
+  });
+  CheckOp("ConcatV2 (an open shape: ShapeN)", [](const GraphBuilder& b, DataType t) {
+    const Output x = b.Placeholder("x", t, {2, 3});
+    const Output y = b.Placeholder("y", t, {4, 3});
+    Output open = b.Reshape(y, std::vector<int64_t>{-1, 3});
+    b.SetShape(&open, StaticShape{-1, 3});
+    Output y_concat = b.ConcatV2({x, open}, -2);
+    b.SetShape(&y_concat, StaticShape{6, 3});  // the checker feeds an upstream of this shape
+    return OpGraph{y_concat, {x, y}, {}};
+  });
+  for (const std::string op : {"SparseSegmentSum", "SparseSegmentMean", "SparseSegmentSqrtN"}) {
+    CheckOp(op + " (repeated ids, several per segment)", [op](const GraphBuilder& b, DataType t) {
+      const Output data = b.Placeholder("data", t, {5, 3});
+      const Output indices = b.Placeholder("indices", DT_INT32, {6});
+      const Output segments = b.Placeholder("segments", DT_INT32, {6});
+      const Output y = b.AddOp({op, op, {data, indices, segments}, {{"T", TypeAttr(t)}}},
+                               {{t, StaticShape{3, 3}}})[0];
+      return OpGraph{y, {data},
+                     {{"indices:0", Int32s({0, 3, 0, 4, 1, 3}, {6})},
+                      {"segments:0", Int32s({0, 0, 1, 2, 2, 2}, {6})}}};
+    });
+  }
+}
+
 TEST_CASE("finite differences: sparse softmax cross entropy") {
   CheckOp("SparseSoftmaxCrossEntropyWithLogits", [](const GraphBuilder& b, DataType t) {
     const Output logits = b.Placeholder("logits", t, {4, 5});

@@ -140,6 +140,9 @@ struct GraphBuilder::State {
   std::map<NodeId, std::vector<int64_t>> constants;
   std::vector<VariableInfo> variables;
   std::set<std::string> unique_scopes;
+  std::vector<int> frame_parents = {0};  // by frame; the root is its own parent
+  std::vector<int> frame_of;             // by NodeId; missing: the root
+  std::map<int, std::shared_ptr<WhileLoop>> loops;  // by body frame
 };
 
 GraphBuilder::GraphBuilder(Graph* graph, int64_t seed) : state_(std::make_shared<State>()) {
@@ -149,7 +152,7 @@ GraphBuilder::GraphBuilder(Graph* graph, int64_t seed) : state_(std::make_shared
 
 GraphBuilder GraphBuilder::WithScope(std::string_view scope) const {
   if (scope.empty()) return *this;
-  return GraphBuilder(state_, scope_ + std::string(scope) + "/", deps_, colocation_);
+  return GraphBuilder(state_, scope_ + std::string(scope) + "/", deps_, colocation_, context_);
 }
 
 GraphBuilder GraphBuilder::WithUniqueScope(std::string_view base) const {
@@ -177,11 +180,49 @@ GraphBuilder GraphBuilder::WithUniqueScope(std::string_view base) const {
 GraphBuilder GraphBuilder::WithControlDependencies(std::vector<NodeId> deps) const {
   std::vector<NodeId> all = deps_;
   all.insert(all.end(), deps.begin(), deps.end());
-  return GraphBuilder(state_, scope_, std::move(all), colocation_);
+  return GraphBuilder(state_, scope_, std::move(all), colocation_, context_);
 }
 
 GraphBuilder GraphBuilder::ColocatedWith(std::string_view node_name) const {
-  return GraphBuilder(state_, scope_, deps_, std::string(node_name));
+  return GraphBuilder(state_, scope_, deps_, std::string(node_name), context_);
+}
+
+GraphBuilder GraphBuilder::Root() const { return GraphBuilder(state_, "", {}, "", nullptr); }
+
+GraphBuilder GraphBuilder::WithContext(std::shared_ptr<ControlFlowContext> context) const {
+  return GraphBuilder(state_, scope_, deps_, colocation_, std::move(context));
+}
+
+int GraphBuilder::NewFrame(int parent) const {
+  state_->frame_parents.push_back(parent);
+  return static_cast<int>(state_->frame_parents.size()) - 1;
+}
+
+int GraphBuilder::FrameParent(int frame) const {
+  if (frame <= 0 || static_cast<size_t>(frame) >= state_->frame_parents.size()) return 0;
+  return state_->frame_parents[static_cast<size_t>(frame)];
+}
+
+int GraphBuilder::FrameOf(NodeId node) const {
+  if (node < 0 || static_cast<size_t>(node) >= state_->frame_of.size()) return 0;
+  return state_->frame_of[static_cast<size_t>(node)];
+}
+
+void GraphBuilder::SetFrame(NodeId node, int frame) const {
+  if (node < 0) return;
+  if (state_->frame_of.size() <= static_cast<size_t>(node)) {
+    state_->frame_of.resize(static_cast<size_t>(node) + 1, 0);
+  }
+  state_->frame_of[static_cast<size_t>(node)] = frame;
+}
+
+void GraphBuilder::RegisterLoop(int frame, std::shared_ptr<WhileLoop> loop) const {
+  state_->loops[frame] = std::move(loop);
+}
+
+std::shared_ptr<WhileLoop> GraphBuilder::FindLoop(int frame) const {
+  auto it = state_->loops.find(frame);
+  return it == state_->loops.end() ? nullptr : it->second;
 }
 
 Graph& GraphBuilder::graph() const { return *state_->graph; }
@@ -234,9 +275,25 @@ std::vector<Output> GraphBuilder::AddOp(const OpSpec& spec, const std::vector<Te
   NodeSpec node;
   node.name = UniqueName(spec.name);
   node.op = spec.op;
-  for (const Output& in : spec.inputs) node.inputs.push_back(in.ref);
+  for (const Output& in : spec.inputs) {
+    if (context_ == nullptr) {
+      node.inputs.push_back(in.ref);
+      continue;
+    }
+    const Output mapped = context_->AddValue(in, node.name);
+    if (!mapped.valid()) {
+      SetError(InternalError("building {}: input {} has no value in its loop frame", node.name,
+                             graph().TensorName(in.ref)));
+      return result;
+    }
+    node.inputs.push_back(mapped.ref);
+  }
   std::vector<NodeId> controls = deps_;
   controls.insert(controls.end(), spec.control_inputs.begin(), spec.control_inputs.end());
+  if (context_ != nullptr && spec.inputs.empty() && controls.empty() &&
+      context_->pivot() != kNoNode) {
+    controls.push_back(context_->pivot());
+  }
   std::set<NodeId> seen;
   for (NodeId c : controls) {
     if (c != kNoNode && seen.insert(c).second) node.inputs.push_back({c, kControlPort});
@@ -255,6 +312,7 @@ std::vector<Output> GraphBuilder::AddOp(const OpSpec& spec, const std::vector<Te
     state_->infos.resize(static_cast<size_t>(*id) + 1);
   }
   state_->infos[static_cast<size_t>(*id)] = outputs;
+  SetFrame(*id, context_ != nullptr ? context_->frame() : 0);
   if (created != nullptr) *created = *id;
   for (size_t i = 0; i < outputs.size(); ++i) {
     result[i] = Output{{*id, static_cast<int32_t>(i)}, outputs[i].dtype, outputs[i].shape};
@@ -392,7 +450,7 @@ VariableInfo GraphBuilder::Variable(std::string_view name, const StaticShape& sh
     return info;
   }
   // Like TF's init_scope: no control dependencies on variables and their initialisers.
-  const GraphBuilder clean(state_, scope_, {}, colocation_);
+  const GraphBuilder clean(state_, scope_, {}, colocation_, nullptr);
   info.ref = clean.AddOp({"VariableV2", std::string(name), {},
                     {{"dtype", TypeAttr(dtype)},
                      {"shape", ShapeAttr(shape)},

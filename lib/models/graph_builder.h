@@ -97,6 +97,25 @@ struct Initializer {
   static Initializer InitialValue(double value) { return {Kind::kInitialValue, value}; }
 };
 
+// A control-flow context (TF's WhileContext): the frame the nodes built through a
+// builder run in, and how tensors from other frames reach them. lib/models/
+// control_flow.h implements it for while loops and their gradient loops.
+class ControlFlowContext {
+ public:
+  virtual ~ControlFlowContext() = default;
+  // The frame the nodes built in this context run in (GraphBuilder::FrameOf).
+  virtual int frame() const = 0;
+  // What a node named `consumer`, built in this context, reads in place of `x`: x
+  // itself when it is in this frame; otherwise the tensor that brings x's value here
+  // (an Enter of an outer tensor, a stack pop of a forward-loop value).
+  virtual Output AddValue(const Output& x, std::string_view consumer) = 0;
+  // The control input given to nodes built here without inputs, so that they run in
+  // the frame once per iteration (TF's pivot).
+  virtual NodeId pivot() const = 0;
+};
+
+struct WhileLoop;  // control_flow.h
+
 struct VariableInfo {
   std::string name;
   Output ref;                      // VariableV2:0 (dtype *_REF)
@@ -117,10 +136,28 @@ class GraphBuilder {
   // TF's name_scope for a fresh top-level scope: `base`, else base_1, base_2, ...
   // (used for "gradients", "gradients_1").
   GraphBuilder WithUniqueScope(std::string_view base) const;
+  // A builder at the top scope with no control dependencies, colocation or context
+  // (for nodes with absolute names, e.g. a loop's Enters).
+  GraphBuilder Root() const;
   // Every node created through the result gets control inputs on `deps`.
   GraphBuilder WithControlDependencies(std::vector<NodeId> deps) const;
   // Every node created through the result carries `_class: ["loc:@<node>"]`.
   GraphBuilder ColocatedWith(std::string_view node_name) const;
+  // Nodes created through the result are built in `context` (nullptr: the root frame):
+  // their inputs pass through context->AddValue and input-less ones get its pivot.
+  GraphBuilder WithContext(std::shared_ptr<ControlFlowContext> context) const;
+  ControlFlowContext* context() const { return context_.get(); }
+
+  // ---- Frames (TF1 while loops): 0 is the root; each loop body is one more ----
+  int NewFrame(int parent) const;
+  int FrameParent(int frame) const;
+  // The frame a node built here runs in (its builder's context's; Enter nodes the
+  // child's, Exit nodes the parent's, as the loop builder sets them).
+  int FrameOf(NodeId node) const;
+  void SetFrame(NodeId node, int frame) const;
+  // The while loop whose body is `frame` (nullptr for none).
+  void RegisterLoop(int frame, std::shared_ptr<WhileLoop> loop) const;
+  std::shared_ptr<WhileLoop> FindLoop(int frame) const;
 
   const std::string& scope() const { return scope_; }  // "dense/" or ""
   Graph& graph() const;
@@ -264,9 +301,9 @@ class GraphBuilder {
  private:
   struct State;
   GraphBuilder(std::shared_ptr<State> state, std::string scope, std::vector<NodeId> deps,
-               std::string colocation)
+               std::string colocation, std::shared_ptr<ControlFlowContext> context)
       : state_(std::move(state)), scope_(std::move(scope)), deps_(std::move(deps)),
-        colocation_(std::move(colocation)) {}
+        colocation_(std::move(colocation)), context_(std::move(context)) {}
 
   Output Binary(std::string_view op, const Output& x, const Output& y,
                 std::string_view name, std::optional<DataType> out = std::nullopt) const;
@@ -285,6 +322,7 @@ class GraphBuilder {
   std::string scope_;
   std::vector<NodeId> deps_;
   std::string colocation_;
+  std::shared_ptr<ControlFlowContext> context_;
 };
 
 // ---- Attr helpers (also used by the gradient functions and optimizers) ----

@@ -1,6 +1,10 @@
 // Gradients of math ops, as TensorFlow's math_grad.py writes them: broadcasting binary
 // ops (BroadcastGradientArgs -> Sum -> Reshape), MatMul (the four transpose cases),
-// Sum and Mean (Reshape -> Tile, Mean divided by the reduced element count).
+// Sum and Mean (Reshape -> Tile, Mean divided by the reduced element count), AddN (the
+// gradient to every input) and the sparse segment reductions of embedding_lookup_sparse
+// (SparseSegmentSum: UnsortedSegmentSum of the gradient gathered by segment;
+// SparseSegmentMean/SqrtN: their *Grad ops), dense with respect to the data.
+#include <optional>
 #include <set>
 
 #include "lib/models/gradients.h"
@@ -162,6 +166,57 @@ StatusOr<std::vector<Gradient>> MeanGrad(const GradientContext& ctx) {
   return std::vector<Gradient>{Gradient::Dense(grad), Gradient()};
 }
 
+// TF's _AddNGrad: every input gets the gradient itself (an IndexedSlices too).
+StatusOr<std::vector<Gradient>> AddNGrad(const GradientContext& ctx) {
+  return std::vector<Gradient>(static_cast<size_t>(ctx.num_inputs()), ctx.grad(0));
+}
+
+// shape(data)[0]: a Const when static (TF's array_ops.shape), then strided_slice.
+Output Rows(const GraphBuilder& b, const Output& data) {
+  const Output shape = b.ShapeOf(data, DT_INT32, "Shape");
+  return b.StridedSlice1D(shape, 0, std::nullopt, /*shrink=*/true, "strided_slice");
+}
+
+// TF's _SparseSegmentSumGrad: the rows of data summed into segment s get grad[s]:
+// UnsortedSegmentSum(GatherV2(grad, segment_ids), indices, shape(data)[0]).
+StatusOr<std::vector<Gradient>> SparseSegmentSumGrad(const GradientContext& ctx) {
+  PX_ASSIGN_OR_RETURN(Output grad, ctx.DenseGrad(0));
+  const GraphBuilder& b = ctx.builder();
+  const Output& data = ctx.input(0);
+  const Output rows = Rows(b, data);
+  const Output gathered = b.GatherV2(grad, ctx.input(2), 0, "GatherV2");
+  Output dx = b.UnsortedSegmentSum(gathered, ctx.input(1), rows, "UnsortedSegmentSum");
+  b.SetShape(&dx, data.shape);
+  return std::vector<Gradient>{Gradient::Dense(dx), Gradient(), Gradient()};
+}
+
+// TF's _SparseSegmentMeanGrad / _SparseSegmentSqrtNGrad: the fused
+// SparseSegment{Mean,SqrtN}Grad(grad, indices, segment_ids, shape(data)[0]).
+StatusOr<std::vector<Gradient>> SparseSegmentScaledGrad(const GradientContext& ctx,
+                                                        std::string_view grad_op) {
+  PX_ASSIGN_OR_RETURN(Output grad, ctx.DenseGrad(0));
+  const GraphBuilder& b = ctx.builder();
+  const Output& data = ctx.input(0);
+  std::map<std::string, tensorflow::AttrValue> attrs = {
+      {"T", TypeAttr(BaseType(grad.dtype))}, {"Tidx", TypeAttr(BaseType(ctx.input(1).dtype))}};
+  // TF 1.x's ops have int32 segment ids and no Tsegmentids attr; keep it only if set.
+  if (ctx.node().FindAttr("Tsegmentids")) {
+    attrs["Tsegmentids"] = TypeAttr(BaseType(ctx.input(2).dtype));
+  }
+  const Output dim0 = Rows(b, data);
+  const Output dx = b.AddOp({std::string(grad_op), std::string(grad_op),
+                             {grad, ctx.input(1), ctx.input(2), dim0}, attrs},
+                            {{BaseType(grad.dtype), data.shape}})[0];
+  return std::vector<Gradient>{Gradient::Dense(dx), Gradient(), Gradient()};
+}
+
+StatusOr<std::vector<Gradient>> SparseSegmentMeanGrad(const GradientContext& ctx) {
+  return SparseSegmentScaledGrad(ctx, "SparseSegmentMeanGrad");
+}
+StatusOr<std::vector<Gradient>> SparseSegmentSqrtNGrad(const GradientContext& ctx) {
+  return SparseSegmentScaledGrad(ctx, "SparseSegmentSqrtNGrad");
+}
+
 PX_REGISTER_GRADIENT("Add", AddGrad);
 PX_REGISTER_GRADIENT("AddV2", AddGrad);
 PX_REGISTER_GRADIENT("Sub", SubGrad);
@@ -169,6 +224,10 @@ PX_REGISTER_GRADIENT("Mul", MulGrad);
 PX_REGISTER_GRADIENT("MatMul", MatMulGrad);
 PX_REGISTER_GRADIENT("Sum", SumGrad);
 PX_REGISTER_GRADIENT("Mean", MeanGrad);
+PX_REGISTER_GRADIENT("AddN", AddNGrad);
+PX_REGISTER_GRADIENT("SparseSegmentSum", SparseSegmentSumGrad);
+PX_REGISTER_GRADIENT("SparseSegmentMean", SparseSegmentMeanGrad);
+PX_REGISTER_GRADIENT("SparseSegmentSqrtN", SparseSegmentSqrtNGrad);
 
 }  // namespace
 }  // namespace parallax::models

@@ -14,6 +14,7 @@ using tensorflow::AttrValue;
 // The hyper-parameter Consts of one optimizer (TF's _prepare), by role.
 struct Hyper {
   Output lr, momentum, beta1, beta2, epsilon, decay;
+  Output l1, l2, l2_shrinkage, lr_power;  // ftrl
   Output one_minus_beta1, one_minus_beta2;  // adamw: BERT writes 1 - beta as Consts
 };
 
@@ -159,6 +160,19 @@ NodeId OptimizerWriter::Update(const GraphBuilder& opt, const VariableInfo& var,
       case OptimizerKind::kAdagrad:
         return apply("ApplyAdagrad", {var.ref, slots[0].ref, h_lr, g},
                      ApplyAttrs(t, {{"update_slots", BoolAttr(true)}}));
+      case OptimizerKind::kFtrl:
+        if (options_.l2_shrinkage > 0) {
+          return apply("ApplyFtrlV2",
+                       {var.ref, slots[0].ref, slots[1].ref, g, h_lr, hyper_.l1, hyper_.l2,
+                        hyper_.l2_shrinkage, hyper_.lr_power},
+                       ApplyAttrs(t, {}));
+        }
+        return apply("ApplyFtrl",
+                     {var.ref, slots[0].ref, slots[1].ref, g, h_lr, hyper_.l1, hyper_.l2,
+                      hyper_.lr_power},
+                     ApplyAttrs(t, {}));
+      case OptimizerKind::kAdamWeightDecay:
+        break;  // written above
     }
     return kNoNode;
   }
@@ -182,6 +196,18 @@ NodeId OptimizerWriter::Update(const GraphBuilder& opt, const VariableInfo& var,
     case OptimizerKind::kAdagrad:
       return apply("SparseApplyAdagrad", {var.ref, slots[0].ref, h_lr, summed, unique},
                    ApplyAttrs(t, {{"Tindices", tindices}, {"update_slots", BoolAttr(true)}}));
+    case OptimizerKind::kFtrl:
+      // TF's FtrlOptimizer._apply_sparse, after the base class's dedup.
+      if (options_.l2_shrinkage > 0) {
+        return apply("SparseApplyFtrlV2",
+                     {var.ref, slots[0].ref, slots[1].ref, summed, unique, h_lr, hyper_.l1,
+                      hyper_.l2, hyper_.l2_shrinkage, hyper_.lr_power},
+                     ApplyAttrs(t, {{"Tindices", tindices}}));
+      }
+      return apply("SparseApplyFtrl",
+                   {var.ref, slots[0].ref, slots[1].ref, summed, unique, h_lr, hyper_.l1,
+                    hyper_.l2, hyper_.lr_power},
+                   ApplyAttrs(t, {{"Tindices", tindices}}));
     case OptimizerKind::kAdam: {
       // TF's AdamOptimizer._apply_sparse_shared, op for op.
       const Output m = slots[0].ref, v = slots[1].ref;
@@ -213,7 +239,8 @@ NodeId OptimizerWriter::Update(const GraphBuilder& opt, const VariableInfo& var,
       return u.AddNoOp("group_deps", {var_update.node(), m_t.node(), v_t.node()});
     }
     case OptimizerKind::kSgd:
-      break;
+    case OptimizerKind::kAdamWeightDecay:
+      break;  // written above
   }
   return kNoNode;
 }
@@ -232,6 +259,20 @@ StatusOr<NodeId> OptimizerWriter::Apply(const std::vector<VariableInfo>& vars,
     }
   }
   const OptimizerKind kind = options_.kind;
+  if (kind == OptimizerKind::kFtrl) {
+    // tf.train.FtrlOptimizer's argument checks.
+    if (options_.learning_rate_power > 0) {
+      return InvalidArgumentError("ftrl: learning_rate_power must be zero or negative, got {}",
+                                  options_.learning_rate_power);
+    }
+    if (options_.initial_accumulator < 0 || options_.l1 < 0 || options_.l2 < 0 ||
+        options_.l2_shrinkage < 0) {
+      return InvalidArgumentError(
+          "ftrl: initial_accumulator, l1, l2 and l2_shrinkage must be zero or positive, got "
+          "{}, {}, {}, {}",
+          options_.initial_accumulator, options_.l1, options_.l2, options_.l2_shrinkage);
+    }
+  }
   const DataType t = BaseType(vars[0].ref.dtype);
   // Slots first (TF's _create_slots, under init_scope), in variable order.
   std::vector<std::vector<VariableInfo>> slots(vars.size());
@@ -266,6 +307,12 @@ StatusOr<NodeId> OptimizerWriter::Apply(const std::vector<VariableInfo>& vars,
         slots[i] = {Slot(vars[i], "adam_m", Initializer::Zeros()),
                     Slot(vars[i], "adam_v", Initializer::Zeros())};
         break;
+      case OptimizerKind::kFtrl:
+        // TF's _create_slots: "accum" and "linear", both named after the optimizer
+        // (the second made unique: Ftrl_1).
+        slots[i] = {Slot(vars[i], "Ftrl", Initializer::Constant(options_.initial_accumulator)),
+                    Slot(vars[i], "Ftrl_1", Initializer::Zeros())};
+        break;
     }
   }
   const GraphBuilder opt = root_.WithUniqueScope(scope_);
@@ -293,6 +340,14 @@ StatusOr<NodeId> OptimizerWriter::Apply(const std::vector<VariableInfo>& vars,
       hyper_.one_minus_beta2 = Const(opt, "one_minus_beta_2", 1.0 - options_.beta2, t);
       hyper_.epsilon = Const(opt, "epsilon", options_.adamw_epsilon, t);
       hyper_.decay = Const(opt, "weight_decay_rate", options_.weight_decay, t);
+      break;
+    case OptimizerKind::kFtrl:
+      // TF's _prepare writes all five, the shrinkage one even when ApplyFtrl ignores it.
+      hyper_.l1 = Const(opt, "l1_regularization_strength", options_.l1, t);
+      hyper_.l2 = Const(opt, "l2_regularization_strength", options_.l2, t);
+      hyper_.l2_shrinkage =
+          Const(opt, "l2_shrinkage_regularization_strength", options_.l2_shrinkage, t);
+      hyper_.lr_power = Const(opt, "learning_rate_power", options_.learning_rate_power, t);
       break;
     default:
       break;
@@ -341,6 +396,7 @@ std::string_view OptimizerFlagName(OptimizerKind kind) {
     case OptimizerKind::kRmsProp: return "rmsprop";
     case OptimizerKind::kAdagrad: return "adagrad";
     case OptimizerKind::kAdamWeightDecay: return "adamw";
+    case OptimizerKind::kFtrl: return "ftrl";
   }
   return "?";
 }
@@ -353,6 +409,7 @@ std::string_view OptimizerScopeName(OptimizerKind kind) {
     case OptimizerKind::kRmsProp: return "RMSProp";
     case OptimizerKind::kAdagrad: return "Adagrad";
     case OptimizerKind::kAdamWeightDecay: return "AdamWeightDecay";
+    case OptimizerKind::kFtrl: return "Ftrl";
   }
   return "?";
 }
@@ -362,10 +419,11 @@ StatusOr<OptimizerKind> ParseOptimizer(std::string_view name) {
     if (OptimizerFlagName(kind) == name) return kind;
   }
   return InvalidArgumentError(
-      "unknown optimizer '{}' (sgd, momentum, adam, rmsprop, adagrad, adamw)", name);
+      "unknown optimizer '{}' (sgd, momentum, adam, rmsprop, adagrad, adamw, ftrl)", name);
 }
 
 double DefaultLearningRate(OptimizerKind kind) {
+  if (kind == OptimizerKind::kFtrl) return 0.2;
   return kind == OptimizerKind::kAdam || kind == OptimizerKind::kRmsProp ||
                  kind == OptimizerKind::kAdamWeightDecay
              ? 0.001
@@ -428,8 +486,15 @@ StatusOr<NodeId> ApplyGradients(const GraphBuilder& builder,
 StatusOr<TrainOps> Minimize(const GraphBuilder& builder, const Output& loss,
                             const OptimizerOptions& options) {
   PX_RETURN_IF_ERROR(builder.status());
+  return Minimize(builder, loss, options, builder.trainable_variables());
+}
+
+StatusOr<TrainOps> Minimize(const GraphBuilder& builder, const Output& loss,
+                            const OptimizerOptions& options,
+                            const std::vector<VariableInfo>& variables) {
+  PX_RETURN_IF_ERROR(builder.status());
   TrainOps ops;
-  ops.variables = builder.trainable_variables();
+  ops.variables = variables;
   std::optional<VariableInfo> step;
   if (options.global_step) {
     step = builder.Variable("global_step", StaticShape{}, tensorflow::DT_INT64,

@@ -125,7 +125,7 @@ TEST_CASE("optimizer names and defaults") {
   CHECK(OptimizerScopeName(OptimizerKind::kRmsProp) == "RMSProp");
   CHECK(DefaultLearningRate(OptimizerKind::kAdam) == 0.001);
   CHECK(ParseOptimizer("Adam").status().message() ==
-        "unknown optimizer 'Adam' (sgd, momentum, adam, rmsprop, adagrad, adamw)");
+        "unknown optimizer 'Adam' (sgd, momentum, adam, rmsprop, adagrad, adamw, ftrl)");
 }
 
 TEST_CASE("a variable without a gradient is an error naming it") {

@@ -6,6 +6,9 @@
 
 #include <fmt/format.h>
 
+#include "lib/models/lstm_model.h"
+#include "lib/models/wide_deep.h"
+
 namespace parallax::models {
 namespace {
 
@@ -110,9 +113,14 @@ Output EmbeddingForward(const GraphBuilder& b, const ModelOptions& o, Model* m, 
   return Dense(b, "dense", mean, kNumClasses, false);
 }
 
+// Writes the training ops for the loss; unset: Minimize with the model's optimizer.
+using Train = std::function<StatusOr<TrainOps>(const GraphBuilder& b, const Output& loss,
+                                               const ModelOptions& o)>;
+
 struct ModelEntry {
   ModelSpec spec;
   Forward forward;
+  Train train = nullptr;
 };
 
 ModelOptions Defaults(int64_t batch, OptimizerKind opt) {
@@ -158,6 +166,34 @@ const std::vector<ModelEntry>& Entries() {
                      {"vocab", "dim", "seq"}, d},
                     EmbeddingForward});
     }
+    {
+      // TF's canned defaults: Adagrad at 0.05 for the deep part (Ftrl for the wide part
+      // is fixed, see wide_deep.h).
+      ModelOptions d = Defaults(kWideDeepBatch, OptimizerKind::kAdagrad);
+      d.learning_rate = 0.05;
+      d.vocab = 1000;
+      d.dim = 8;
+      d.seq = 4;
+      d.widths = std::vector<int64_t>{64, 32};
+      e->push_back({{"wide_deep",
+                     "wide & deep (DNNLinearCombinedClassifier): ids [batch, seq] int64 hashed "
+                     "into 4*vocab buckets per feature + a crossed column -> linear model (Ftrl); "
+                     "embedding columns (dim) + x -> dnn (widths) (--optimizer, default adagrad)",
+                     {"widths", "vocab", "dim", "seq"}, d},
+                    WideDeepForward, WideDeepTrainOps});
+    }
+    {
+      ModelOptions d = Defaults(32, OptimizerKind::kAdam);
+      d.seq = 20;
+      d.dim = 32;
+      d.hidden = 128;
+      e->push_back({{"lstm",
+                     "LSTM sequence classifier built as tf.nn.dynamic_rnn: x [batch, seq, dim] -> "
+                     "while loop over TensorArrays (LSTM cell, hidden units) -> last output -> "
+                     "dense 10; gradient loop with stacks (--unroll: static_rnn)",
+                     {"seq", "dim", "hidden", "unroll"}, d},
+                    LstmForward});
+    }
     return e;
   }();
   return *entries;
@@ -182,15 +218,22 @@ StatusOr<ModelOptions> Resolve(const ModelSpec& spec, const ModelOptions& given)
   if (given.vocab && !takes("vocab")) return reject("vocab");
   if (given.dim && !takes("dim")) return reject("dim");
   if (given.seq && !takes("seq")) return reject("seq");
+  if (given.hidden && !takes("hidden")) return reject("hidden");
+  if (given.unroll && !takes("unroll")) return reject("unroll");
   ModelOptions o = given;
   const ModelOptions& d = spec.defaults;
   if (!o.batch) o.batch = d.batch;
   if (!o.optimizer) o.optimizer = d.optimizer;
-  if (!o.learning_rate) o.learning_rate = DefaultLearningRate(*o.optimizer);
+  if (!o.learning_rate) {
+    // The model's own rate goes with its own optimizer.
+    o.learning_rate = *o.optimizer == *d.optimizer && d.learning_rate ? *d.learning_rate
+                                                                      : DefaultLearningRate(*o.optimizer);
+  }
   if (takes("widths") && !o.widths) o.widths = d.widths;
   if (takes("vocab") && !o.vocab) o.vocab = d.vocab;
   if (takes("dim") && !o.dim) o.dim = d.dim;
   if (takes("seq") && !o.seq) o.seq = d.seq;
+  if (takes("hidden") && !o.hidden) o.hidden = d.hidden;
   PX_RETURN_IF_ERROR(CheckPositive("batch", *o.batch, 0));
   if (!(*o.learning_rate > 0)) {
     return InvalidArgumentError("--lr must be positive, got {}", *o.learning_rate);
@@ -208,7 +251,8 @@ StatusOr<ModelOptions> Resolve(const ModelSpec& spec, const ModelOptions& given)
     return InvalidArgumentError("--vocab must fit int32 ids, got {}", *o.vocab);
   }
   if (o.dim) PX_RETURN_IF_ERROR(CheckPositive("dim", *o.dim));
-  if (o.seq) PX_RETURN_IF_ERROR(CheckPositive("seq", *o.seq));
+  if (o.hidden) PX_RETURN_IF_ERROR(CheckPositive("hidden", *o.hidden));
+  if (o.seq) PX_RETURN_IF_ERROR(CheckPositive("seq", *o.seq, spec.name == "wide_deep" ? 2 : 1));
   if (o.dtype != tensorflow::DT_FLOAT && o.dtype != tensorflow::DT_DOUBLE) {
     return InvalidArgumentError("models are float32 or float64");
   }
@@ -244,6 +288,8 @@ std::string DescribeOptions(const ModelSpec& spec, const ModelOptions& o) {
     if (opt == "vocab" && o.vocab) out += fmt::format(" vocab={}", *o.vocab);
     if (opt == "dim" && o.dim) out += fmt::format(" dim={}", *o.dim);
     if (opt == "seq" && o.seq) out += fmt::format(" seq={}", *o.seq);
+    if (opt == "hidden" && o.hidden) out += fmt::format(" hidden={}", *o.hidden);
+    if (opt == "unroll" && o.unroll) out += " unroll";
   }
   return out;
 }
@@ -271,12 +317,17 @@ StatusOr<Model> BuildModel(std::string_view name, const ModelOptions& options) {
   const Output loss = b.ReduceMeanAll(xent, "loss");
   PX_RETURN_IF_ERROR(b.status());
 
-  OptimizerOptions opt;
-  opt.kind = *o.optimizer;
-  opt.learning_rate = *o.learning_rate;
-  opt.global_step = o.global_step;
-  opt.clip_norm = o.clip_norm.value_or(0);
-  PX_ASSIGN_OR_RETURN(TrainOps train, Minimize(b, loss, opt));
+  TrainOps train;
+  if (entry->train) {
+    PX_ASSIGN_OR_RETURN(train, entry->train(b, loss, o));
+  } else {
+    OptimizerOptions opt;
+    opt.kind = *o.optimizer;
+    opt.learning_rate = *o.learning_rate;
+    opt.global_step = o.global_step;
+    opt.clip_norm = o.clip_norm.value_or(0);
+    PX_ASSIGN_OR_RETURN(train, Minimize(b, loss, opt));
+  }
   PX_ASSIGN_OR_RETURN(NodeId init, AddInitOp(b));
   PX_RETURN_IF_ERROR(b.status());
 

@@ -9,6 +9,12 @@
 //  - embedding: ids[B,S] int32 -> embedding_lookup(embeddings[V,D]) -> mean over S ->
 //               dense 10 (V=100000, D=128, S=16, B=128, adagrad); the embedding's
 //               gradient is sparse (IndexedSlices) and its update a SparseApply*/Scatter*.
+//  - wide_deep: ids[B,F] int64 -> hashed columns + a crossed column -> linear model
+//               (Ftrl) plus embedding columns + x[B,8] -> dnn 64, 32 (adagrad), logits
+//               summed (V=1000 ids, 4V buckets, D=8, F=4, B=256); wide_deep.h.
+//  - lstm:      x[B,T,D] -> dynamic_rnn (while loop over TensorArrays, LSTM cell, H
+//               units) -> last output -> dense 10 (T=20, D=32, H=128, B=32, adam;
+//               --unroll: static_rnn); lstm_model.h.
 // Every model has placeholders `x` (float) or `ids` (int32) and `y` (int64 labels [B]),
 // the loss `loss` (mean sparse softmax cross entropy), the optimizer's train op and
 // `init`. Layers are named as tf.layers names them (`dense/kernel`, `conv2d_1/bias`,
@@ -56,7 +62,9 @@ struct ModelOptions {
   std::optional<double> clip_norm;  // > 0: tf.clip_by_global_norm before the optimizer
   int64_t seed = 1;  // the random initialisers' `seed` attr
   std::optional<std::vector<int64_t>> widths;  // mlp: hidden widths; lenet: conv1,conv2,fc
-  std::optional<int64_t> vocab, dim, seq;      // embedding
+  std::optional<int64_t> vocab, dim, seq;      // embedding, wide_deep
+  std::optional<int64_t> hidden;               // lstm: units of the cell
+  bool unroll = false;                         // lstm: static_rnn instead of dynamic_rnn
   bool global_step = false;
   DataType dtype = tensorflow::DT_FLOAT;  // float or double (gradient checks)
 };

@@ -3,6 +3,7 @@
 // training steps with every optimizer that must lower the loss. Cases whose ops have no
 // CPU kernel yet are skipped with a WARN that names the missing kernels.
 #include <cmath>
+#include <map>
 #include <random>
 
 #include <catch2/catch.hpp>
@@ -28,33 +29,54 @@ ModelOptions Small(const std::string& name, DataType dtype, OptimizerKind opt, i
   o.dtype = dtype;
   if (name == "mlp") o.widths = std::vector<int64_t>{6, 5};
   if (name == "lenet") o.widths = std::vector<int64_t>{2, 3, 8};
+  if (name == "lstm") {
+    o.seq = 4;
+    o.dim = 5;
+    o.hidden = 3;
+  }
   if (name == "embedding") {
     o.vocab = 20;
     o.dim = 4;
     o.seq = 3;
   }
+  if (name == "wide_deep") {
+    o.vocab = 6;
+    o.dim = 3;
+    o.seq = 3;
+    o.widths = std::vector<int64_t>{5, 4};
+  }
   return o;
 }
 
-// Data for the model's feeds following their synthetic rules, `rows` examples.
+// Data for the model's feeds following their synthetic rules, `rows` examples. The
+// labels read the input their rule names (token_vote:ids:10, argmax_prefix:x:10).
 std::vector<std::pair<std::string, Tensor>> SyntheticFeeds(const Model& m, DataType dtype,
                                                            int64_t rows, uint64_t seed) {
   std::vector<std::pair<std::string, Tensor>> feeds;
   std::mt19937_64 gen(seed);
-  Tensor x;
+  std::map<std::string, Tensor> inputs;
   for (const FeedSpec& f : m.feeds) {
     std::vector<int64_t> dims = f.shape.dims;
     dims[0] = rows;
     TensorShape shape(dims);
     if (f.name == "x") {
-      x = RandomFloats(dtype, shape, seed, 0, 1);
-      feeds.emplace_back("x:0", x);
+      inputs["x"] = RandomFloats(dtype, shape, seed, 0, 1);
+      feeds.emplace_back("x:0", inputs["x"]);
     } else if (f.name == "ids") {
+      // int32 ids (embedding) or int64 ids (wide_deep), as the placeholder says.
       std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(*m.options.vocab) - 1);
-      x = Tensor(tensorflow::DT_INT32, shape);
-      for (int32_t& v : x.flat<int32_t>()) v = token(gen);
-      feeds.emplace_back("ids:0", x);
+      Tensor ids(tensorflow::DT_INT32, shape);
+      for (int32_t& v : ids.flat<int32_t>()) v = token(gen);
+      inputs["ids"] = ids;
+      if (f.dtype == tensorflow::DT_INT64) {
+        Tensor wide(tensorflow::DT_INT64, shape);
+        for (int64_t i = 0; i < ids.num_elements(); ++i) wide.data<int64_t>()[i] = ids.data<int32_t>()[i];
+        feeds.emplace_back("ids:0", wide);
+      } else {
+        feeds.emplace_back("ids:0", ids);
+      }
     } else if (f.name == "y") {
+      const Tensor& x = inputs[f.synthetic.starts_with("token_vote:ids") ? "ids" : "x"];
       Tensor y(tensorflow::DT_INT64, shape);
       const int64_t per_row = x.num_elements() / rows;
       for (int64_t r = 0; r < rows; ++r) {
@@ -146,6 +168,9 @@ double StepSize(OptimizerKind kind) {
     case OptimizerKind::kAdagrad: return 0.3;
     // No bias correction: the first steps are ~3x lr (0.1 / sqrt(0.001)) per element.
     case OptimizerKind::kAdamWeightDecay: return 0.003;
+    // Ftrl's first step sets every weight to -lr * g / sqrt(accum + g^2): it forgets
+    // the initial weights, so a smaller rate keeps the deep models' first step sane.
+    case OptimizerKind::kFtrl: return 0.1;
   }
   return 0.1;
 }

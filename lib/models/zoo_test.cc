@@ -23,8 +23,21 @@ int SlotsPerVariable(OptimizerKind kind) {
     case OptimizerKind::kRmsProp: return 2;
     case OptimizerKind::kAdagrad: return 1;
     case OptimizerKind::kAdamWeightDecay: return 2;
+    case OptimizerKind::kFtrl: return 2;
   }
   return -1;
+}
+
+// The optimizer that trains `var`: wide_deep's linear part is Ftrl whatever --optimizer
+// says (it picks the deep part's).
+OptimizerKind KindFor(const Model& model, std::string_view var, OptimizerKind kind) {
+  return model.name == "wide_deep" && var.starts_with("linear/") ? OptimizerKind::kFtrl : kind;
+}
+
+// Variables read through a GatherV2 (embedding tables, wide_deep's hashed and crossed
+// columns' weights) have IndexedSlices gradients.
+bool HasSparseGradient(std::string_view var) {
+  return var == "embeddings" || var.ends_with("/weights") || var.ends_with("/embedding_weights");
 }
 
 void CheckModel(const Model& model, OptimizerKind kind, bool global_step) {
@@ -47,7 +60,9 @@ void CheckModel(const Model& model, OptimizerKind kind, bool global_step) {
   CHECK(trainable == std::set<std::string>(model.trainable_variables.begin(),
                                            model.trainable_variables.end()));
   const int n = static_cast<int>(model.trainable_variables.size());
-  CHECK(a.CountRole(VariableRole::kSlot) == n * SlotsPerVariable(kind));
+  int slots = 0;
+  for (const std::string& v : model.trainable_variables) slots += SlotsPerVariable(KindFor(model, v, kind));
+  CHECK(a.CountRole(VariableRole::kSlot) == slots);
   const int state = (kind == OptimizerKind::kAdam ? 2 : 0) + (global_step ? 1 : 0);
   CHECK(a.CountRole(VariableRole::kState) == state);
   CHECK(a.CountRole(VariableRole::kUnrecognised) == 0);
@@ -55,9 +70,9 @@ void CheckModel(const Model& model, OptimizerKind kind, bool global_step) {
   for (const Variable& v : a.variables) {
     if (v.role != VariableRole::kTrainable) continue;
     INFO("variable " << v.name);
-    CHECK(v.gradient == (v.name == "embeddings" ? GradientKind::kSparse : GradientKind::kDense));
+    CHECK(v.gradient == (HasSparseGradient(v.name) ? GradientKind::kSparse : GradientKind::kDense));
     CHECK(v.updates.size() == 1);
-    CHECK(v.slots.size() == static_cast<size_t>(SlotsPerVariable(kind)));
+    CHECK(v.slots.size() == static_cast<size_t>(SlotsPerVariable(KindFor(model, v.name, kind))));
   }
   int64_t params = 0;
   for (const Variable& v : a.variables) {
@@ -69,7 +84,8 @@ void CheckModel(const Model& model, OptimizerKind kind, bool global_step) {
   REQUIRE(!a.train_ops.empty());
   CHECK(graph.node(a.train_ops[0].node).name() == model.train_op);
   CHECK(a.train_ops[0].num_updates == n);
-  CHECK(model.train_op == std::string(OptimizerScopeName(kind)));
+  CHECK(model.train_op ==
+        (model.name == "wide_deep" ? std::string("train_op") : std::string(OptimizerScopeName(kind))));
   REQUIRE(a.init_op.node != kNoNode);
   CHECK(graph.node(a.init_op.node).name() == "init");
   CHECK(a.init_op.num_initializers == static_cast<int>(a.variables.size()));
@@ -143,6 +159,12 @@ TEST_CASE("default sizes and parameter counts") {
   CHECK(params("mlp") == 784 * 512 + 512 + 512 * 512 + 512 + 512 * 10 + 10);
   CHECK(params("lenet") == 5 * 5 * 32 + 32 + 5 * 5 * 32 * 64 + 64 + 3136 * 1024 + 1024 + 1024 * 10 + 10);
   CHECK(params("embedding") == 100000 * 128 + 128 * 10 + 10);
+  // 4 hashed + 1 crossed columns of 4000 buckets x 10 classes and a bias; 4 embedding
+  // tables of 4000 x 8; dnn (32 + 8) -> 64 -> 32 -> 10.
+  CHECK(params("wide_deep") == 5 * 4000 * 10 + 10 + 4 * 4000 * 8 + 40 * 64 + 64 + 64 * 32 + 32 +
+                                   32 * 10 + 10);
+  // lstm: kernel [D+H, 4H] and bias [4H] of the cell, dense H -> 10.
+  CHECK(params("lstm") == (32 + 128) * 4 * 128 + 4 * 128 + 128 * 10 + 10);
   StatusOr<Model> lenet = BuildModel("lenet");
   REQUIRE(lenet.ok());
   CHECK(lenet->options.batch == 64);
@@ -157,7 +179,7 @@ TEST_CASE("option errors name the option") {
   o.vocab = 10;
   CHECK(BuildModel("mlp", o).status().message() == "option --vocab does not apply to model 'mlp'");
   CHECK(BuildModel("resnet").status().message() ==
-        "unknown model 'resnet' (known: softmax, mlp, lenet, embedding)");
+        "unknown model 'resnet' (known: softmax, mlp, lenet, embedding, wide_deep, lstm)");
   ModelOptions w;
   w.widths = std::vector<int64_t>{32, 64};
   CHECK(BuildModel("lenet", w).status().message() ==
@@ -171,6 +193,9 @@ TEST_CASE("option errors name the option") {
   ModelOptions z;
   z.widths = std::vector<int64_t>{0};
   CHECK(BuildModel("mlp", z).status().message() == "--widths must be at least 1, got 0");
+  ModelOptions one_feature;
+  one_feature.seq = 1;  // the crossed column needs two
+  CHECK(BuildModel("wide_deep", one_feature).status().message() == "--seq must be at least 2, got 1");
 }
 
 TEST_CASE("models are deterministic") {
