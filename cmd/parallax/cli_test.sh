@@ -140,14 +140,14 @@ PY
 expect 0 "$parallax" transform "$example" --cluster "$cluster" -o "$tmp/job2" --strategy allreduce
 grep -q '^  emb .* sparse .* allgather ' "$tmp/out" && pass || fail "--strategy allreduce did not all-gather emb"
 expect 0 "$parallax" transform --print-passes
-grep -q '^   1\. sparse-allgather' "$tmp/out" && grep -q 'place' "$tmp/out" && pass || fail "--print-passes: $(cat "$tmp/out")"
+grep -q '^   1\. add-init-op' "$tmp/out" && grep -q '^   2\. sparse-allgather' "$tmp/out" && grep -q 'place' "$tmp/out" && pass || fail "--print-passes: $(cat "$tmp/out")"
 
 # Bad flags and inputs: exit 2, one line, and no output directory.
 rm -rf "$tmp/nojob"
 expect 2 "$parallax" transform "$example" --cluster "$cluster" -o "$tmp/nojob" --strategy fastest
 expect_stderr_line "parallax: error: --strategy: unknown strategy 'fastest' (expected auto, allreduce, ps or hybrid)"
 expect 2 "$parallax" transform "$example" --cluster "$cluster" -o "$tmp/nojob" --disable-pass bogus
-grep -q "^parallax: error: --disable-pass: unknown pass 'bogus'; the passes are: sparse-allgather, " "$tmp/err" && pass || fail "$(cat "$tmp/err")"
+grep -q "^parallax: error: --disable-pass: unknown pass 'bogus'; the passes are: add-init-op, sparse-allgather, " "$tmp/err" && pass || fail "$(cat "$tmp/err")"
 expect 2 "$parallax" transform "$example" -o "$tmp/nojob"
 expect_stderr_line "parallax: error: transform: --cluster is required"
 expect 2 "$parallax" transform "$bad/empty.pb" --cluster "$cluster" -o "$tmp/nojob"

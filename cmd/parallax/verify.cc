@@ -1,6 +1,6 @@
 // `parallax verify GRAPH --ranks N [--steps K] [feed flags as run] [--strategy S]
 // [--sparse M] [--partitions P] [--cluster C.yaml] [--accumulate] [--tolerance T]
-// [--keep DIR] [--json]`: trains the single-device graph with the global batch N·b (with
+// [--init-checkpoint C] [--input-dir D] [--input-map OLD=NEW] [--keep DIR] [--json]`: trains the single-device graph with the global batch N·b (with
 // --accumulate: N accumulated batches of b) in this process and its N-rank transform with
 // b per rank under mpirun on localhost, then compares every variable
 // (lib/verify/verify.h does the work; docs/verify.md). Prints a row per variable and the
@@ -16,7 +16,7 @@ namespace parallax::cli {
 Command AddVerifyCommand(CLI::App& app, bool* failed) {
   struct Flags {
     VerifyOptions options;
-    std::vector<std::string> feeds;
+    std::vector<std::string> feeds, input_map;
     bool no_shuffle = false;
     std::string strategy, sparse;
     int partitions = 0;
@@ -54,7 +54,14 @@ Command AddVerifyCommand(CLI::App& app, bool* failed) {
                 "one device accumulates the gradients of the ranks' N batches of b per step "
                 "(for graphs that fix their batch size) instead of one batch of N*b");
   sub->add_option("--init-checkpoint", o.init_checkpoint,
-                  "start both sides from this checkpoint (graphs without an init op)");
+                  "start both sides from this checkpoint: a `parallax run` safetensors "
+                  "checkpoint instead of the init op, or a TF checkpoint passed to both as "
+                  "`parallax run --init-checkpoint` (fine-tuning graphs)");
+  sub->add_option("--input-dir", o.input_dir,
+                  "as `parallax run`: where an in-graph pipeline's missing files are looked up");
+  sub->add_option("--input-map", flags->input_map,
+                  "as `parallax run`: OLD=NEW replaces a file name prefix the graph holds; "
+                  "repeatable");
   sub->add_option("--keep", o.keep_dir, "keep the work directory (job, checkpoints, ranks' "
                                         "output) here; it must not exist");
   sub->add_flag("--json", flags->json, "print the report as JSON");
@@ -83,6 +90,14 @@ Command AddVerifyCommand(CLI::App& app, bool* failed) {
                                     "dense)",
                                     flags->sparse);
       }
+    }
+    for (const std::string& text : flags->input_map) {
+      const size_t eq = text.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        return InvalidArgumentError("--input-map '{}': expected OLD=NEW (file name prefixes)",
+                                    text);
+      }
+      options.input_map.emplace_back(text.substr(0, eq), text.substr(eq + 1));
     }
     if (flags->partitions_option->count() > 0) options.partitions = flags->partitions;
     PX_ASSIGN_OR_RETURN(VerifyReport report, Verify(options));

@@ -10,7 +10,8 @@
 #     without --accumulate are refused with exit 2), and with --accumulate on 2, 3 and 4
 #     ranks (one device runs each rank's 200 examples and applies the combined gradients:
 #     bit-identical where the cross-rank sum has the same order); --accumulate on the
-#     fixed-batch mlp and on the Adam mlp (bit-identical, where N*b gives 1.8e-5) and
+#     fixed-batch mlp, on the embedding (sparse slices: PS, 3 ranks; allgather) and on the
+#     Adam mlp (bit-identical, where N*b gives 1.8e-5) and
 #     following the plan's sum (`average: false`). Adam on the dense mlp with N*b is
 #     checked at 1e-4: TF's Adam (epsilon 1e-8 added to the uncorrected sqrt(v))
 #     amplifies the last-bit differences of gradients that cancel to ~3e-7 by ~1000x, and
@@ -20,8 +21,8 @@
 #  2. the check can fail: gradients summed instead of averaged (`average: false`) FAILs
 #     with exit 1; gradients synchronised after clipping (a planted bug) FAILs; tolerance
 #     0 on a run that is not bit-identical FAILs;
-#  3. bad input exits 2 with one line: a fixed batch (suggesting --accumulate), a sparse
-#     gradient with --accumulate, an unknown method, no init op, data
+#  3. bad input exits 2 with one line: a fixed batch (suggesting --accumulate), an
+#     in-graph pipeline without --accumulate, an unknown method, no init op, data
 #     whose epoch is not a multiple of the ranks when the steps pass its end; a rank that
 #     fails makes verify exit 3.
 # Every case prints verify's table, so the log shows each measured difference.
@@ -113,6 +114,12 @@ grep -q "vs one device accumulating 2 batches of 32" <<<"$last_out" ||
 verify_case "fixed-batch mlp (placeholder [32,784]), 3 ranks, --accumulate" 0 1e-5 fixed.pb \
   --ranks 3 "${syn[@]}" --accumulate
 verify_case "lenet Momentum, 2 ranks" 0 1e-5 lenet.pb --ranks 2 --batch 16 "${syn[@]}"
+# --accumulate with sparse gradients: each micro-batch's slices concatenated in rank order,
+# as allgather gathers them and the parameter servers receive them.
+verify_case "embedding PS, 3 ranks, --accumulate" 0 1e-6 emb.pb --ranks 3 --batch 16 \
+  "${syn[@]}" --strategy ps --accumulate
+verify_case "embedding allgather, 2 ranks, --accumulate" 0 1e-6 emb.pb --ranks 2 --batch 16 \
+  "${syn[@]}" --sparse allgather --accumulate
 for p in 1 2 3; do
   verify_case "embedding PS, $p partitions, 3 ranks" 0 1e-5 emb.pb --ranks 3 --batch 16 \
     "${syn[@]}" --strategy ps --partitions "$p"
@@ -156,7 +163,7 @@ verify_case "embedding PS from --init-checkpoint, 2 partitions, 3 ranks" 0 1e-5 
   --ranks 3 --batch 16 "${syn[@]}" --strategy ps --partitions 2 \
   --init-checkpoint emb_init/checkpoint-1.safetensors
 expect_error "a missing --init-checkpoint" 2 \
-  "parallax: error: --init-checkpoint: missing.safetensors: no such file" \
+  "parallax: error: --init-checkpoint: missing.safetensors: no such file, directory or checkpoint prefix (missing.safetensors.index does not exist)" \
   emb.pb --ranks 2 --synthetic --init-checkpoint missing.safetensors
 
 # The shared TensorBoard MNIST MLP: its input is a queue dequeuing 200 examples (fed
@@ -164,7 +171,7 @@ expect_error "a missing --init-checkpoint" 2 \
 # start from the same checkpoint.
 # A graph whose tf.data pipeline runs inside it: each side would read its own examples.
 expect_error "an in-graph input pipeline" 2 \
-  "parallax: error: $pipeline_graph: its input pipeline runs inside the graph (IteratorGetNext:0, IteratorGetNext:1), so the one device and the ranks would read examples of their own; feed the pipeline's outputs (--feed NAME=FILE) or pass --synthetic" \
+  "parallax: error: $pipeline_graph: its input pipeline runs inside the graph (IteratorGetNext:0, IteratorGetNext:1), so the one device and the ranks would read examples of their own; use --accumulate (one device reads each rank's shard through its own copy of the pipeline), feed the pipeline's outputs (--feed NAME=FILE) or pass --synthetic" \
   "$pipeline_graph" --ranks 2
 
 tb="${PARALLAX_SHARED_DIR:-}/testdata/tf/tensorboard_mnist_mlp_train.pbtxt"
@@ -223,9 +230,6 @@ grep -Eq '^  dense/kernel .* FAIL$' <<<"$last_out" || fail "tolerance 0: dense/k
 expect_error "fixed batch" 2 \
   "parallax: error: fixed.pb: placeholder 'x' (float [32,784]) fixes the batch dimension at 32, so one device cannot take the global batch of 2 x 32 = 64; use --accumulate (one device accumulates the ranks' 2 batches of 32), or export the graph with an open batch (\`parallax models export NAME --batch 0\`, or a placeholder of shape [-1, ...])" \
   fixed.pb --ranks 2 --synthetic
-expect_error "--accumulate with a sparse gradient" 2 \
-  "parallax: error: emb.pb: variable 'embeddings' takes a sparse gradient (values, indices) in 'Adagrad/update_embeddings/SparseApplyAdagrad'; --accumulate combines dense gradients only: verify this graph without --accumulate" \
-  emb.pb --ranks 2 --synthetic --accumulate
 expect_error "--accumulate: --batch other than a fixed placeholder's" 2 \
   "parallax: error: --batch 16 conflicts with placeholder 'x' (float [32,784]): it fixes the batch at 32" \
   fixed.pb --ranks 2 --synthetic --accumulate --batch 16

@@ -28,6 +28,8 @@
 
 namespace parallax {
 
+inline constexpr std::string_view kGeneratedInitOp = "parallax/init";
+
 enum class SyncMethod {
   kAllReduce,
   kParameterServer,
@@ -77,6 +79,10 @@ struct Plan {
   std::vector<std::string> feeds;         // placeholder names each rank feeds its shard to
   std::vector<std::string> fetches;       // loss tensors ("loss:0")
   std::string train_op;                   // "" when none was found
+  // The init op each rank runs; kGeneratedInitOp when the graph has none and the job has
+  // several ranks (the transform
+  // adds it: a NoOp on every variable's initialiser, so the initialisers' collectives run
+  // in one run, in one order on every rank).
   std::string init_op;
   std::vector<std::string> warnings;      // updates left unsynchronised, unsharded inputs
 

@@ -504,12 +504,21 @@ Status Trainer::Plan() {
   input.shard_count = static_cast<int>(o.shard.count);
   input.seed = o.seed;
   executor_ = std::make_unique<Executor>(graph_, *device_, std::move(input));
-  // Each rank draws its own random numbers (dropout masks, samplers): random.h.
-  if (o.communicator != nullptr) executor_->session().random().set_stream_index(o.communicator->rank());
   return Status::Ok();
 }
 
+int Trainer::StepStreamIndex() const {
+  // The test hook PARALLAX_TEST_SHARED_RANDOM_STREAM=1 plants a bug `parallax verify`
+  // must catch: every rank draws rank 0's numbers.
+  const char* shared_stream = std::getenv("PARALLAX_TEST_SHARED_RANDOM_STREAM");
+  const bool planted = shared_stream != nullptr && std::string_view(shared_stream) == "1";
+  return options_.communicator != nullptr && !planted ? options_.communicator->rank() : 0;
+}
+
 Status Trainer::Initialize() {
+  // Initial values are the same on every rank (stream 0, as one device draws them);
+  // the steps draw each rank's own numbers (dropout masks, samplers): random.h.
+  executor_->session().random().set_stream_index(0);
   if (options_.resume) {
     Communicator* comm = options_.communicator;
     // A job checkpoint written by another number of ranks (rank 0's newest file says):
@@ -621,6 +630,7 @@ Status Trainer::Initialize() {
       if (const std::string dir = SaveRestoredDir(); !dir.empty()) {
         PX_RETURN_IF_ERROR(CheckpointTo(RankDir(dir)).status());
       }
+      executor_->session().random().set_stream_index(StepStreamIndex());
       return StartPipeline(/*replay=*/true);
     }
     spdlog::warn("{}: no checkpoint to resume from; starting from the init op",
@@ -650,6 +660,7 @@ Status Trainer::Initialize() {
                   uninitialised.begin() + std::min<size_t>(uninitialised.size(), 5), ", "),
         uninitialised.size() > 5 ? ", ..." : "", uninitialised.size() == 1 ? "it" : "them");
   }
+  executor_->session().random().set_stream_index(StepStreamIndex());
   return StartPipeline(/*replay=*/false);
 }
 
@@ -829,6 +840,29 @@ Status Trainer::WriteReportSummaries(const StepReport& report) {
                                             static_cast<float>(comm->bytes_sent())));
   }
   return events_->Flush();
+}
+
+StatusOr<std::vector<std::pair<std::string, Tensor>>> Trainer::MicroBatchFeeds(
+    std::span<const int64_t> ids, Trainer* pipeline) {
+  std::vector<std::pair<std::string, Tensor>> feeds;
+  if (!pipeline_outputs_.empty()) {
+    Trainer& source = pipeline != nullptr ? *pipeline : *this;
+    PX_ASSIGN_OR_RETURN(std::vector<Tensor> input, source.InputRun());
+    if (input.size() != pipeline_outputs_.size()) {
+      return InternalError("the input pipeline gave {} tensors, expected {}", input.size(),
+                           pipeline_outputs_.size());
+    }
+    for (size_t i = 0; i < pipeline_outputs_.size(); ++i) {
+      feeds.emplace_back(pipeline_outputs_[i], std::move(input[i]));
+    }
+    pipeline_batch_ = source.pipeline_batch_;
+  }
+  if (has_columns_ || pipeline_outputs_.empty()) {
+    PX_ASSIGN_OR_RETURN(auto columns, feeder_->Feeds(ids));
+    for (auto& feed : columns) feeds.push_back(std::move(feed));
+  }
+  for (const auto& literal : literal_feeds_) feeds.push_back(literal);
+  return feeds;
 }
 
 StatusOr<std::optional<double>> Trainer::Step() {

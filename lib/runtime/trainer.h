@@ -26,12 +26,11 @@
 //  - *resume* restores every variable and the data position from the newest checkpoint
 //    instead of running the init op; an in-graph pipeline is initialised and replayed:
 //    its input run is repeated once per step already trained, so it continues exactly
-//    where it was. With deterministic kernels the resumed run is bit-identical to an
-//    uninterrupted one. Not restored: the state of random ops
-//    inside the train step (e.g. dropout's generator) — a seeded kernel's Philox counter
-//    starts at 0 again in a new process, so it repeats its first draws after a resume, so graphs with in-step random ops continue correctly but not
-//    bit-identically. Initialisers' random ops do not matter (their results are
-//    overwritten by the checkpoint).
+//    where it was. The random streams continue from the checkpoint's positions (random.h),
+//    so with deterministic kernels the resumed run is bit-identical to an uninterrupted
+//    one, dropout included.
+//  - *random streams*: initialisation draws from stream 0 on every rank (the initial
+//    values one device draws); the steps of rank r draw from stream r.
 //  - sharding: ShardSpec picks this rank's part of each epoch (data/sampler.h).
 //  - a *job rank* (options.communicator set, `parallax run job/`): the device gets the
 //    communicator (the rank graph's collectives use it), the loss reported is the mean
@@ -45,6 +44,8 @@
 //  - test hook: PARALLAX_TEST_SAVE_RESTORED=DIR makes a resumed run write the checkpoint
 //    it just restored, as this rank holds it, to DIR (DIR/rank-R in a job), so tests can
 //    compare a re-sliced restore bit for bit.
+//  - test hook: PARALLAX_TEST_SHARED_RANDOM_STREAM=1 makes every rank of a job draw rank
+//    0's random numbers (a planted bug for verify's tests).
 //  - test hook: PARALLAX_TEST_FAIL_AT_STEP=R:S makes rank R (0 when not a job) kill
 //    itself with SIGKILL before step S; R:S:error makes Run return an error there
 //    instead (for failure tests; never set it otherwise).
@@ -172,6 +173,13 @@ class Trainer {
       std::span<const int64_t> ids) const {
     return feeder_->Feeds(ids);
   }
+  // The feeds of one micro-batch as Step() feeds a step: the examples `ids` of the fed
+  // columns (ignored when nothing is fed from columns), the literal feeds, and the next
+  // outputs of the in-graph input pipeline as `pipeline` reads it (a trainer of the same
+  // graph on another shard: `parallax verify --accumulate` reads every rank's; this
+  // trainer's own when null). OutOfRange when the pipeline ended.
+  StatusOr<std::vector<std::pair<std::string, Tensor>>> MicroBatchFeeds(
+      std::span<const int64_t> ids, Trainer* pipeline = nullptr);
   // Examples per epoch over all shards (the data's, or kSyntheticEpochExamples).
   int64_t examples_per_epoch() const { return num_examples_; }
   const std::string& fingerprint() const { return fingerprint_; }
@@ -208,6 +216,8 @@ class Trainer {
   Status InitializeRemainingVariables();
   // Every variable from options_.init_checkpoint, by name (see TrainerOptions).
   Status RestoreInitCheckpoint();
+  // The random stream index of this trainer's steps: its rank in a job, else 0.
+  int StepStreamIndex() const;
   // MakeIterator of the in-graph pipelines; with `replay`, then `step_` input runs.
   Status StartPipeline(bool replay);
   // One input run: the in-graph pipeline's outputs for this step, or OutOfRange at its

@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 
+#include "lib/passes/add_init_op.h"
 #include "lib/passes/broadcast_init.h"
 #include "lib/passes/densify_sparse.h"
 #include "lib/passes/insert_allreduce.h"
@@ -18,6 +19,9 @@ namespace parallax {
 const std::vector<PassEntry>& TransformPassList() {
   static const std::vector<PassEntry> kList = {
       // ---- Rank-independent: run once, on the input graph. ----
+      // A graph without an init op gets one, so that the initialisers' collectives run in
+      // one run, ordered like any init op's.
+      {CreateAddInitOpPass, /*per_rank=*/false},
       // Sparse gradients the plan all-gathers: gather every rank's (values, indices).
       {CreateSparseAllGatherPass, /*per_rank=*/false},
       // Sparse gradients the plan densifies: scatter into a dense tensor, all-reduce.

@@ -137,7 +137,13 @@ class PlanBuilder {
       plan.fetches.push_back(graph_.TensorName(OutputRef{analysis_.losses[0].node, 0}));
     }
     if (!analysis_.train_ops.empty()) plan.train_op = graph_.node(analysis_.train_ops[0].node).name();
-    if (analysis_.init_op.node != kNoNode) plan.init_op = graph_.node(analysis_.init_op.node).name();
+    if (analysis_.init_op.node != kNoNode) {
+      plan.init_op = graph_.node(analysis_.init_op.node).name();
+    } else if (layout_.world_size() > 1 &&
+               std::any_of(analysis_.variables.begin(), analysis_.variables.end(),
+                           [](const Variable& v) { return v.initializer != kNoNode; })) {
+      plan.init_op = std::string(kGeneratedInitOp);  // the add-init-op pass makes it
+    }
 
     for (const VariableOverride& entry : cluster_.strategy.variables) {
       bool used = false;

@@ -5,30 +5,42 @@
 //
 // Terms:
 //  - *micro-batch r* of step k: exactly the b examples rank r of the job reads in step k
-//    (the sampler's shard r of N, data/sampler.h), so the one device sees the same
-//    examples, grouped the same way, as the ranks.
-//  - an *accumulated gradient* is the tensor at a gradient update's gradient input (the
-//    apply op's `grad` input, training_analysis.h `GradientUpdate::grad_input`): the
-//    tensor insert-allreduce reduces and the parameter servers receive. It is fetched
-//    for every micro-batch and *combined* as the plan's reduction does: summed in rank
-//    order, then divided by N when the plan averages (`average`, the default), as the
-//    all-reduce kernel divides its sum. A rank-local (unsynchronised) variable takes
-//    micro-batch 0's gradient, as rank 0 does.
+//    (the sampler's shard r of N, data/sampler.h; for an in-graph input pipeline, the
+//    next batch of a copy of the graph's pipeline reading shard r of N), so the one
+//    device sees the same examples, grouped the same way, as the ranks. Its random ops
+//    draw from rank r's streams (lib/runtime/random.h), as rank r's do.
+//  - an *accumulated gradient* is a tensor the transform synchronises (training_analysis.h):
+//    a dense update's gradient input (what insert-allreduce reduces), a sparse update's
+//    raw IndexedSlices (values, indices) before TF's dedup (what allgather gathers and the
+//    parameter servers receive), or, for updates synchronised at the backprop boundary
+//    (clipping, Assign-based optimizers), the boundary tensors. It is fetched for every
+//    micro-batch and *combined* as the job combines it: a dense one summed in rank order,
+//    then divided by N when the plan averages (`average`, the default), as the all-reduce
+//    kernel divides its sum; an IndexedSlices concatenated in rank order (values divided
+//    by N when averaging), which is what allgather builds and what the parameter servers'
+//    per-row sums and TF's dedup then reduce. A rank-local (unsynchronised) variable
+//    takes micro-batch 0's gradient, as rank 0 does.
+//  - *rank-local state* (RankLocalState: batch-norm's moving statistics): one device keeps
+//    a copy per rank; micro-batch r's run starts from copy r and runs the state's writes
+//    too (whether or not the gradients depend on them), so copy r evolves as rank r's.
+//    The apply run starts from copy 0's value before the step and ends with copy 0's
+//    after micro-batch 0 (a write the train op reaches again must not count twice): the
+//    checkpoint holds rank 0's.
 //  - the *apply run*: the train op run once with every accumulated gradient *fed*; the
 //    executor does not run what is fed, so the backward pass is cut at those tensors
 //    (checked: `backward_left` lists the gradient-scope nodes that still run — none for
 //    TF's optimizers). Micro-batch 0's inputs are fed too, for a train op that still
-//    reads them (the executor ignores feeds it does not need).
+//    reads them (the executor ignores feeds it does not need), with rank 0's streams.
 //
-// Equivalence: the job computes, per rank, the same gradient tensor on the same b
-// examples with the same variables, reduces it and applies it; here only the reduction's
-// summation order may differ (MPI's for N > 2), so the runs agree to the last bits of
-// the cross-rank sum — closer than N·b on one device, whose gradient sums N·b examples'
-// terms in another order.
+// Equivalence: the job computes, per rank, the same gradient tensors on the same b
+// examples with the same variables and random numbers, combines them and applies the
+// result; here only the dense sum's order may differ (MPI's for N > 2), so the runs agree
+// to the last bits of the cross-rank sum — closer than N·b on one device, whose gradient
+// sums N·b examples' terms in another order (and whose batch statistics, dropout masks
+// and samplers see N·b examples at once, which no N ranks reproduce).
 //
-// Limits: sparse gradients (values, indices) are refused naming the variable (combining
-// IndexedSlices as each sparse method does is not implemented); gradients must be float
-// or double. Cost per step: N forward/backward runs at batch b plus one apply run.
+// Limits: gradients must be float or double (indices int32 or int64). Cost per step: N
+// forward/backward runs at batch b plus one apply run.
 #ifndef PARALLAX_LIB_VERIFY_ACCUMULATE_H_
 #define PARALLAX_LIB_VERIFY_ACCUMULATE_H_
 
@@ -36,6 +48,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lib/analysis/training_analysis.h"
@@ -47,8 +60,20 @@
 
 namespace parallax {
 
+// A state variable (not trainable, not a slot) that some write of it fills with a value
+// computed from rank-specific inputs — the examples, or random numbers: batch-norm's
+// moving mean and variance, a running count of examples seen — not through a tensor the
+// job synchronises (a gradient). Each rank of a job keeps its own.
+struct RankLocalVariable {
+  std::string name;
+  std::vector<std::string> writes;  // the write ops (AssignSub, AssignMovingAvg, ...)
+};
+std::vector<RankLocalVariable> RankLocalState(const Graph& graph,
+                                              const TrainingAnalysis& analysis);
+
 struct AccumulatedGradient {
-  std::string tensor;    // "gradients/MatMul_grad/tuple/control_dependency_1:0"
+  std::string tensor;    // "gradients/MatMul_grad/tuple/control_dependency_1:0" (values)
+  std::string indices;   // an IndexedSlices' indices; "" for a dense gradient
   std::string variable;  // the variable it updates (the first, when shared)
   bool combined = true;  // false: a rank-local variable; micro-batch 0's gradient
 };
@@ -59,11 +84,12 @@ struct AccumulationPlan {
   std::vector<AccumulatedGradient> gradients;  // one per distinct tensor, in update order
   // Gradient-scope nodes the apply run still needs with the gradients fed (a note).
   std::vector<std::string> backward_left;
+  // Rank-local state: one device keeps a copy per rank, micro-batch r updates copy r.
+  std::vector<RankLocalVariable> rank_local;
 };
 
 // The gradients to accumulate for `train_op`. Errors (InvalidArgument, naming the graph,
-// the variable and the update op): a sparse update, an update without a dense gradient
-// input.
+// the variable and the update op): an update without a gradient input to accumulate.
 StatusOr<AccumulationPlan> PlanAccumulation(const Graph& graph, const TrainingAnalysis& analysis,
                                             const Plan& plan, std::string_view train_op);
 
@@ -72,6 +98,12 @@ StatusOr<AccumulationPlan> PlanAccumulation(const Graph& graph, const TrainingAn
 // that differ, a dtype other than float/double.
 StatusOr<Tensor> CombineGradients(std::span<const Tensor> micro, bool average,
                                   std::string_view what);
+// The IndexedSlices of the micro-batches as one: values and indices concatenated along
+// dimension 0 in order, the values divided by their count when `average`. Errors name
+// `what`: ranks or row shapes that differ, a values dtype other than float/double.
+StatusOr<std::pair<Tensor, Tensor>> ConcatSlices(std::span<const Tensor> values,
+                                                 std::span<const Tensor> indices, bool average,
+                                                 std::string_view what);
 
 struct AccumulateOptions {
   int ranks = 1;      // N micro-batches per step
@@ -79,6 +111,9 @@ struct AccumulateOptions {
   uint64_t seed = 0;
   bool shuffle = true;
   std::string checkpoint_dir;  // the checkpoint of step K is written here
+  // An in-graph input pipeline: pipelines[r] reads rank r's shard (trainers of the same
+  // graph, initialised); empty when the graph's inputs are fed.
+  std::vector<Trainer*> pipelines;
 };
 
 struct AccumulatedRun {

@@ -77,7 +77,7 @@ TEST_CASE("PlanAccumulation: the apply ops' gradient inputs; feeding them cuts t
   CHECK(plan.backward_left.empty());
 }
 
-TEST_CASE("PlanAccumulation refuses a sparse update, naming the variable") {
+TEST_CASE("PlanAccumulation takes a sparse update's slices: values and indices") {
   const StatusOr<Graph> graph = ParseGraph(R"pb(
     node { name: "emb" op: "VariableV2" attr { key: "dtype" value { type: DT_FLOAT } }
            attr { key: "shape" value { shape { dim { size: 10 } dim { size: 4 } } } } }
@@ -94,9 +94,104 @@ TEST_CASE("PlanAccumulation refuses a sparse update, naming the variable") {
   REQUIRE(graph.ok());
   StatusOr<TrainingAnalysis> analysis = AnalyzeTraining(*graph);
   REQUIRE(analysis.ok());
-  CHECK(PlanAccumulation(*graph, *analysis, Plan{}, "train").status().message() ==
-        "sparse.pbtxt: variable 'emb' takes a sparse gradient (values, indices) in 'train'; "
-        "--accumulate combines dense gradients only: verify this graph without --accumulate");
+  StatusOr<AccumulationPlan> plan = PlanAccumulation(*graph, *analysis, Plan{}, "train");
+  REQUIRE(plan.ok());
+  REQUIRE(plan->gradients.size() == 1);
+  CHECK(plan->gradients[0].tensor == "gradients/values:0");
+  CHECK(plan->gradients[0].indices == "ids:0");
+  CHECK(plan->gradients[0].variable == "emb");
+}
+
+TEST_CASE("ConcatSlices joins the micro-batches' slices in order, values over N for the mean") {
+  const std::vector<Tensor> values = {Floats({1, 2, 3, 4}, {2, 2}), Floats({6, 8}, {1, 2})};
+  const std::vector<Tensor> indices = {Tensor::FromVector<int64_t>({7, 1}, TensorShape({2})),
+                                       Tensor::FromVector<int64_t>({7}, TensorShape({1}))};
+  StatusOr<std::pair<Tensor, Tensor>> mean = ConcatSlices(values, indices, true, "g");
+  REQUIRE(mean.ok());
+  CHECK(mean->first.DebugString() == "float[3,2] {0.5, 1, 1.5, 2, 3, 4}");
+  CHECK(mean->second.DebugString() == "int64[3] {7, 1, 7}");
+  StatusOr<std::pair<Tensor, Tensor>> sum = ConcatSlices(values, indices, false, "g");
+  REQUIRE(sum.ok());
+  CHECK(sum->first.DebugString() == "float[3,2] {1, 2, 3, 4, 6, 8}");
+  // An empty micro-batch (no rows touched) contributes nothing.
+  const std::vector<Tensor> empty_values = {Floats({1, 2}, {1, 2}), Tensor(tensorflow::DT_FLOAT, TensorShape({0, 2}))};
+  const std::vector<Tensor> empty_indices = {Tensor::FromVector<int64_t>({3}, TensorShape({1})),
+                                             Tensor(tensorflow::DT_INT64, TensorShape({0}))};
+  StatusOr<std::pair<Tensor, Tensor>> one = ConcatSlices(empty_values, empty_indices, false, "g");
+  REQUIRE(one.ok());
+  CHECK(one->first.DebugString() == "float[1,2] {1, 2}");
+  // Errors name the gradient and the micro-batch.
+  const std::vector<Tensor> rows = {Floats({1, 2}, {1, 2}), Floats({1, 2, 3}, {1, 3})};
+  const std::vector<Tensor> two = {Tensor::FromVector<int64_t>({0}, TensorShape({1})),
+                                   Tensor::FromVector<int64_t>({0}, TensorShape({1}))};
+  CHECK(ConcatSlices(rows, two, true, "g").status().message() ==
+        "g: micro-batch 1 gives float values [1,3] with int64 indices [1], micro-batch 0 float "
+        "values [1,2]");
+  CHECK(ConcatSlices(values, two, true, "g").status().message() ==
+        "g: micro-batch 0 gives float values [2,2] with int64 indices [1], micro-batch 0 float "
+        "values [2,2]");
+  CHECK(ConcatSlices({}, {}, true, "g").status().message() == "g: 0 values for 0 indices");
+}
+
+TEST_CASE("RankLocalState: state written from the examples or random numbers, not through "
+          "a synchronised gradient") {
+  // moving: AssignSub from the batch mean of x (rank-local); count: AssignAdd 1 (the same
+  // everywhere); noisy: Assign from RandomUniform (rank-local); norm: Assign from the
+  // gradient the update takes (synchronised, so the same everywhere).
+  const StatusOr<Graph> graph = ParseGraph(R"pb(
+    node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+    node { name: "axis" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+           attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 0 } } } }
+    node { name: "mean" op: "Mean" input: "x" input: "axis" attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "moving" op: "VariableV2" attr { key: "dtype" value { type: DT_FLOAT } }
+           attr { key: "shape" value { shape { } } } }
+    node { name: "moving/update" op: "AssignSub" input: "moving" input: "mean"
+           attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "one" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+           attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 1 } } } }
+    node { name: "count" op: "VariableV2" attr { key: "dtype" value { type: DT_FLOAT } }
+           attr { key: "shape" value { shape { } } } }
+    node { name: "count/add" op: "AssignAdd" input: "count" input: "one"
+           attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "shape" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+           attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 0 } } } } } }
+    node { name: "noise" op: "RandomUniform" input: "shape"
+           attr { key: "T" value { type: DT_INT32 } } attr { key: "dtype" value { type: DT_FLOAT } } }
+    node { name: "noisy" op: "VariableV2" attr { key: "dtype" value { type: DT_FLOAT } }
+           attr { key: "shape" value { shape { } } } }
+    node { name: "noisy/set" op: "AssignAdd" input: "noisy" input: "noise"
+           attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "w" op: "VariableV2" attr { key: "dtype" value { type: DT_FLOAT } }
+           attr { key: "shape" value { shape { } } } }
+    node { name: "w/read" op: "Identity" input: "w" attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "loss" op: "Mul" input: "w/read" input: "mean" attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "gradients/Shape" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+           attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 0 } } } } } }
+    node { name: "gradients/grad_ys_0" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+           attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 1 } } } }
+    node { name: "gradients/Fill" op: "Fill" input: "gradients/Shape" input: "gradients/grad_ys_0"
+           attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "gradients/loss_grad/Mul" op: "Mul" input: "gradients/Fill" input: "mean"
+           attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "lr" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+           attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 0.1 } } } }
+    node { name: "train" op: "ApplyGradientDescent" input: "w" input: "lr" input: "gradients/loss_grad/Mul"
+           attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "norm" op: "VariableV2" attr { key: "dtype" value { type: DT_FLOAT } }
+           attr { key: "shape" value { shape { } } } }
+    node { name: "norm/set" op: "Assign" input: "norm" input: "gradients/loss_grad/Mul"
+           attr { key: "T" value { type: DT_FLOAT } } }
+  )pb", "state.pbtxt");
+  REQUIRE(graph.ok());
+  StatusOr<TrainingAnalysis> analysis = AnalyzeTraining(*graph);
+  REQUIRE(analysis.ok());
+  std::vector<std::string> names, writes;
+  for (const RankLocalVariable& v : RankLocalState(*graph, *analysis)) {
+    names.push_back(v.name);
+    writes.insert(writes.end(), v.writes.begin(), v.writes.end());
+  }
+  CHECK(names == std::vector<std::string>{"moving", "noisy"});
+  CHECK(writes == std::vector<std::string>{"moving/update", "noisy/set"});
 }
 
 TEST_CASE("CombineGradients sums in order and divides for the mean; errors name the gradient") {

@@ -32,6 +32,7 @@
 #include "lib/ops/dtypes.h"
 #include "lib/runtime/checkpoint/checkpoint.h"
 #include "lib/runtime/checkpoint/job_checkpoint.h"
+#include "lib/runtime/checkpoint/named_tensors.h"
 #include "lib/runtime/checkpoint/safetensors.h"
 #include "lib/runtime/data/dataset.h"
 #include "lib/runtime/data/feeder.h"
@@ -362,8 +363,9 @@ Status RefuseInGraphPipeline(const std::string& graph, const Trainer& trainer) {
   if (trainer.pipeline_outputs().empty()) return Status::Ok();
   return InvalidArgumentError(
       "{}: its input pipeline runs inside the graph ({}), so the one device and the ranks "
-      "would read examples of their own; feed the pipeline's outputs (--feed NAME=FILE) or "
-      "pass --synthetic",
+      "would read examples of their own; use --accumulate (one device reads each rank's shard "
+      "through its own copy of the pipeline), feed the pipeline's outputs (--feed NAME=FILE) "
+      "or pass --synthetic",
       graph, fmt::join(trainer.pipeline_outputs(), ", "));
 }
 
@@ -453,13 +455,27 @@ StatusOr<VerifyReport> Verify(const VerifyOptions& o) {
           accumulation->backward_left.size(), accumulation->backward_left[0]));
     }
   }
-  if (analysis.init_op.node == kNoNode && o.init_checkpoint.empty()) {
+  std::set<std::string> rank_local;
+  for (const RankLocalVariable& v : RankLocalState(graph, analysis)) rank_local.insert(v.name);
+  // Without an init op both sides run each variable's initializer (seeded: the same values).
+  const bool every_variable_initialised =
+      std::all_of(analysis.variables.begin(), analysis.variables.end(), [](const Variable& v) {
+        return v.kind == VariableKind::kFrozen || v.initializer != kNoNode;
+      });
+  if (analysis.init_op.node == kNoNode && o.init_checkpoint.empty() &&
+      !every_variable_initialised) {
     return InvalidArgumentError("{}: no init op found (no node initialises the variables); "
                                 "start both sides from a checkpoint with --init-checkpoint FILE",
                                 o.graph);
   }
   std::optional<SafetensorsContents> init;  // --init-checkpoint's, read once
+  bool init_tf = false;  // a TF checkpoint: both sides' `--init-checkpoint`
   if (!o.init_checkpoint.empty()) {
+    StatusOr<CheckpointLocation> location = ResolveCheckpoint(o.init_checkpoint);
+    if (!location.ok()) return location.status().WithPrefix("--init-checkpoint");
+    init_tf = location->format == CheckpointFormat::kTensorFlow;
+  }
+  if (!o.init_checkpoint.empty() && !init_tf) {
     StatusOr<SafetensorsContents> read = ReadSafetensors(o.init_checkpoint);
     if (!read.ok()) return read.status().WithPrefix("--init-checkpoint");
     init = std::move(read).value();
@@ -517,26 +533,55 @@ StatusOr<VerifyReport> Verify(const VerifyOptions& o) {
   single.log_every = o.steps;
   single.checkpoint_dir = single_dir;
   single.keep_checkpoints = 0;
-  single.resume = !o.init_checkpoint.empty();
+  single.resume = init.has_value();
+  if (init_tf) single.init_checkpoint = o.init_checkpoint;
+  single.input.input_dir = o.input_dir;
+  single.input.input_map = o.input_map;
   std::string single_checkpoint;
+  bool in_graph_input = false;  // the graph reads its examples itself (tf.data, readers)
   if (accumulation) {
     single.batch = pipeline ? 0 : batch;
     PX_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(reference, single));
-    PX_RETURN_IF_ERROR(RefuseInGraphPipeline(o.graph, *trainer));
-    if (trainer->batch_size() != batch) {
+    in_graph_input = !trainer->pipeline_outputs().empty();
+    // An in-graph pipeline: rank r's copy reads shard r of N, as rank r of the job does.
+    std::vector<std::unique_ptr<Trainer>> inputs;
+    std::vector<Trainer*> pipelines;
+    if (in_graph_input) {
+      for (int r = 0; r < o.ranks; ++r) {
+        TrainerOptions input = single;
+        input.shard = ShardSpec{.index = r, .count = o.ranks};
+        input.checkpoint_dir.clear();
+        input.resume = false;
+        input.metrics_path.clear();
+        PX_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> reader, Trainer::Create(reference, input));
+        Status started = reader->Initialize();
+        if (!started.ok()) {
+          return started.WithPrefix(fmt::format("{}: rank {}'s input pipeline", o.graph, r));
+        }
+        pipelines.push_back(reader.get());
+        inputs.push_back(std::move(reader));
+      }
+    } else if (trainer->batch_size() != batch) {
       return InternalError("verify: one device's micro-batch is {}, expected {}",
                            trainer->batch_size(), batch);
     }
-    spdlog::info("one device: {} accumulated micro-batches of {}, {} steps", o.ranks, batch,
+    spdlog::info("one device: {} accumulated micro-batches{}, {} steps", o.ranks,
+                 in_graph_input ? " from the ranks' input pipelines"
+                                : fmt::format(" of {}", batch),
                  o.steps);
     StatusOr<AccumulatedRun> run = TrainAccumulated(
         *trainer, *accumulation,
         AccumulateOptions{.ranks = o.ranks, .steps = o.steps, .seed = o.seed,
-                          .shuffle = o.shuffle, .checkpoint_dir = single_dir});
+                          .shuffle = o.shuffle, .checkpoint_dir = single_dir,
+                          .pipelines = pipelines});
     if (!run.ok()) {
       return run.status().WithPrefix(
           fmt::format("{}: one device, {} accumulated micro-batches of {}", o.graph, o.ranks,
-                      batch));
+                      in_graph_input ? trainer->batch_size() : batch));
+    }
+    if (in_graph_input) {
+      report.batch = batch = trainer->batch_size();
+      report.global_batch = batch * o.ranks;
     }
     report.single_loss_first = run->first_loss;
     report.single_loss_last = run->last_loss;
@@ -596,12 +641,24 @@ StatusOr<VerifyReport> Verify(const VerifyOptions& o) {
         std::string("0")}) {
     run.run_args.push_back(arg);
   }
-  if (!pipeline) {
+  if (!pipeline && !in_graph_input) {
     run.run_args.push_back("--batch");
     run.run_args.push_back(std::to_string(batch));
   }
   if (!o.shuffle) run.run_args.push_back("--no-shuffle");
-  if (!o.init_checkpoint.empty()) run.run_args.push_back("--resume");
+  if (init) run.run_args.push_back("--resume");
+  if (init_tf) {
+    run.run_args.push_back("--init-checkpoint");
+    run.run_args.push_back(o.init_checkpoint);
+  }
+  if (!o.input_dir.empty()) {
+    run.run_args.push_back("--input-dir");
+    run.run_args.push_back(o.input_dir);
+  }
+  for (const auto& [from, to] : o.input_map) {
+    run.run_args.push_back("--input-map");
+    run.run_args.push_back(from + "=" + to);
+  }
   const std::vector<std::string> argv = MpirunArgv(plan, job_dir, run);
   spdlog::info("{}", ShellLine(argv));
   PX_ASSIGN_OR_RETURN(int exit_status, RunAndWait(argv, log_path));
@@ -640,10 +697,15 @@ StatusOr<VerifyReport> Verify(const VerifyOptions& o) {
                    ? std::string(SyncMethodName(owner->method))
                    : "local";
     c.partitioned = job->partitioned.contains(name);
+    c.rank_local = rank_local.contains(name) && !c.partitioned;
+    // Rank r's copy of rank-local state holds rank r's statistics; one device accumulating
+    // computes rank 0's (its apply run sees micro-batch 0), one device with N·b neither.
+    const size_t compared_ranks = c.rank_local ? (o.accumulate ? 1 : 0) : got.size();
+    c.compared = compared_ranks > 0;
     if (c.partitioned) {
       CompareInto(y, job->variables.at(name), &c);
     } else {
-      for (size_t r = 0; r < got.size(); ++r) {
+      for (size_t r = 0; r < compared_ranks; ++r) {
         auto t = got[r].tensors.find(name);
         if (t == got[r].tensors.end()) {
           c.problem = fmt::format("missing from rank {}'s checkpoint", r);
@@ -657,6 +719,10 @@ StatusOr<VerifyReport> Verify(const VerifyOptions& o) {
       }
     }
     c.pass = c.problem.empty() && !std::isnan(c.max_rel) && c.max_rel <= o.tolerance;
+    if (!c.compared) {
+      report.variables.push_back(std::move(c));
+      continue;
+    }
     report.pass = report.pass && c.pass;
     report.max_abs = std::max(report.max_abs, c.max_abs);
     report.max_rel = std::isnan(c.max_rel) || std::isnan(report.max_rel)
@@ -665,6 +731,24 @@ StatusOr<VerifyReport> Verify(const VerifyOptions& o) {
     report.variables.push_back(std::move(c));
   }
   if (report.variables.empty()) {
+    return InvalidArgumentError("{}: the graph has no variables to compare", o.graph);
+  }
+  std::vector<std::string> local_names;
+  for (const VariableComparison& c : report.variables) {
+    if (c.rank_local) local_names.push_back(c.name);
+  }
+  if (!local_names.empty()) {
+    report.notes.push_back(fmt::format(
+        "rank-local state ({}): each rank updates it from its own examples or random numbers "
+        "(batch statistics are not synchronised); {}",
+        fmt::join(local_names, ", "),
+        o.accumulate ? "one device keeps a copy per rank, each updated by its micro-batch; "
+                       "compared on rank 0"
+                     : "not compared (one device's statistics are over N·b examples): use "
+                       "--accumulate to compare rank 0's"));
+  }
+  if (std::none_of(report.variables.begin(), report.variables.end(),
+                   [](const VariableComparison& c) { return c.compared; })) {
     return InvalidArgumentError("{}: the graph has no variables to compare", o.graph);
   }
   return report;
@@ -685,15 +769,23 @@ std::string RenderVerifyReport(const VerifyReport& r) {
   out += fmt::format("  {:<{}}  {:<12} {:<10} {:>12} {:>12}  {}\n", "VARIABLE", width, "SHAPE",
                      "METHOD", "MAX ABS", "MAX REL", "RESULT");
   for (const VariableComparison& v : r.variables) {
-    std::string method = v.method + (v.partitioned ? " (rows)" : "");
+    std::string method =
+        v.method + (v.partitioned ? " (rows)" : v.rank_local && v.compared ? " (rank 0)" : "");
+    if (!v.compared) {
+      out += fmt::format("  {:<{}}  {:<12} {:<10} {:>12} {:>12}  not compared (rank-local)\n",
+                         v.name, width, v.shape, method, "-", "-");
+      continue;
+    }
     out += fmt::format("  {:<{}}  {:<12} {:<10} {:>12} {:>12}  {}{}\n", v.name, width, v.shape,
                        method, FormatNumber(v.max_abs), FormatNumber(v.max_rel),
                        v.pass ? "PASS" : "FAIL", v.problem.empty() ? "" : ": " + v.problem);
   }
   out += fmt::format(
-      "overall: {} variables, max abs difference {}, max relative difference {} (tolerance "
+      "overall: {} variables compared, max abs difference {}, max relative difference {} (tolerance "
       "{}): {}\n",
-      r.variables.size(), FormatNumber(r.max_abs), FormatNumber(r.max_rel), r.tolerance,
+      std::count_if(r.variables.begin(), r.variables.end(),
+                    [](const VariableComparison& v) { return v.compared; }),
+      FormatNumber(r.max_abs), FormatNumber(r.max_rel), r.tolerance,
       r.pass ? "PASS" : "FAIL");
   if (!r.kept_dir.empty()) out += fmt::format("kept {}\n", r.kept_dir);
   return out;
@@ -713,6 +805,7 @@ std::string VerifyReportToJson(const VerifyReport& r) {
     w.BeginObject();
     w.Field("name", v.name).Field("shape", v.shape).Field("method", v.method);
     w.Field("partitioned", v.partitioned);
+    w.Field("rank_local", v.rank_local).Field("compared", v.compared);
     w.Key("max_abs");
     number(v.max_abs);
     w.Key("max_rel");

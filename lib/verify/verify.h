@@ -25,10 +25,16 @@
 //  - *PASS*: every variable present, rows complete, relative difference <= tolerance.
 //
 // With `accumulate`, one device instead runs, per step, the forward and backward pass on
-// each rank's b examples (micro-batch r = rank r's shard), combines the gradients as the
-// plan's reduction does and applies them once (accumulate.h): the same training up to the
-// order of the cross-rank sum, for graphs whose batch size is fixed (the batch is b on
-// both sides, and the ranks' epoch ends are the one device's too).
+// each rank's b examples (micro-batch r = rank r's shard, or the next batch of an
+// in-graph pipeline's copy sharded as rank r's) with rank r's random streams, combines
+// the gradients as the job does and applies them once (accumulate.h): the same training
+// up to the order of the cross-rank sum, for graphs whose batch size is fixed, that read
+// their own data, or draw random numbers in the step (the batch is b on both sides, and
+// the ranks' epoch ends are the one device's too).
+//
+// Rank-local state (RankLocalState: batch-norm moving statistics) differs between ranks
+// by design: with `accumulate` it is compared on rank 0 only (the one device keeps a copy
+// per rank), without it is not compared; a note lists it.
 //
 // Refused as bad input (InvalidArgument), before anything runs: without `accumulate`, a
 // placeholder that fixes the batch dimension (one device cannot take N·b; the error
@@ -37,9 +43,10 @@
 // E mod N examples of each epoch out, one device does not; not with `accumulate`), a `--batch` other than an input pipeline's fixed dequeue count. An in-graph input
 // pipeline (QueueDequeueMany with a Const count, which `parallax run` replaces by feeds)
 // only sets how many examples a step reads: the reference's copy gets the count N·b, the
-// ranks' graphs keep b. A graph without an init op starts both sides from
-// `init_checkpoint` (a `parallax run` checkpoint of the input graph's variables), sliced
-// for the ranks' parameter-server storage.
+// ranks' graphs keep b; another in-graph pipeline (tf.data) needs `accumulate`. A graph
+// whose variables have no initialisers starts both sides from `init_checkpoint` (a
+// `parallax run` checkpoint of the input graph's variables, sliced for the ranks'
+// parameter-server storage; or a TF checkpoint both sides' trainers restore from).
 //
 // Parameter-server variables are reassembled by ReadJobCheckpoint (job_checkpoint.h);
 // replicated ones are compared on every rank's file.
@@ -94,7 +101,14 @@ struct VerifyOptions {
   // combined as the plan's reduction and applied once (accumulate.h), instead of one batch
   // of N·b: for graphs that fix their batch size.
   bool accumulate = false;
-  std::string init_checkpoint;  // start both sides from this file instead of the init op
+  // Start both sides from this checkpoint: a `parallax run` safetensors checkpoint of the
+  // input graph's variables replaces the init op (sliced for parameter-server storage); a
+  // TF checkpoint (prefix, or a directory with a `checkpoint` file) is passed to both as
+  // `parallax run --init-checkpoint` (a fine-tuning graph's checkpoint_initializer reads it).
+  std::string init_checkpoint;
+  // In-graph input pipelines' files, as `parallax run --input-dir/--input-map`.
+  std::string input_dir;
+  std::vector<std::pair<std::string, std::string>> input_map;
   std::string keep_dir;         // keep the work directory here (must not exist); "" removes it
 };
 
@@ -107,6 +121,11 @@ struct VariableComparison {
   double max_rel = 0;           // max_abs / max(max |y|, kTinyMagnitude); NaN when either has NaN
   double reference_max = 0;     // max |y|
   std::string problem;          // missing on a rank, dtype/shape mismatch, rows not covered
+  // Rank-local state (batch-norm moving statistics, ...): each rank writes it from its own
+  // examples or random numbers. With accumulate it is compared on rank 0 only (one
+  // device's apply run recomputes it on micro-batch 0); without, it is not compared.
+  bool rank_local = false;
+  bool compared = true;
   bool pass = false;
 };
 

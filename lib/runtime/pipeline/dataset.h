@@ -16,7 +16,10 @@
 //  - *sharding* (rank r of N in a job, Sharded): every source of the pipeline keeps its
 //    elements r, r+N, r+2N, ... — so a list of file names is divided by file, and a file
 //    reader reads its files i = r mod N when it has at least N of them (by file) and
-//    otherwise every file, keeping records r, r+N, ... (by record).
+//    otherwise every file, keeping records r, r+N, ... (by record). A flat_map or
+//    interleave over a list of fewer than N names (TF's TFRecordDataset(filenames) is a
+//    flat_map over the names) keeps its own elements r, r+N, ... instead (by record), so
+//    no rank is left without data.
 //  - randomness (ShuffleDataset, ...) is seeded from the op's (seed, seed2) — or, when
 //    both are 0 (TF would draw a random seed), from the session's input seed — so runs
 //    repeat exactly; the order differs from TensorFlow's own generator's.
@@ -25,6 +28,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +71,9 @@ class Dataset : public VariantValue, public std::enable_shared_from_this<Dataset
   // header). Transformations rebuild themselves over their inputs' Sharded; sources
   // override ShardSource.
   virtual StatusOr<std::shared_ptr<const Dataset>> Sharded(int index, int count) const;
+  // A source's number of elements when it is known without reading (tensor slices);
+  // nullopt otherwise.
+  virtual std::optional<int64_t> SourceSize() const { return std::nullopt; }
 
  protected:
   virtual StatusOr<std::unique_ptr<DatasetIterator>> MakeIteratorImpl(Session& session) const = 0;

@@ -161,6 +161,8 @@ class TensorSliceDataset : public Dataset {
         components_(std::move(components)),
         count_(count) {}
 
+  std::optional<int64_t> SourceSize() const override { return count_; }
+
   StatusOr<DatasetIteratorPtr> MakeIteratorImpl(Session&) const override {
     struct Iterator : DatasetIterator {
       const TensorSliceDataset* dataset;
@@ -410,6 +412,16 @@ class InterleaveDataset : public UnaryDataset<InterleaveDataset> {
         f_(std::move(f)),
         cycle_(cycle),
         block_(block) {}
+
+  // Over fewer names than ranks, sharding the names would leave ranks without a file:
+  // every rank reads them all and keeps its share of what they yield (by record).
+  StatusOr<DatasetPtr> Sharded(int index, int count) const override {
+    const std::optional<int64_t> names = input()->SourceSize();
+    if (names && *names < count) {
+      return MakeShardDataset(Self(), index, count, name() + " (sharded by record)");
+    }
+    return Dataset::Sharded(index, count);
+  }
 
   StatusOr<DatasetIteratorPtr> MakeIteratorImpl(Session& session) const override {
     auto it = std::make_unique<Iterator>();

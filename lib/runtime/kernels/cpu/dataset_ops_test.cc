@@ -197,6 +197,26 @@ TEST_CASE("FlatMap and Interleave (cycle 2, block 2) visit elements in tf.data's
   CHECK(Drain(interleave) == Elements{{0}, {1}, {10}, {11}, {2}, {12}, {20}, {21}, {22}});
 }
 
+TEST_CASE("in a job a flat_map over fewer names than ranks is sharded by record") {
+  const std::string flat = Source(1) + R"(
+    node { name: "ds" op: "FlatMapDataset" input: "source"
+           attr { key: "f" value { func { name: "small_range" } } }
+           attr { key: "Targuments" value { list { } } } )" + kInt64Types + " }\n" +
+                           IteratorOver("ds") + kSmallRange;
+  InputOptions rank0, rank1;
+  rank0.shard_count = rank1.shard_count = 2;
+  rank1.shard_index = 1;
+  CHECK(Drain(flat, rank0) == Elements{{0}, {2}});
+  CHECK(Drain(flat, rank1) == Elements{{1}});
+  // As many names as ranks: by name (rank 1 reads element 1's dataset, 10..12).
+  const std::string two = Source(2) + R"(
+    node { name: "ds" op: "FlatMapDataset" input: "source"
+           attr { key: "f" value { func { name: "small_range" } } }
+           attr { key: "Targuments" value { list { } } } )" + kInt64Types + " }\n" +
+                          IteratorOver("ds") + kSmallRange;
+  CHECK(Drain(two, rank1) == Elements{{10}, {11}, {12}});
+}
+
 // The example of tf.data.Dataset.interleave's documentation:
 // Dataset.range(1, 6).interleave(lambda x: Dataset.from_tensors(x).repeat(6),
 //                                cycle_length=2, block_length=4)
