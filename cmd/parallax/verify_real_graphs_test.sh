@@ -13,7 +13,9 @@
 #       clip_by_global_norm; dropout; a random "pretrained" checkpoint), the LSTM-CRF
 #       tagger (while loops, dropout fed 0.8; its sparse char embeddings all-gathered, and
 #       on parameter servers), vd_cnn (batch norm: moving statistics rank-local, compared
-#       on rank 0), word2vec with NCE (LogUniformCandidateSampler);
+#       on rank 0), word2vec with NCE (LogUniformCandidateSampler), the IMPALA learner
+#       (tf.scan, LSTMBlockCell, a staging area filled from a queue: synthetic
+#       trajectories fed to the dequeue);
 #  2. FAIL (exit 1) with a planted bug — every rank draws rank 0's random numbers
 #     (PARALLAX_TEST_SHARED_RANDOM_STREAM=1) — on BERT-Tiny (dropout) and word2vec (the
 #     sampler).
@@ -112,8 +114,11 @@ if [[ -n "${PARALLAX_SHARED_DIR:-}" && -d "$tf" ]]; then
   verify_case "word2vec NCE" 0 "${w2v[@]}"
   PARALLAX_TEST_SHARED_RANDOM_STREAM=1 verify_case \
     "word2vec, planted bug: every rank draws rank 0's negative samples" 1 "${w2v[@]}"
+
+  verify_case "IMPALA learner (tf.scan, LSTMBlockCell, a staging area)" 0 \
+    "$tf/impala_scalable_agent_learner.pbtxt" "${acc[@]}" --synthetic
 else
-  skip "the real TF graphs: PARALLAX_SHARED_DIR is not set (BERT-Tiny, LSTM-CRF, vd_cnn, word2vec)"
+  skip "the real TF graphs: PARALLAX_SHARED_DIR is not set (BERT-Tiny, LSTM-CRF, vd_cnn, word2vec, IMPALA)"
 fi
 
 echo "$passed passed, $failed failed, $skipped skipped, $(( $(date +%s) - start )) s"

@@ -603,6 +603,18 @@ Status Executor::RunLoop(const Plan& plan, const Loop& loop, StepState& state) {
 }
 
 StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request) {
+  // The root executor's outermost run lends its feeds to the nested runs it causes
+  // (Session::RunRoot).
+  struct StepFeeds {
+    Session* session = nullptr;
+    ~StepFeeds() {
+      if (session != nullptr) session->set_step_feeds(nullptr);
+    }
+  } step_feeds;
+  if (owned_session_ != nullptr && session_->step_feeds() == nullptr) {
+    session_->set_step_feeds(&request.feeds);
+    step_feeds.session = session_;
+  }
   PX_ASSIGN_OR_RETURN(const Plan* plan, GetPlan(request));
   StepState state(*plan, graph_, session_->resources());
   for (size_t i = 0; i < request.feeds.size(); ++i) {

@@ -1,5 +1,6 @@
 #include "lib/runtime/session.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "lib/runtime/executor.h"
@@ -53,7 +54,14 @@ StatusOr<FunctionRunner*> Session::Function(const tensorflow::NameAttrList& func
 
 StatusOr<std::vector<Tensor>> Session::RunRoot(const RunRequest& request) {
   if (root_ == nullptr) return InternalError("the session has no root executor");
-  return root_->Run(request);
+  if (step_feeds_ == nullptr || step_feeds_->empty()) return root_->Run(request);
+  RunRequest nested = request;
+  for (const auto& feed : *step_feeds_) {
+    const bool own = std::any_of(request.feeds.begin(), request.feeds.end(),
+                                 [&](const auto& f) { return f.first == feed.first; });
+    if (!own) nested.feeds.push_back(feed);
+  }
+  return root_->Run(nested);
 }
 
 }  // namespace parallax

@@ -96,8 +96,16 @@ class Session {
   StatusOr<FunctionRunner*> Function(const tensorflow::NameAttrList& func);
 
   // Runs `request` on the root graph as a nested step (the caller's step goes on after).
+  // It sees the feeds of the root run in progress too, as the ops of one TF
+  // `session.run` see one feed_dict: a queue or staging area filled by its runner during
+  // a step (IMPALA's Stage op, run with the train op) reads the step's fed inputs.
   StatusOr<std::vector<Tensor>> RunRoot(const RunRequest& request);
   void set_root(Executor* root) { root_ = root; }
+  // The feeds of the root executor's outermost run while it runs; null otherwise.
+  const std::vector<std::pair<std::string, Tensor>>* step_feeds() const { return step_feeds_; }
+  void set_step_feeds(const std::vector<std::pair<std::string, Tensor>>* feeds) {
+    step_feeds_ = feeds;
+  }
 
  private:
   const Graph& root_graph_;
@@ -107,6 +115,7 @@ class Session {
   ResourceStore resources_;
   RandomStreams random_;
   Executor* root_ = nullptr;
+  const std::vector<std::pair<std::string, Tensor>>* step_feeds_ = nullptr;
   std::mutex functions_mu_;
   std::unique_ptr<FunctionLibrary> library_;  // parsed on first use
   std::map<std::string, std::unique_ptr<FunctionRunner>> functions_;  // by instantiation key

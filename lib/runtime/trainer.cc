@@ -418,6 +418,16 @@ Status Trainer::Plan() {
       needs.emplace_back(id, 0);
       continue;
     }
+    if (node.op() == "Unstage") {
+      // A staging area filled by Stage ops outside the train op (IMPALA's learner, where
+      // TF runs `session.run([train_op, stage_op])`): the Unstage fills it on demand by
+      // running them with the step's feeds (Session::RunRoot), so what they read is an
+      // input of the step too.
+      for (const std::string& stage :
+           pipeline::QueueRunners(graph_, pipeline::ResourceNameOf(node), /*staging=*/true)) {
+        stack.push_back(graph_.FindNode(stage));
+      }
+    }
     for (const OutputRef& in : node.inputs()) stack.push_back(in.node);
   }
   std::sort(needs.begin(), needs.end());

@@ -105,6 +105,13 @@ Tensor SyntheticColumn::Gather(std::span<const int64_t> indices) const {
       case tensorflow::DT_INT16: FillSynthetic(out.data<int16_t>() + offset, per_example, rng, num_classes_, lo_, hi_); break;
       case tensorflow::DT_UINT16: FillSynthetic(out.data<uint16_t>() + offset, per_example, rng, num_classes_, lo_, hi_); break;
       case tensorflow::DT_BOOL: FillSynthetic(out.data<bool>() + offset, per_example, rng, num_classes_, lo_, hi_); break;
+      case tensorflow::DT_STRING:
+        // Words: the decimal text of class ids, so hashing and lookups see several values.
+        for (int64_t j = 0; j < per_example; ++j) {
+          out.data<std::string>()[offset + j] =
+              std::to_string(rng.Below(static_cast<uint64_t>(num_classes_)));
+        }
+        break;
       default:
         // Other types (half, complex): zeros. The feeder only asks for the types above.
         std::memset(static_cast<char*>(out.raw_data()), 0, out.bytes());

@@ -324,7 +324,9 @@ StatusOr<std::shared_ptr<const Column>> MakeSyntheticColumn(const Graph& graph,
     return InvalidArgumentError("{}: cannot make synthetic data: its dtype is unknown",
                                 target.DebugString());
   }
-  if (DataTypeSize(dtype) == 0 || (!IsInteger(dtype) && !IsFloat(dtype) && dtype != tensorflow::DT_BOOL)) {
+  if (dtype != tensorflow::DT_STRING &&
+      (DataTypeSize(dtype) == 0 ||
+       (!IsInteger(dtype) && !IsFloat(dtype) && dtype != tensorflow::DT_BOOL))) {
     return InvalidArgumentError("{}: cannot make synthetic {} data", target.DebugString(),
                                 DataTypeShortName(dtype));
   }

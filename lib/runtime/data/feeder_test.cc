@@ -230,6 +230,29 @@ TEST_CASE("synthetic data: class ids from the logits' shape, one-hot labels, flo
         "placeholder 'open' (float [?,?]): cannot make synthetic data: dimension 1 is unknown");
 }
 
+TEST_CASE("synthetic strings: the decimal text of class ids, the same for the same example") {
+  StatusOr<Graph> g = ParseGraph(R"pb(
+    node { name: "words" op: "Placeholder" attr { key: "dtype" value { type: DT_STRING } }
+           attr { key: "shape" value { shape { dim { size: -1 } dim { size: 3 } } } } })pb",
+                                 "words.pbtxt");
+  REQUIRE(g.ok());
+  StatusOr<std::shared_ptr<const Column>> words = MakeSyntheticColumn(*g, Target(*g, "words"), 1);
+  INFO(words.status().message());
+  REQUIRE(words.ok());
+  const std::vector<int64_t> ids = {0, 1, 2, 3, 4, 5, 6, 7};
+  const Tensor a = (*words)->Gather(ids), b = (*words)->Gather(ids);
+  REQUIRE(a.shape() == TensorShape({8, 3}));
+  std::set<std::string> seen;
+  for (int64_t i = 0; i < a.num_elements(); ++i) {
+    const std::string& w = a.data<std::string>()[i];
+    CHECK(w == b.data<std::string>()[i]);
+    REQUIRE(w.size() == 1);
+    CHECK((w[0] >= '0' && w[0] <= '9'));
+    seen.insert(w);
+  }
+  CHECK(seen.size() > 3);
+}
+
 // The zoo's rules on placeholders: x uniform in [2, 4), labels from x's first 3 values
 // (int64 and one-hot), ids uniform in [5, 50), labels voted by ids.
 constexpr const char* kRuleGraph = R"pb(

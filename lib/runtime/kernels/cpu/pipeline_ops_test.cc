@@ -212,5 +212,38 @@ TEST_CASE("a queue that nothing fills says so instead of waiting forever") {
         "enqueue op of the graph fills it; feed the dequeue's outputs (--feed) instead");
 }
 
+TEST_CASE("a staging area filled by a Stage op outside the step reads the step's feeds") {
+  // IMPALA's learner: a queue nothing fills -> Stage; the model reads Unstage. TF runs
+  // [train_op, stage_op] with one feed_dict; here the Unstage runs the Stage on demand,
+  // and that nested run sees the step's feed of the dequeue.
+  const std::string text = R"(
+    node { name: "q" op: "FIFOQueueV2" attr { key: "component_types" value { list { type: DT_FLOAT } } } }
+    node { name: "deq" op: "QueueDequeueV2" input: "q"
+           attr { key: "component_types" value { list { type: DT_FLOAT } } } }
+    node { name: "put" op: "Stage" input: "deq"
+           attr { key: "dtypes" value { list { type: DT_FLOAT } } }
+           attr { key: "shared_name" value { s: "area" } } }
+    node { name: "get" op: "Unstage"
+           attr { key: "dtypes" value { list { type: DT_FLOAT } } }
+           attr { key: "shared_name" value { s: "area" } } }
+    node { name: "twice" op: "Add" input: "get" input: "get" attr { key: "T" value { type: DT_FLOAT } } })";
+  StatusOr<Graph> graph = ParseGraph(text, "g.pbtxt");
+  REQUIRE(graph.ok());
+  CpuDevice device(1);
+  Executor executor(*graph, device);
+  for (float v : {1.5f, -2.0f}) {
+    StatusOr<std::vector<Tensor>> out =
+        executor.Run({.feeds = {{"deq:0", Tensor::Scalar<float>(v)}}, .fetches = {"twice:0"}});
+    INFO(out.status().message());
+    REQUIRE(out.ok());
+    CHECK((*out)[0].data<float>()[0] == 2 * v);
+  }
+  // Without the feed, the error says what to feed.
+  StatusOr<std::vector<Tensor>> unfed = executor.Run({.fetches = {"twice:0"}});
+  REQUIRE_FALSE(unfed.ok());
+  CHECK(unfed.status().message().find("feed the dequeue's outputs (--feed) instead") !=
+        std::string::npos);
+}
+
 }  // namespace
 }  // namespace parallax
