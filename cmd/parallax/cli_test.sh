@@ -219,6 +219,23 @@ python3 -c 'import json,sys; [json.loads(l)["examples_per_sec"] for l in open(sy
 expect 0 "$parallax" run "$graph" --synthetic --steps 30 --checkpoint-dir "$tmp/ck" --resume --threads 1
 grep -q "^resumed from $tmp/ck/checkpoint-20.safetensors (step 20)" "$tmp/out" \
   && grep -q '^trained steps 20 -> 30' "$tmp/out" && pass || fail "resume output: $(cat "$tmp/out")"
+# Resumed at the target: nothing to train, and it says so.
+expect 0 "$parallax" run "$graph" --synthetic --steps 30 --checkpoint-dir "$tmp/ck" --resume --threads 1
+grep -q '^nothing to train: the run is at step 30, the target is step 30 ' "$tmp/out" \
+  && pass || fail "resume at the target: $(cat "$tmp/out")"
+# --resume into a directory without a checkpoint: an error, nothing written;
+# --resume=if-exists starts from the init op there.
+rm -rf "$tmp/ck_empty"
+mkdir -p "$tmp/ck_empty"
+expect 2 "$parallax" run "$graph" --synthetic --steps 5 --checkpoint-dir "$tmp/ck_empty" --resume
+expect_stderr_line "parallax: error: --resume: no checkpoint in $tmp/ck_empty to resume from; pass --resume=if-exists to start from the init op when there is none"
+[[ -z "$(ls "$tmp/ck_empty")" ]] && pass || fail "--resume without a checkpoint wrote $(ls "$tmp/ck_empty")"
+expect 0 "$parallax" run "$graph" --synthetic --steps 5 --checkpoint-dir "$tmp/ck_empty" \
+  --resume=if-exists --threads 1
+grep -q '^trained steps 0 -> 5' "$tmp/out" && [[ -f "$tmp/ck_empty/checkpoint-5.safetensors" ]] \
+  && pass || fail "--resume=if-exists: $(cat "$tmp/out")"
+expect 2 "$parallax" run "$graph" --synthetic --checkpoint-dir "$tmp/ck_empty" --resume=maybe
+expect_stderr_line "parallax: error: --resume=maybe: expected --resume or --resume=if-exists"
 
 # File data: .npy features and labels (written without numpy), evaluation accuracy.
 python3 - "$tmp" <<'PY'

@@ -106,6 +106,12 @@ Status TrainAndReport(const Graph& graph, const TrainerOptions& options, const R
     std::printf("%sresumed from %s (step %lld)\n", prefix, summary->resumed_from.c_str(),
                 static_cast<long long>(summary->start_step));
   }
+  if (summary->end_step == summary->start_step && summary->start_step >= trainer->total_steps()) {
+    std::printf("%snothing to train: the run is at step %lld, the target is step %lld (--steps "
+                "counts from step 0; raise it to train more)\n",
+                prefix, static_cast<long long>(summary->start_step),
+                static_cast<long long>(trainer->total_steps()));
+  }
   std::printf("%strained steps %lld -> %lld (batch %lld): loss %s -> %s, %.1f examples/s\n",
               prefix, static_cast<long long>(summary->start_step),
               static_cast<long long>(summary->end_step),
@@ -175,6 +181,7 @@ Command AddRunCommand(CLI::App& app) {
     std::vector<std::string> feeds, eval_feeds, input_map;
     TrainerOptions options;
     bool no_shuffle = false;
+    std::string resume;  // "" (not given), "always" (--resume), or "if-exists"
   };
   auto flags = std::make_shared<Flags>();
   TrainerOptions& o = flags->options;
@@ -212,7 +219,9 @@ Command AddRunCommand(CLI::App& app) {
   sub->add_option("--checkpoint-every", o.checkpoint_every, "checkpoint every K steps");
   sub->add_option("--keep-checkpoints", o.keep_checkpoints, "keep the newest K checkpoints "
                                                             "(default 3; 0 keeps all)");
-  sub->add_flag("--resume", o.resume, "continue from the newest checkpoint in --checkpoint-dir");
+  sub->add_flag("--resume{always}", flags->resume,
+                "continue from the newest checkpoint in --checkpoint-dir (an error when there "
+                "is none); --resume=if-exists starts from the init op then");
   sub->add_option("--init-checkpoint", o.init_checkpoint,
                   "start from this checkpoint: a TF checkpoint (prefix, or a directory with a "
                   "`checkpoint` file) or safetensors; variables by name");
@@ -227,6 +236,14 @@ Command AddRunCommand(CLI::App& app) {
   return Command{sub, [flags]() -> Status {
     TrainerOptions options = flags->options;
     options.shuffle = !flags->no_shuffle;
+    if (!flags->resume.empty()) {
+      if (flags->resume != "always" && flags->resume != "if-exists") {
+        return InvalidArgumentError("--resume={}: expected --resume or --resume=if-exists",
+                                    flags->resume);
+      }
+      options.resume = true;
+      options.resume_if_exists = flags->resume == "if-exists";
+    }
     for (const std::string& text : flags->feeds) {
       PX_ASSIGN_OR_RETURN(FeedSpec spec, ParseFeedSpec(text, "--feed"));
       options.feeds.push_back(std::move(spec));

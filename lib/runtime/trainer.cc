@@ -643,7 +643,13 @@ Status Trainer::Initialize() {
       executor_->session().random().set_stream_index(StepStreamIndex());
       return StartPipeline(/*replay=*/true);
     }
-    spdlog::warn("{}: no checkpoint to resume from; starting from the init op",
+    if (!options_.resume_if_exists) {
+      return NotFoundError("--resume: no checkpoint in {} to resume from; pass "
+                           "--resume=if-exists to start from the init op when there is none",
+                           RankCheckpointDir());
+    }
+    spdlog::info("{}: no checkpoint to resume from (--resume=if-exists); starting from the "
+                 "init op",
                  RankCheckpointDir());
   }
   if (!init_op_.empty()) {

@@ -105,7 +105,8 @@ struct TrainerOptions {
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;  // 0: only at the end
   int keep_checkpoints = kDefaultKeepCheckpoints;
-  bool resume = false;
+  bool resume = false;          // a checkpoint to resume must exist ...
+  bool resume_if_exists = false;  // ... unless this is set (then: the init op)
   // Start from this checkpoint (a TF prefix or directory with a `checkpoint` file, or
   // safetensors) instead of the initial values: when the graph's initializers restore a
   // checkpoint themselves (a fine-tuning graph's checkpoint_initializer), they read it

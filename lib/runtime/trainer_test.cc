@@ -176,6 +176,26 @@ TEST_CASE("the trainer finds train op, init op, loss and inputs; inputs without 
   CHECK(MakeTrainer(graph, synthetic)->total_steps() == kDefaultSyntheticSteps);
 }
 
+TEST_CASE("--resume without a checkpoint is an error; with resume_if_exists, the init op") {
+  Graph graph = LoadTestGraph();
+  const std::string dir = testing::TempDir();
+  const Data data = WriteData(dir);
+  const std::string empty = dir + "/empty";
+  std::filesystem::create_directories(empty);
+  TrainerOptions o = Options(data);
+  o.checkpoint_dir = empty;
+  o.resume = true;
+  std::unique_ptr<Trainer> strict = MakeTrainer(graph, o);
+  const Status refused = strict->Initialize();
+  CHECK(refused.code() == StatusCode::kNotFound);
+  CHECK(refused.message() == "--resume: no checkpoint in " + empty +
+                                 " to resume from; pass --resume=if-exists to start from the "
+                                 "init op when there is none");
+  o.resume_if_exists = true;
+  std::unique_ptr<Trainer> lenient = MakeTrainer(graph, o);
+  CHECK(lenient->Initialize().ok());
+}
+
 TEST_CASE("a corrupt checkpoint stops --resume with one line naming the file") {
   Graph graph = LoadTestGraph();
   const std::string dir = testing::TempDir();
