@@ -4,6 +4,7 @@
 // Add*Command function returning the Command to run when it was chosen. Commands return
 // a Status; main() turns it into the documented exit code and a one-line error:
 //   0 ok · 2 bad input (graph, YAML, hostfile, flags) · 3 a job or rank failed · 1 internal
+//   · 130/143 `launch` stopped by SIGINT/SIGTERM
 #ifndef PARALLAX_CMD_PARALLAX_COMMAND_H_
 #define PARALLAX_CMD_PARALLAX_COMMAND_H_
 
@@ -44,7 +45,10 @@ Command AddTransformCommand(CLI::App& app);
 Command AddRunCommand(CLI::App& app);
 Command AddModelsCommand(CLI::App& app);
 // `mpirun_args`: the words after `--` on a `parallax launch` command line.
-Command AddLaunchCommand(CLI::App& app, std::vector<std::string> mpirun_args);
+// `*interrupted_by` is set to the signal (SIGINT, SIGTERM) that stopped the job: the exit
+// status is then 128 + it (130, 143), as a shell's.
+Command AddLaunchCommand(CLI::App& app, std::vector<std::string> mpirun_args,
+                         int* interrupted_by);
 // `*failed` is set when the comparison ran and failed (exit status 1, no error line).
 Command AddVerifyCommand(CLI::App& app, bool* failed);
 Command AddCheckpointCommand(CLI::App& app);

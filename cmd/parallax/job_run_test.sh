@@ -3,6 +3,8 @@
 #  1. failures: a rank SIGKILLed mid-run (test hook PARALLAX_TEST_FAIL_AT_STEP=R:S) ends
 #     the job within 10 s naming the rank, and `parallax launch` exits 3; a rank that
 #     fails with an error (R:S:error) prints `parallax: error: rank R: ...`, exit 3;
+#     SIGINT / SIGTERM to `parallax launch` stop every rank within 10 s, exit 130 / 143
+#     with one line, and the newest checkpoint reads back;
 #  2. job checkpoints: 2 ranks, 40 steps == 20 steps + --resume to 40, every variable of
 #     every rank's file bit-identical (all-reduce and parameter-server jobs); a step
 #     missing on one rank is skipped on resume; PS files name their row ranges; a PS
@@ -69,6 +71,39 @@ check_failure "rank 0 killed (parallax launch)" "rank 0" 3 \
   env PARALLAX_TEST_FAIL_AT_STEP=0:100 timeout 120 "$parallax" launch job/ "${run_flags[@]}"
 check_failure "wrong world size" "^parallax: error: .*the plan has 2 ranks but this job has 1" 3 \
   "$parallax" run job/ --synthetic --steps 1
+
+# Ctrl-C and SIGTERM to `parallax launch` (started in the background, where a shell sets
+# SIGINT to be ignored: launch catches it anyway): mpirun and every rank stop within
+# seconds, the exit status is 130 / 143 with one line, the newest checkpoint is complete.
+for sig in INT TERM; do
+  rm -rf "sig_$sig" && mkdir "sig_$sig"
+  "$parallax" launch job/ --synthetic --steps 100000 --log-every 1000 \
+    --checkpoint-dir "sig_$sig/ck" --checkpoint-every 20 >"sig_$sig/out" 2>"sig_$sig/err" &
+  launch_pid=$!
+  for _ in $(seq 1 300); do  # until a checkpoint is there (30 s at most)
+    ls "sig_$sig/ck/rank-1" 2>/dev/null | grep -q '^checkpoint-[0-9]*\.safetensors$' && break
+    sleep 0.1
+  done
+  start=$(now_ms)
+  kill -"$sig" "$launch_pid"
+  wait "$launch_pid"
+  rc=$?
+  elapsed=$(( $(now_ms) - start ))
+  want=$([[ $sig == INT ]] && echo 130 || echo 143)
+  first=$(head -n 1 "sig_$sig/err")
+  ranks_left=$(pgrep -f -- "--checkpoint-dir sig_$sig/ck" | wc -l)
+  # A rank stopped while writing leaves its temporary file (resume ignores those).
+  newest=$(ls "sig_$sig/ck/rank-0" | grep -v '\.tmp' | sort -t- -k2 -n | tail -n 1)
+  echo "== SIG$sig to launch: exit $rc after $elapsed ms; '$first'; newest $newest; ranks left $ranks_left"
+  if [[ $rc -eq $want && $elapsed -lt 10000 && $ranks_left -eq 0 &&
+        "$first" == "parallax: error: job/: interrupted by SIG$sig: the job was stopped"* ]] &&
+     "$parallax" checkpoint ls "sig_$sig/ck/rank-0/$newest" >/dev/null 2>&1; then
+    pass "SIG$sig stops the job: exit $want, one line, a readable checkpoint"
+  else
+    cat "sig_$sig/err" | tail -n 5
+    fail "SIG$sig to launch"
+  fi
+done
 
 # --- 2. job checkpoints: 40 steps == 20 + resume to 40 ----------------------------------
 ck_flags=(--synthetic --seed 7 --log-every 5)

@@ -2,7 +2,10 @@
 // starts a transformed job's ranks with OpenMPI's mpirun (lib/launch/mpirun.h builds the
 // argv; launch.sh in the job directory holds the same line). Flags that `launch` does not
 // know (--steps 100, --feed x=...) are passed on to every rank's `parallax run`; words
-// after `--` go to mpirun. The exit status is the job's: 0, or 3 when a rank failed.
+// after `--` go to mpirun. The exit status is the job's: 0, or 3 when a rank failed; a
+// SIGINT (Ctrl-C) or SIGTERM stops mpirun and every rank, and exits 130 or 143.
+#include <signal.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -17,7 +20,8 @@
 
 namespace parallax::cli {
 
-Command AddLaunchCommand(CLI::App& app, std::vector<std::string> mpirun_args) {
+Command AddLaunchCommand(CLI::App& app, std::vector<std::string> mpirun_args,
+                         int* interrupted_by) {
   struct Flags {
     std::string job;
     std::string hostfile;
@@ -40,7 +44,7 @@ Command AddLaunchCommand(CLI::App& app, std::vector<std::string> mpirun_args) {
   // taken the words after `--` (mpirun's) off the command line.
   sub->allow_extras();
   sub->fallthrough(false);
-  return Command{sub, [flags, sub, mpirun_args]() -> Status {
+  return Command{sub, [flags, sub, mpirun_args, interrupted_by]() -> Status {
     PX_ASSIGN_OR_RETURN(Plan plan, LoadPlan(flags->job));
     if (!flags->hostfile.empty() || !flags->hosts.empty()) {
       PX_ASSIGN_OR_RETURN(Hostfile hosts, flags->hostfile.empty() ? ParseHostList(flags->hosts)
@@ -60,7 +64,18 @@ Command AddLaunchCommand(CLI::App& app, std::vector<std::string> mpirun_args) {
       return Status::Ok();
     }
     spdlog::info("{}", ShellLine(argv));
-    PX_ASSIGN_OR_RETURN(int exit_status, RunAndWait(argv));
+    PX_ASSIGN_OR_RETURN(InterruptibleRun run, RunForwardingSignals(argv));
+    const int exit_status = run.exit_status;
+    if (run.signal != 0) {
+      // Ranks write checkpoints to a temporary file and rename it: the newest complete
+      // one is intact.
+      *interrupted_by = run.signal;
+      return Status(StatusCode::kAborted,
+                    fmt::format("{}: interrupted by {}: the job was stopped (mpirun exited with "
+                                "status {}); the newest complete checkpoint is kept",
+                                flags->job, run.signal == SIGINT ? "SIGINT" : "SIGTERM",
+                                exit_status));
+    }
     if (exit_status != 0) {
       return Status(StatusCode::kAborted,
                     fmt::format("{}: the job failed: mpirun exited with status {} (the failing "

@@ -80,12 +80,13 @@ int Main(int argc, char** argv) {
   }
 
   bool verify_failed = false;  // `parallax verify` compared and found a difference
+  int launch_interrupted_by = 0;  // the signal that stopped `parallax launch`'s job
   std::vector<Command> commands = {
       AddInspectCommand(app),
       AddTransformCommand(app),
       AddRunCommand(app),
       AddModelsCommand(app),
-      AddLaunchCommand(app, mpirun_args),
+      AddLaunchCommand(app, mpirun_args, &launch_interrupted_by),
       AddVerifyCommand(app, &verify_failed),
       AddCheckpointCommand(app),
   };
@@ -113,6 +114,7 @@ int Main(int argc, char** argv) {
     const Status status = command.run();
     if (!status.ok()) PrintError(status);
     if (status.ok() && verify_failed) return kExitInternal;  // FAIL: 1, as documented
+    if (launch_interrupted_by != 0) return 128 + launch_interrupted_by;
     return ExitCodeFor(status);
   }
   return kExitInternal;  // unreachable: CLI11 requires one subcommand

@@ -1,13 +1,17 @@
 #include "lib/launch/mpirun.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
+#include <csignal>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <thread>
 
@@ -123,9 +127,12 @@ std::string ShellLine(const std::vector<std::string>& argv) {
   return line;
 }
 
-StatusOr<int> RunAndWait(const std::vector<std::string>& argv) { return RunAndWait(argv, ""); }
+namespace {
 
-StatusOr<int> RunAndWait(const std::vector<std::string>& argv, const std::string& output_path) {
+// Starts argv (stdout and stderr to `output_path` when given), calls `started` with its
+// pid, and waits for it.
+StatusOr<int> RunChild(const std::vector<std::string>& argv, const std::string& output_path,
+                       const std::function<void(pid_t)>& started) {
   if (argv.empty()) return InternalError("RunAndWait: empty argv");
   int output = -1;
   if (!output_path.empty()) {
@@ -157,10 +164,15 @@ StatusOr<int> RunAndWait(const std::vector<std::string>& argv, const std::string
     (void)!::write(error_pipe[1], &err, sizeof(err));
     ::_exit(127);
   }
+  if (started) started(pid);
   ::close(error_pipe[1]);
   if (output >= 0) ::close(output);
   int exec_errno = 0;
-  const bool exec_failed = ::read(error_pipe[0], &exec_errno, sizeof(exec_errno)) == sizeof(exec_errno);
+  ssize_t got = 0;
+  do {
+    got = ::read(error_pipe[0], &exec_errno, sizeof(exec_errno));
+  } while (got < 0 && errno == EINTR);
+  const bool exec_failed = got == sizeof(exec_errno);
   ::close(error_pipe[0]);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
@@ -172,6 +184,44 @@ StatusOr<int> RunAndWait(const std::vector<std::string>& argv, const std::string
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 1;
+}
+
+// RunForwardingSignals' state, read by its handler.
+std::atomic<pid_t> forward_to{0};
+volatile std::sig_atomic_t signal_received = 0;
+
+void ForwardSignal(int signal) {
+  signal_received = signal;
+  const pid_t pid = forward_to.load();
+  if (pid > 0) ::kill(pid, SIGTERM);
+}
+
+}  // namespace
+
+StatusOr<int> RunAndWait(const std::vector<std::string>& argv) { return RunAndWait(argv, ""); }
+
+StatusOr<int> RunAndWait(const std::vector<std::string>& argv, const std::string& output_path) {
+  return RunChild(argv, output_path, nullptr);
+}
+
+StatusOr<InterruptibleRun> RunForwardingSignals(const std::vector<std::string>& argv) {
+  signal_received = 0;
+  forward_to = 0;
+  struct sigaction action = {};
+  action.sa_handler = ForwardSignal;
+  sigemptyset(&action.sa_mask);
+  struct sigaction old_int = {}, old_term = {};
+  ::sigaction(SIGINT, &action, &old_int);
+  ::sigaction(SIGTERM, &action, &old_term);
+  StatusOr<int> status = RunChild(argv, "", [](pid_t pid) {
+    forward_to = pid;
+    if (signal_received != 0) ::kill(pid, SIGTERM);  // it came before the pid was known
+  });
+  forward_to = 0;
+  ::sigaction(SIGINT, &old_int, nullptr);
+  ::sigaction(SIGTERM, &old_term, nullptr);
+  if (!status.ok()) return status.status();
+  return InterruptibleRun{.exit_status = *status, .signal = static_cast<int>(signal_received)};
 }
 
 }  // namespace parallax

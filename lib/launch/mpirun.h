@@ -66,6 +66,17 @@ StatusOr<int> RunAndWait(const std::vector<std::string>& argv);
 // truncated); errors name the file when it cannot be opened.
 StatusOr<int> RunAndWait(const std::vector<std::string>& argv, const std::string& output_path);
 
+// RunAndWait for a job the user may stop: while argv runs, a SIGINT or SIGTERM this
+// process receives (Ctrl-C, `kill`, a batch system's time limit) is passed to it as
+// SIGTERM — mpirun then stops every rank — and the wait goes on until it has exited.
+// Even a SIGINT the shell set to be ignored (a background job) is caught. Returns the
+// exit status and the signal received (0 when none); the previous handlers are restored.
+struct InterruptibleRun {
+  int exit_status = 0;
+  int signal = 0;  // SIGINT or SIGTERM when one arrived
+};
+StatusOr<InterruptibleRun> RunForwardingSignals(const std::vector<std::string>& argv);
+
 }  // namespace parallax
 
 #endif  // PARALLAX_LIB_LAUNCH_MPIRUN_H_

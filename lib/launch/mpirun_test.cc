@@ -1,5 +1,7 @@
 #include "lib/launch/mpirun.h"
 
+#include <signal.h>
+
 #include <catch2/catch.hpp>
 
 namespace parallax {
@@ -70,6 +72,26 @@ TEST_CASE("a user's hostfile must cover the plan") {
   REQUIRE(other.ok());
   CHECK(CheckHostfileCoversPlan(plan, *other).message() ==
         "-H: no host 'node2', where the plan puts 4 ranks");
+}
+
+TEST_CASE("RunForwardingSignals passes a SIGINT or SIGTERM on as SIGTERM and restores the "
+          "handlers") {
+  for (int sig : {SIGINT, SIGTERM}) {
+    // The child signals this process, which must stop the child (sleep would last 30 s).
+    const std::string script = "kill -" + std::to_string(sig) + " $PPID; exec sleep 30";
+    struct sigaction before = {}, after = {};
+    ::sigaction(sig, nullptr, &before);
+    StatusOr<InterruptibleRun> run = RunForwardingSignals({"sh", "-c", script});
+    REQUIRE(run.ok());
+    CHECK(run->signal == sig);
+    CHECK(run->exit_status == 128 + SIGTERM);
+    ::sigaction(sig, nullptr, &after);
+    CHECK(after.sa_handler == before.sa_handler);
+  }
+  StatusOr<InterruptibleRun> quiet = RunForwardingSignals({"sh", "-c", "exit 4"});
+  REQUIRE(quiet.ok());
+  CHECK(quiet->signal == 0);
+  CHECK(quiet->exit_status == 4);
 }
 
 TEST_CASE("RunAndWait returns the exit status and reports programs that cannot start") {
