@@ -36,6 +36,10 @@ int ExitCodeFor(const Status& status);
 // removed is logged (a warning names gradients Horovod summed rather than averaged).
 Status StripHorovodAndReport(Graph& graph);
 
+// The refusal of a job rank the plan puts on a GPU: the runtime has CPU kernels only so
+// far (FailedPrecondition, exit 2). `where`: "GPU 0 of host gpu-a".
+Status GpuPlanError(const std::string& job, int rank, const std::string& where);
+
 // Prints "parallax: error: <first line>" and any further lines to stderr.
 void PrintError(const Status& status);
 

@@ -4,7 +4,8 @@
 #     the job within 10 s naming the rank, and `parallax launch` exits 3; a rank that
 #     fails with an error (R:S:error) prints `parallax: error: rank R: ...`, exit 3;
 #     SIGINT / SIGTERM to `parallax launch` stop every rank within 10 s, exit 130 / 143
-#     with one line, and the newest checkpoint reads back;
+#     with one line, and the newest checkpoint reads back; a GPU plan is refused by
+#     launch (exit 2, before mpirun) and by its ranks, and trains with --cpu-fallback;
 #  2. job checkpoints: 2 ranks, 40 steps == 20 steps + --resume to 40, every variable of
 #     every rank's file bit-identical (all-reduce and parameter-server jobs); a step
 #     missing on one rank is skipped on resume; PS files name their row ranges; a PS
@@ -104,6 +105,32 @@ for sig in INT TERM; do
     fail "SIG$sig to launch"
   fi
 done
+
+# A plan that puts ranks on GPUs: the runtime has no CUDA device yet, so launch refuses it
+# before mpirun (exit 2) and so does every rank started by hand; --cpu-fallback trains on
+# the CPU, warned in the log and in every metrics line.
+printf 'hosts:\n  - name: localhost\n    gpus: [0, 1]\n' > gpu.yaml
+"$parallax" transform mlp.pb --cluster gpu.yaml -o gpu_job >/dev/null || exit 1
+"$parallax" launch gpu_job/ --synthetic --steps 2 >gpu.out 2>gpu.err
+rc=$?
+if [[ $rc -eq 2 && "$(head -n 1 gpu.err)" == "parallax: error: gpu_job/: the plan places rank 0 on GPU 0 of host localhost, but Parallax's runtime has no CUDA device yet: ranks train on CPUs only; transform for CPU ranks (hosts with \`cpus: N\` in the cluster spec), or pass --cpu-fallback to train this plan on CPUs" ]]; then
+  pass "launch refuses a GPU plan before mpirun"
+else
+  cat gpu.err; fail "launch of a GPU plan: exit $rc"
+fi
+"${mpirun[@]}" "$parallax" run gpu_job/ --synthetic --steps 2 >gpu_ranks.log 2>&1
+rc=$?
+[[ $rc -ne 0 ]] && grep -q "^parallax: error: rank [01]: gpu_job/: the plan places rank [01] on GPU [01] of host localhost" gpu_ranks.log &&
+  pass "ranks of a GPU plan refuse to train on the CPU" || { cat gpu_ranks.log; fail "GPU plan ranks: exit $rc"; }
+"$parallax" launch gpu_job/ --synthetic --steps 4 --log-every 2 --cpu-fallback --metrics gpu.jsonl \
+  >fallback.out 2>fallback.err
+rc=$?
+if [[ $rc -eq 0 ]] && grep -q "rank 0: --cpu-fallback: the plan places this rank on GPU 0 of host localhost; it trains on the CPU" fallback.err &&
+   [[ $(grep -c '"cpu_fallback_from":"GPU 0 of host localhost"' gpu.jsonl) -eq 2 ]]; then
+  pass "--cpu-fallback trains a GPU plan on the CPU, warned in the log and the metrics"
+else
+  cat fallback.err gpu.jsonl; fail "--cpu-fallback: exit $rc"
+fi
 
 # --- 2. job checkpoints: 40 steps == 20 + resume to 40 ----------------------------------
 ck_flags=(--synthetic --seed 7 --log-every 5)

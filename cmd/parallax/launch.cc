@@ -51,6 +51,16 @@ Command AddLaunchCommand(CLI::App& app, std::vector<std::string> mpirun_args,
                                                                   : LoadHostfile(flags->hostfile));
       PX_RETURN_IF_ERROR(CheckHostfileCoversPlan(plan, hosts));
     }
+    // GPU ranks would train on CPUs: refused before mpirun starts, unless the run flags
+    // ask for it (a dry run starts nothing; the ranks refuse too).
+    const std::vector<std::string>& run_args = sub->remaining();
+    const bool cpu_fallback =
+        std::find(run_args.begin(), run_args.end(), "--cpu-fallback") != run_args.end();
+    for (const RankPlacement& rank : plan.ranks) {
+      if (rank.device != DeviceKind::kGpu || cpu_fallback || flags->dry_run) continue;
+      return GpuPlanError(flags->job, rank.rank,
+                          fmt::format("GPU {} of host {}", rank.device_index, rank.host));
+    }
     MpirunOptions options = MpirunOptionsForThisMachine();
     // Started from here, now: forward only what is set (mpirun warns about every -x of an
     // unset variable). launch.sh, run later, keeps PATH and LD_LIBRARY_PATH.

@@ -47,6 +47,14 @@ Status StripHorovodAndReport(Graph& graph) {
   return Status::Ok();
 }
 
+Status GpuPlanError(const std::string& job, int rank, const std::string& where) {
+  return FailedPreconditionError(
+      "{}: the plan places rank {} on {}, but Parallax's runtime has no CUDA device yet: ranks "
+      "train on CPUs only; transform for CPU ranks (hosts with `cpus: N` in the cluster "
+      "spec), or pass --cpu-fallback to train this plan on CPUs",
+      job, rank, where);
+}
+
 void PrintError(const Status& status) {
   std::fprintf(stderr, "parallax: error: %s\n", status.message().c_str());
   if (status.code() == StatusCode::kInternal) {

@@ -133,7 +133,8 @@ Status TrainAndReport(const Graph& graph, const TrainerOptions& options, const R
 
 // One rank of the job in `dir`. Returns only on success: every error after the
 // communicator exists ends the job through Communicator::Abort (exit status 3).
-Status RunJobRank(const std::string& dir, TrainerOptions options, bool threads_given) {
+Status RunJobRank(const std::string& dir, TrainerOptions options, bool threads_given,
+                  bool cpu_fallback) {
   PX_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm, Communicator::FromMpi());
   auto run = [&]() -> Status {
     PX_ASSIGN_OR_RETURN(Plan plan, LoadPlan(dir));
@@ -142,6 +143,16 @@ Status RunJobRank(const std::string& dir, TrainerOptions options, bool threads_g
           "{}: the plan has {} ranks but this job has {} processes ({}); start it with "
           "`parallax launch {}`",
           dir, plan.world_size(), comm->size(), comm->kind(), dir);
+    }
+    const RankPlacement& placement = plan.ranks[static_cast<size_t>(comm->rank())];
+    if (placement.device == DeviceKind::kGpu) {
+      const std::string gpu =
+          fmt::format("GPU {} of host {}", placement.device_index, placement.host);
+      if (!cpu_fallback) return GpuPlanError(dir, comm->rank(), gpu);
+      spdlog::warn("rank {}: --cpu-fallback: the plan places this rank on {}; it trains on "
+                   "the CPU",
+                   comm->rank(), gpu);
+      options.cpu_fallback_from = gpu;
     }
     const std::string graph_path =
         (std::filesystem::path(dir) / fmt::format("rank-{}.pb", comm->rank())).string();
@@ -182,6 +193,7 @@ Command AddRunCommand(CLI::App& app) {
     TrainerOptions options;
     bool no_shuffle = false;
     std::string resume;  // "" (not given), "always" (--resume), or "if-exists"
+    bool cpu_fallback = false;
   };
   auto flags = std::make_shared<Flags>();
   TrainerOptions& o = flags->options;
@@ -219,6 +231,9 @@ Command AddRunCommand(CLI::App& app) {
   sub->add_option("--checkpoint-every", o.checkpoint_every, "checkpoint every K steps");
   sub->add_option("--keep-checkpoints", o.keep_checkpoints, "keep the newest K checkpoints "
                                                             "(default 3; 0 keeps all)");
+  sub->add_flag("--cpu-fallback", flags->cpu_fallback,
+                "a job rank the plan puts on a GPU trains on the CPU instead (warned in the "
+                "log and every metrics line); without it such a rank is an error");
   sub->add_flag("--resume{always}", flags->resume,
                 "continue from the newest checkpoint in --checkpoint-dir (an error when there "
                 "is none); --resume=if-exists starts from the init op then");
@@ -262,7 +277,7 @@ Command AddRunCommand(CLI::App& app) {
     }
     if (std::filesystem::is_directory(flags->graph)) {
       const bool threads_given = options.threads > 0;
-      return RunJobRank(flags->graph, std::move(options), threads_given);
+      return RunJobRank(flags->graph, std::move(options), threads_given, flags->cpu_fallback);
     }
     PX_ASSIGN_OR_RETURN(Graph graph, LoadGraph(flags->graph));
     PX_RETURN_IF_ERROR(StripHorovodAndReport(graph));

@@ -1072,6 +1072,9 @@ StatusOr<TrainSummary> Trainer::Run(const std::function<void(const StepReport&)>
       else json.Null();
       json.Key("examples_per_sec").Double(r.examples_per_sec);
       json.Key("wall_time").Double(r.wall_time);
+      if (!options_.cpu_fallback_from.empty()) {
+        json.Field("cpu_fallback_from", options_.cpu_fallback_from);
+      }
       json.EndObject();
       std::fprintf(metrics, "%s\n", json.str().c_str());
       std::fflush(metrics);

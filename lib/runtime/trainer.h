@@ -116,6 +116,10 @@ struct TrainerOptions {
   int threads = 0;             // <= 0: one per core
   ShardSpec shard;
   InputOptions input;          // in-graph pipelines: --input-dir/--input-map (shard: set here)
+  // Set when the job's plan put this rank on a GPU and it trains on the CPU instead
+  // (`--cpu-fallback`): "GPU 0 of host-a". Every metrics line then says
+  // "cpu_fallback_from".
+  std::string cpu_fallback_from;
   Communicator* communicator = nullptr;  // set: this trainer is one rank of a job
   const Plan* plan = nullptr;            // the job's plan (row ranges in checkpoints)
 };
