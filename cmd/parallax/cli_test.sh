@@ -38,6 +38,12 @@ expect 0 "$parallax" inspect --help
 expect 2 "$parallax"
 expect 2 "$parallax" inspect
 expect 2 "$parallax" inspect --format xml "$bad/empty.pb"
+expect_stderr_line "parallax: error: --format: unknown format 'xml' (expected table, json or dot)"
+expect 2 "$parallax" inspect --format 1 "$root/lib/analysis/testdata/sparse_momentum.pbtxt"
+expect_stderr_line "parallax: error: --format: unknown format '1' (expected table, json or dot)"
+expect 0 "$parallax" inspect --help
+grep -q -- '--format TEXT *output format: table (default), json or dot' "$tmp/out" &&
+  ! grep -q -- '->' "$tmp/out" && pass || fail "inspect --help: $(grep -- --format "$tmp/out")"
 expect 2 "$parallax" frobnicate
 expect 2 "$parallax" inspect "$tmp/missing.pb"
 expect_stderr_line "parallax: error: $tmp/missing.pb: no such file"
@@ -139,6 +145,11 @@ assert plan["feeds"] == ["ids", "y"] and plan["fetches"] == ["loss:0"], plan
 PY
 expect 0 "$parallax" transform "$example" --cluster "$cluster" -o "$tmp/job2" --strategy allreduce
 grep -q '^  emb .* sparse .* allgather ' "$tmp/out" && pass || fail "--strategy allreduce did not all-gather emb"
+# --dump-after writes into --dump-dir, created when missing.
+expect 0 "$parallax" transform "$example" --cluster "$cluster" -o "$tmp/dumpjob" \
+  --dump-after place --dump-dir "$tmp/dumps/new"
+ls "$tmp/dumps/new/"*.after-place.pbtxt >/dev/null 2>&1 && pass ||
+  fail "--dump-dir was not created: $(cat "$tmp/err")"
 expect 0 "$parallax" transform --print-passes
 grep -q '^   1\. add-init-op' "$tmp/out" && grep -q '^   2\. sparse-allgather' "$tmp/out" && grep -q 'place' "$tmp/out" && pass || fail "--print-passes: $(cat "$tmp/out")"
 

@@ -10,7 +10,7 @@ namespace parallax::cli {
 Command AddInspectCommand(CLI::App& app) {
   struct Flags {
     std::string graph;
-    InspectFormat format = InspectFormat::kTable;
+    std::string format = "table";
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* sub = app.add_subcommand(
@@ -19,13 +19,19 @@ Command AddInspectCommand(CLI::App& app) {
                  "devices, problems found.");
   sub->add_option("graph", flags->graph, "GraphDef, MetaGraphDef or SavedModel (binary or text)")
       ->required();
-  const std::map<std::string, InspectFormat> formats = {
-      {"table", InspectFormat::kTable}, {"json", InspectFormat::kJson}, {"dot", InspectFormat::kDot}};
-  sub->add_option("--format", flags->format, "output format: table, json or dot")
-      ->transform(CLI::CheckedTransformer(formats, CLI::ignore_case))
-      ->default_str("table");
+  sub->add_option("--format", flags->format, "output format: table (default), json or dot");
   return Command{sub, [flags]() -> Status {
-                   PX_ASSIGN_OR_RETURN(std::string out, Inspect(flags->graph, flags->format));
+                   static const std::map<std::string, InspectFormat> kFormats = {
+                       {"table", InspectFormat::kTable},
+                       {"json", InspectFormat::kJson},
+                       {"dot", InspectFormat::kDot}};
+                   const auto format = kFormats.find(flags->format);
+                   if (format == kFormats.end()) {
+                     return InvalidArgumentError(
+                         "--format: unknown format '{}' (expected table, json or dot)",
+                         flags->format);
+                   }
+                   PX_ASSIGN_OR_RETURN(std::string out, Inspect(flags->graph, format->second));
                    std::fwrite(out.data(), 1, out.size(), stdout);
                    return Status::Ok();
                  }};

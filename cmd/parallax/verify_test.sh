@@ -226,6 +226,16 @@ verify_case "tolerance 0 on a run that is not bit-identical: FAIL" 1 0 mlp_sgd.p
   --batch 32 "${syn[@]}" --tolerance 0
 grep -Eq '^  dense/kernel .* FAIL$' <<<"$last_out" || fail "tolerance 0: dense/kernel did not FAIL"
 
+# --json: one object; a variable's shape is a list of dimensions, as in transform's JSON.
+json_out=$(timeout 300 "$parallax" verify mlp_sgd.pb --ranks 2 --batch 32 --synthetic --steps 3 --json 2>/dev/null)
+python3 -c '
+import json, sys
+r = json.loads(sys.argv[1])
+shapes = {v["name"]: v["shape"] for v in r["variables"]}
+assert shapes["dense/kernel"] == [784, 64] and shapes["dense/bias"] == [64], shapes
+assert r["pass"] is True and all(v["compared"] for v in r["variables"])
+' "$json_out" && pass "verify --json: shapes as lists" || fail "verify --json: $json_out"
+
 # --- 3. bad input and failed jobs -------------------------------------------------------
 expect_error "fixed batch" 2 \
   "parallax: error: fixed.pb: placeholder 'x' (float [32,784]) fixes the batch dimension at 32, so one device cannot take the global batch of 2 x 32 = 64; use --accumulate (one device accumulates the ranks' 2 batches of 32), or export the graph with an open batch (\`parallax models export NAME --batch 0\`, or a placeholder of shape [-1, ...])" \

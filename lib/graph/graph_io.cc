@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "lib/base/file.h"
 #include "lib/graph/wire.h"
@@ -449,6 +450,16 @@ StatusOr<Graph> ParseGraph(std::string contents, std::string_view source) {
 
 StatusOr<Graph> LoadGraph(const std::string& path) {
   struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    // A SavedModel directory (TF's export layout): its saved_model.pb or .pbtxt.
+    for (const char* name : {"saved_model.pb", "saved_model.pbtxt"}) {
+      const std::string file = (std::filesystem::path(path) / name).string();
+      if (::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return LoadGraph(file);
+    }
+    return InvalidArgumentError("{}: is a directory without saved_model.pb or "
+                                "saved_model.pbtxt; name a graph file or a SavedModel directory",
+                                path);
+  }
   if (::stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode) &&
       static_cast<uint64_t>(st.st_size) > kMaxGraphFileBytes) {
     return InvalidArgumentError("{}: file is {}; protobuf messages are limited to 2 GiB", path,

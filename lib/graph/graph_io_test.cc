@@ -162,6 +162,28 @@ TEST_CASE("MetaGraphDef and SavedModel are recognised in binary and text") {
   }
 }
 
+TEST_CASE("a SavedModel directory loads its saved_model.pb or .pbtxt") {
+  tensorflow::SavedModel model;
+  model.set_saved_model_schema_version(1);
+  *model.add_meta_graphs()->mutable_graph_def() = ParseTextProto(kSmallGraph);
+  const std::string binary_dir = testing::TempDir(), text_dir = testing::TempDir();
+  REQUIRE(WriteFileAtomically(binary_dir + "/saved_model.pb", model.SerializeAsString()).ok());
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(model, &text);
+  REQUIRE(WriteFileAtomically(text_dir + "/saved_model.pbtxt", text).ok());
+  for (const std::string& dir : {binary_dir, text_dir}) {
+    StatusOr<Graph> loaded = LoadGraph(dir);
+    INFO(loaded.status().message());
+    REQUIRE(loaded.ok());
+    CHECK(loaded->container() == GraphContainer::kSavedModel);
+    CHECK(loaded->num_nodes() == 5);
+  }
+  const std::string empty = testing::TempDir();
+  CHECK(LoadGraph(empty).status().message() ==
+        empty + ": is a directory without saved_model.pb or saved_model.pbtxt; name a graph "
+                "file or a SavedModel directory");
+}
+
 TEST_CASE("SaveGraph writes files that load back") {
   StatusOr<Graph> loaded = ParseGraph(kSmallGraph, "small.pbtxt");
   REQUIRE(loaded.ok());

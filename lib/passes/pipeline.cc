@@ -97,6 +97,12 @@ StatusOr<bool> Pipeline::RunImpl(Graph& graph, PassContext& context) {
       const std::string label = std::filesystem::path(graph.source()).filename().string();
       const std::string path =
           fmt::format("{}/{}.after-{}.pbtxt", options_.dump_dir, label, pass_name);
+      std::error_code ec;
+      std::filesystem::create_directories(options_.dump_dir, ec);
+      if (ec) {
+        return InvalidArgumentError("--dump-dir {}: cannot create it: {}", options_.dump_dir,
+                                    ec.message());
+      }
       PX_RETURN_IF_ERROR(SaveGraph(graph, path, GraphFileFormat::kText));
       spdlog::info("wrote {}", path);
     }

@@ -690,6 +690,7 @@ StatusOr<VerifyReport> Verify(const VerifyOptions& o) {
     VariableComparison c;
     c.name = name;
     c.shape = ShapeText(y.shape());
+    c.dims = y.shape().dims();
     const VariablePlan* owner = OwnerOf(plan, name);
     // A slot shows its variable's method when it moves with it (PS), else "local".
     c.method = owner == nullptr ? "local"
@@ -803,7 +804,11 @@ std::string VerifyReportToJson(const VerifyReport& r) {
   w.Key("variables").BeginArray();
   for (const VariableComparison& v : r.variables) {
     w.BeginObject();
-    w.Field("name", v.name).Field("shape", v.shape).Field("method", v.method);
+    w.Field("name", v.name);
+    w.Key("shape").BeginArray();
+    for (int64_t d : v.dims) w.Int(d);
+    w.EndArray();
+    w.Field("method", v.method);
     w.Field("partitioned", v.partitioned);
     w.Field("rank_local", v.rank_local).Field("compared", v.compared);
     w.Key("max_abs");

@@ -116,6 +116,7 @@ struct VariableComparison {
   std::string name;
   std::string method;           // the plan's sync method ("ps" for a PS variable's slot too)
   std::string shape;            // "[784,64]"
+  std::vector<int64_t> dims;    // {784, 64}
   bool partitioned = false;     // reassembled from the ranks' rows
   double max_abs = 0;           // max |x - y|
   double max_rel = 0;           // max_abs / max(max |y|, kTinyMagnitude); NaN when either has NaN
