@@ -110,6 +110,11 @@ base_env=""
 for v in PATH LD_LIBRARY_PATH; do [[ -n "${!v+x}" ]] && base_env+=" -x $v"; done
 want="mpirun -np 2 --hostfile $local_job/hostfile --map-by slot --bind-to none --tag-output$base_env$forwarded$root_flag --mca btl self,tcp $self run $local_job --steps 5"
 [[ "$(cat "$tmp/out")" == "$want" ]] && pass || fail "launch --dry-run (one host): got '$(cat "$tmp/out")', want '$want'"
+# A relative job directory: the line names it absolutely, as launch.sh does.
+pushd "$tmp" >/dev/null || exit 1
+expect 0 "$parallax" launch local_job/ --dry-run --steps 5 -- --mca btl self,tcp
+popd >/dev/null || exit 1
+[[ "$(cat "$tmp/out")" == "$want" ]] && pass || fail "launch --dry-run (relative): got '$(cat "$tmp/out")', want '$want'"
 expect 0 "$parallax" launch "$job" --hostfile "$job/hostfile" --dry-run
 want="mpirun -np 4 --hostfile $job/hostfile --map-by slot --bind-to none --tag-output$base_env$forwarded$root_flag $self run $job"
 [[ "$(cat "$tmp/out")" == "$want" ]] && pass || fail "launch --dry-run (two hosts): got '$(cat "$tmp/out")', want '$want'"

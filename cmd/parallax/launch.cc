@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 
 #include <spdlog/spdlog.h>
@@ -68,7 +69,10 @@ Command AddLaunchCommand(CLI::App& app, std::vector<std::string> mpirun_args,
                   [](const std::string& name) { return std::getenv(name.c_str()) == nullptr; });
     options.run_args = sub->remaining();
     options.extra_mpirun_args = mpirun_args;
-    const std::vector<std::string> argv = MpirunArgv(plan, flags->job, options);
+    // Absolute, as in launch.sh: the ranks may start in another directory (another host).
+    std::filesystem::path job = std::filesystem::absolute(flags->job).lexically_normal();
+    if (job.has_relative_path() && job.filename().empty()) job = job.parent_path();  // "job/"
+    const std::vector<std::string> argv = MpirunArgv(plan, job.string(), options);
     if (flags->dry_run) {
       std::printf("%s\n", ShellLine(argv).c_str());
       return Status::Ok();
