@@ -128,9 +128,12 @@ expect 2 "$parallax" launch "$tmp/no_such_job" --dry-run
 mkdir -p "$tmp/fakebin"
 printf '#!/bin/sh\necho "rank 1 failed" >&2\nexit 1\n' > "$tmp/fakebin/mpirun"
 chmod +x "$tmp/fakebin/mpirun"
-PATH="$tmp/fakebin:$PATH" expect 3 "$parallax" launch "$local_job"
+PATH="$tmp/fakebin:$PATH" expect 3 "$parallax" launch "$local_job" --synthetic --steps 1
 grep -q "parallax: error: $local_job: the job failed: mpirun exited with status 1" "$tmp/err" \
   && pass || fail "a failed job's error: $(cat "$tmp/err")"
+# Its missing feeds are found before mpirun starts: exit 2, one line.
+PATH="$tmp/fakebin:$PATH" expect 2 "$parallax" launch "$local_job"
+expect_stderr_line "parallax: error: 2 inputs of the train step have no data: placeholder 'ids' (int32 [?]), placeholder 'y' (int64 [?]); pass --feed NAME=FILE (.npy, IDX, or FILE:COLUMN of a CSV or TFRecord file) or NAME=VALUE for each, or --synthetic"
 
 # An existing directory: exit 2, untouched; --force replaces it.
 touch "$job/mine"
@@ -235,6 +238,10 @@ python3 -c 'import json,sys; [json.loads(l)["examples_per_sec"] for l in open(sy
 expect 0 "$parallax" run "$graph" --synthetic --steps 30 --checkpoint-dir "$tmp/ck" --resume --threads 1
 grep -q "^resumed from $tmp/ck/checkpoint-20.safetensors (step 20)" "$tmp/out" \
   && grep -q '^trained steps 20 -> 30' "$tmp/out" && pass || fail "resume output: $(cat "$tmp/out")"
+# A missing eval feed is found before training, not after it.
+expect 2 "$parallax" run "$graph" --synthetic --steps 20 --eval-feed x=missing_eval.npy
+expect_stderr_line "parallax: error: missing_eval.npy: no such file"
+! grep -q '^trained steps' "$tmp/out" && pass || fail "trained before checking --eval-feed"
 # Resumed at the target: nothing to train, and it says so.
 expect 0 "$parallax" run "$graph" --synthetic --steps 30 --checkpoint-dir "$tmp/ck" --resume --threads 1
 grep -q '^nothing to train: the run is at step 30, the target is step 30 ' "$tmp/out" \

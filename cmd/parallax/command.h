@@ -40,6 +40,12 @@ Status StripHorovodAndReport(Graph& graph);
 // far (FailedPrecondition, exit 2). `where`: "GPU 0 of host gpu-a".
 Status GpuPlanError(const std::string& job, int rank, const std::string& where);
 
+// `parallax launch`'s pre-flight: `parallax run JOB RUN_ARGS...` checked once as every
+// rank will start it, before mpirun: the flags parse, feeds and eval feeds name data
+// that exists and fits rank 0's graph (its trainer is planned), and --resume finds a
+// checkpoint. Errors are run's own (exit 2).
+Status PreflightJobRun(const std::string& job, const std::vector<std::string>& run_args);
+
 // Prints "parallax: error: <first line>" and any further lines to stderr.
 void PrintError(const Status& status);
 

@@ -6,6 +6,8 @@
 #     SIGINT / SIGTERM to `parallax launch` stop every rank within 10 s, exit 130 / 143
 #     with one line, and the newest checkpoint reads back; a GPU plan is refused by
 #     launch (exit 2, before mpirun) and by its ranks, and trains with --cpu-fallback;
+#     launch's pre-flight refuses a mistyped run flag, missing feed and eval-feed files and
+#     --resume without a checkpoint in one line, exit 2, before mpirun;
 #  2. job checkpoints: 2 ranks, 40 steps == 20 steps + --resume to 40, every variable of
 #     every rank's file bit-identical (all-reduce and parameter-server jobs); a step
 #     missing on one rank is skipped on resume; PS files name their row ranges; a PS
@@ -105,6 +107,30 @@ for sig in INT TERM; do
     fail "SIG$sig to launch"
   fi
 done
+
+# Pre-flight: launch checks the run flags, the data and the checkpoint directory once,
+# before mpirun starts (exit 2, one line; a rank's failure would be exit 3).
+preflight() {  # NAME EXPECTED_LINE RUN_FLAGS...
+  local name=$1 line=$2
+  shift 2
+  "$parallax" launch job/ "$@" >pre.out 2>pre.err
+  local rc=$?
+  if [[ $rc -eq 2 && "$(head -n 1 pre.err)" == "$line" && $(wc -l < pre.err) -eq 1 ]]; then
+    pass "launch pre-flight: $name"
+  else
+    cat pre.err | head -n 5; fail "launch pre-flight: $name (exit $rc)"
+  fi
+}
+preflight "a mistyped flag" \
+  "parallax: error: '--stepz': not a flag of \`parallax run\` (the flags launch passes on to every rank; see \`parallax run --help\`)" \
+  --synthetic --stepz 3
+preflight "a missing feed file" "parallax: error: missing.npy: no such file" \
+  --feed x=missing.npy --synthetic --steps 3
+preflight "a missing eval feed file" "parallax: error: missing_eval.npy: no such file" \
+  --synthetic --steps 3 --eval-feed x=missing_eval.npy
+preflight "--resume without a checkpoint" \
+  "parallax: error: --resume: no checkpoint in no_ck/rank-0 to resume from; pass --resume=if-exists to start from the init op when there is none" \
+  --synthetic --steps 3 --checkpoint-dir no_ck --resume
 
 # A plan that puts ranks on GPUs: the runtime has no CUDA device yet, so launch refuses it
 # before mpirun (exit 2) and so does every rank started by hand; --cpu-fallback trains on

@@ -62,6 +62,8 @@ Command AddLaunchCommand(CLI::App& app, std::vector<std::string> mpirun_args,
       return GpuPlanError(flags->job, rank.rank,
                           fmt::format("GPU {} of host {}", rank.device_index, rank.host));
     }
+    // Mistyped flags, missing data or checkpoints: one line here, not one per rank.
+    if (!flags->dry_run) PX_RETURN_IF_ERROR(PreflightJobRun(flags->job, run_args));
     MpirunOptions options = MpirunOptionsForThisMachine();
     // Started from here, now: forward only what is set (mpirun warns about every -x of an
     // unset variable). launch.sh, run later, keeps PATH and LD_LIBRARY_PATH.

@@ -18,6 +18,7 @@
 
 #include "cmd/parallax/command.h"
 #include "lib/graph/graph_io.h"
+#include "lib/runtime/checkpoint/checkpoint.h"
 #include "lib/runtime/comm/communicator.h"
 #include "lib/runtime/trainer.h"
 #include "lib/transform/plan_io.h"
@@ -184,22 +185,18 @@ Status RunJobRank(const std::string& dir, TrainerOptions options, bool threads_g
   return Status::Ok();
 }
 
-}  // namespace
+// `parallax run`'s flags as parsed, before they are checked.
+struct RunFlags {
+  std::string graph;
+  std::vector<std::string> feeds, eval_feeds, input_map;
+  TrainerOptions options;
+  bool no_shuffle = false;
+  std::string resume;  // "" (not given), "always" (--resume), or "if-exists"
+  bool cpu_fallback = false;
+};
 
-Command AddRunCommand(CLI::App& app) {
-  struct Flags {
-    std::string graph;
-    std::vector<std::string> feeds, eval_feeds, input_map;
-    TrainerOptions options;
-    bool no_shuffle = false;
-    std::string resume;  // "" (not given), "always" (--resume), or "if-exists"
-    bool cpu_fallback = false;
-  };
-  auto flags = std::make_shared<Flags>();
+void RegisterRunFlags(CLI::App* sub, RunFlags* flags) {
   TrainerOptions& o = flags->options;
-  CLI::App* sub = app.add_subcommand(
-      "run", "Train a graph in this process: feed data, run the train op, log the loss, "
-             "checkpoint and resume.");
   sub->add_option("graph", flags->graph, "GraphDef or MetaGraphDef (binary or text)")->required();
   sub->add_option("--feed", flags->feeds,
                   "NAME=SRC: feed placeholder or tensor NAME from SRC: a .npy or IDX file (gzip "
@@ -248,34 +245,57 @@ Command AddRunCommand(CLI::App& app) {
   sub->add_option("--loss", o.loss, "the loss tensor to fetch (default: found)");
   sub->add_option("--init-op", o.init_op, "the node that initialises variables (default: found)");
 
+}
+
+// The checked TrainerOptions of `flags`: feeds and eval feeds parsed, --resume's mode,
+// --input-map's pairs.
+StatusOr<TrainerOptions> OptionsFromFlags(const RunFlags& flags) {
+  TrainerOptions options = flags.options;
+  options.shuffle = !flags.no_shuffle;
+  if (!flags.resume.empty()) {
+    if (flags.resume != "always" && flags.resume != "if-exists") {
+      return InvalidArgumentError("--resume={}: expected --resume or --resume=if-exists",
+                                  flags.resume);
+    }
+    options.resume = true;
+    options.resume_if_exists = flags.resume == "if-exists";
+  }
+  for (const std::string& text : flags.feeds) {
+    PX_ASSIGN_OR_RETURN(FeedSpec spec, ParseFeedSpec(text, "--feed"));
+    options.feeds.push_back(std::move(spec));
+  }
+  for (const std::string& text : flags.eval_feeds) {
+    PX_ASSIGN_OR_RETURN(FeedSpec spec, ParseFeedSpec(text, "--eval-feed"));
+    options.eval_feeds.push_back(std::move(spec));
+  }
+  if (options.batch < 0) return InvalidArgumentError("--batch must be positive, not {}", options.batch);
+  for (const std::string& text : flags.input_map) {
+    const size_t eq = text.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return InvalidArgumentError("--input-map '{}': expected OLD=NEW (file name prefixes)", text);
+    }
+    options.input.input_map.emplace_back(text.substr(0, eq), text.substr(eq + 1));
+  }
+  return options;
+}
+
+// A job directory: transform's output, with its plan.
+bool IsJobDir(const std::string& path) {
+  return std::filesystem::is_directory(path) &&
+         std::filesystem::exists(std::filesystem::path(path) / "plan.yaml");
+}
+
+}  // namespace
+
+Command AddRunCommand(CLI::App& app) {
+  auto flags = std::make_shared<RunFlags>();
+  CLI::App* sub = app.add_subcommand(
+      "run", "Train a graph in this process: feed data, run the train op, log the loss, "
+             "checkpoint and resume.");
+  RegisterRunFlags(sub, flags.get());
   return Command{sub, [flags]() -> Status {
-    TrainerOptions options = flags->options;
-    options.shuffle = !flags->no_shuffle;
-    if (!flags->resume.empty()) {
-      if (flags->resume != "always" && flags->resume != "if-exists") {
-        return InvalidArgumentError("--resume={}: expected --resume or --resume=if-exists",
-                                    flags->resume);
-      }
-      options.resume = true;
-      options.resume_if_exists = flags->resume == "if-exists";
-    }
-    for (const std::string& text : flags->feeds) {
-      PX_ASSIGN_OR_RETURN(FeedSpec spec, ParseFeedSpec(text, "--feed"));
-      options.feeds.push_back(std::move(spec));
-    }
-    for (const std::string& text : flags->eval_feeds) {
-      PX_ASSIGN_OR_RETURN(FeedSpec spec, ParseFeedSpec(text, "--eval-feed"));
-      options.eval_feeds.push_back(std::move(spec));
-    }
-    if (options.batch < 0) return InvalidArgumentError("--batch must be positive, not {}", options.batch);
-    for (const std::string& text : flags->input_map) {
-      const size_t eq = text.find('=');
-      if (eq == std::string::npos || eq == 0) {
-        return InvalidArgumentError("--input-map '{}': expected OLD=NEW (file name prefixes)", text);
-      }
-      options.input.input_map.emplace_back(text.substr(0, eq), text.substr(eq + 1));
-    }
-    if (std::filesystem::is_directory(flags->graph)) {
+    PX_ASSIGN_OR_RETURN(TrainerOptions options, OptionsFromFlags(*flags));
+    if (IsJobDir(flags->graph)) {
       const bool threads_given = options.threads > 0;
       return RunJobRank(flags->graph, std::move(options), threads_given, flags->cpu_fallback);
     }
@@ -285,6 +305,51 @@ Command AddRunCommand(CLI::App& app) {
     out.progress = ::isatty(STDERR_FILENO) == 1;
     return TrainAndReport(graph, options, out);
   }};
+}
+
+Status PreflightJobRun(const std::string& job, const std::vector<std::string>& run_args) {
+  // The flags, parsed and checked as each rank's `parallax run JOB ...` will.
+  CLI::App app;
+  RunFlags flags;
+  CLI::App* sub = app.add_subcommand("run");
+  sub->allow_extras();
+  RegisterRunFlags(sub, &flags);
+  std::vector<std::string> words = {"parallax", "run", job};
+  words.insert(words.end(), run_args.begin(), run_args.end());
+  std::vector<const char*> argv;
+  for (const std::string& word : words) argv.push_back(word.c_str());
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::ParseError& e) {
+    return InvalidArgumentError("run flags: {}", e.what());
+  }
+  if (!sub->remaining().empty()) {
+    return InvalidArgumentError("'{}': not a flag of `parallax run` (the flags launch passes on "
+                                "to every rank; see `parallax run --help`)",
+                                sub->remaining().front());
+  }
+  PX_ASSIGN_OR_RETURN(TrainerOptions options, OptionsFromFlags(flags));
+  // Rank 0's trainer, planned as RunJobRank plans it (without the communicator): its
+  // feeds, eval feeds and data files are checked and loaded here, once.
+  PX_ASSIGN_OR_RETURN(Plan plan, LoadPlan(job));
+  PX_ASSIGN_OR_RETURN(Graph graph, LoadGraph((std::filesystem::path(job) / "rank-0.pb").string()));
+  if (options.train_op.empty()) options.train_op = plan.train_op;
+  if (options.init_op.empty()) options.init_op = plan.init_op;
+  if (options.loss.empty() && !plan.fetches.empty()) options.loss = plan.fetches[0];
+  options.shard = ShardSpec{.index = 0, .count = plan.world_size()};
+  options.plan = &plan;
+  options.threads = 1;
+  PX_RETURN_IF_ERROR(Trainer::Create(graph, options).status());
+  if (options.resume && !options.resume_if_exists) {
+    const std::string rank_dir = (std::filesystem::path(options.checkpoint_dir) / "rank-0").string();
+    PX_ASSIGN_OR_RETURN(auto checkpoints, ListCheckpoints(rank_dir));
+    if (checkpoints.empty()) {
+      return NotFoundError("--resume: no checkpoint in {} to resume from; pass "
+                           "--resume=if-exists to start from the init op when there is none",
+                           rank_dir);
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace parallax::cli

@@ -288,6 +288,13 @@ Trainer::~Trainer() = default;
 StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const Graph& graph, TrainerOptions options) {
   std::unique_ptr<Trainer> trainer(new Trainer(graph, std::move(options)));
   PX_RETURN_IF_ERROR(trainer->Plan());
+  // The evaluation's data is checked now, not after the whole training run.
+  const TrainerOptions& o = trainer->options_;
+  if (!o.eval_feeds.empty()) {
+    PX_ASSIGN_OR_RETURN(Bindings bindings, BindFeeds(graph, o.eval_feeds, o.seed, "--eval-feed"));
+    PX_RETURN_IF_ERROR(DatasetOf(bindings.list).status());
+    PX_RETURN_IF_ERROR(Feeder::Create(std::move(bindings.list), o.batch).status());
+  }
   return trainer;
 }
 
