@@ -313,6 +313,8 @@ Status PreflightJobRun(const std::string& job, const std::vector<std::string>& r
   RunFlags flags;
   CLI::App* sub = app.add_subcommand("run");
   sub->allow_extras();
+  int verbosity = 0;  // the global -v, which a rank takes after `run` too
+  sub->add_flag("-v,--verbose", verbosity);
   RegisterRunFlags(sub, &flags);
   std::vector<std::string> words = {"parallax", "run", job};
   words.insert(words.end(), run_args.begin(), run_args.end());
