@@ -110,6 +110,9 @@ base_env=""
 for v in PATH LD_LIBRARY_PATH; do [[ -n "${!v+x}" ]] && base_env+=" -x $v"; done
 want="mpirun -np 2 --hostfile $local_job/hostfile --map-by slot --bind-to none --tag-output$base_env$forwarded$root_flag --mca btl self,tcp $self run $local_job --steps 5"
 [[ "$(cat "$tmp/out")" == "$want" ]] && pass || fail "launch --dry-run (one host): got '$(cat "$tmp/out")', want '$want'"
+# `parallax -v launch`: the ranks log at the same level (-v passed on).
+expect 0 "$parallax" -v launch "$local_job" --dry-run --steps 5 -- --mca btl self,tcp
+[[ "$(cat "$tmp/out")" == "$want -v" ]] && pass || fail "-v launch --dry-run: got '$(cat "$tmp/out")', want '$want -v'"
 # A relative job directory: the line names it absolutely, as launch.sh does.
 pushd "$tmp" >/dev/null || exit 1
 expect 0 "$parallax" launch local_job/ --dry-run --steps 5 -- --mca btl self,tcp

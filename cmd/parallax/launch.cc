@@ -22,7 +22,7 @@
 namespace parallax::cli {
 
 Command AddLaunchCommand(CLI::App& app, std::vector<std::string> mpirun_args,
-                         int* interrupted_by) {
+                         const int* verbosity, int* interrupted_by) {
   struct Flags {
     std::string job;
     std::string hostfile;
@@ -45,7 +45,7 @@ Command AddLaunchCommand(CLI::App& app, std::vector<std::string> mpirun_args,
   // taken the words after `--` (mpirun's) off the command line.
   sub->allow_extras();
   sub->fallthrough(false);
-  return Command{sub, [flags, sub, mpirun_args, interrupted_by]() -> Status {
+  return Command{sub, [flags, sub, mpirun_args, verbosity, interrupted_by]() -> Status {
     PX_ASSIGN_OR_RETURN(Plan plan, LoadPlan(flags->job));
     if (!flags->hostfile.empty() || !flags->hosts.empty()) {
       PX_ASSIGN_OR_RETURN(Hostfile hosts, flags->hostfile.empty() ? ParseHostList(flags->hosts)
@@ -54,7 +54,9 @@ Command AddLaunchCommand(CLI::App& app, std::vector<std::string> mpirun_args,
     }
     // GPU ranks would train on CPUs: refused before mpirun starts, unless the run flags
     // ask for it (a dry run starts nothing; the ranks refuse too).
-    const std::vector<std::string>& run_args = sub->remaining();
+    // The run flags, and `parallax -v launch`'s verbosity, which the ranks share.
+    std::vector<std::string> run_args = sub->remaining();
+    for (int i = 0; i < *verbosity; ++i) run_args.push_back("-v");
     const bool cpu_fallback =
         std::find(run_args.begin(), run_args.end(), "--cpu-fallback") != run_args.end();
     for (const RankPlacement& rank : plan.ranks) {
@@ -69,7 +71,7 @@ Command AddLaunchCommand(CLI::App& app, std::vector<std::string> mpirun_args,
     // unset variable). launch.sh, run later, keeps PATH and LD_LIBRARY_PATH.
     std::erase_if(options.forward_env,
                   [](const std::string& name) { return std::getenv(name.c_str()) == nullptr; });
-    options.run_args = sub->remaining();
+    options.run_args = run_args;
     options.extra_mpirun_args = mpirun_args;
     // Absolute, as in launch.sh: the ranks may start in another directory (another host).
     std::filesystem::path job = std::filesystem::absolute(flags->job).lexically_normal();

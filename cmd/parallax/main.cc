@@ -94,7 +94,7 @@ int Main(int argc, char** argv) {
       AddTransformCommand(app),
       AddRunCommand(app),
       AddModelsCommand(app),
-      AddLaunchCommand(app, mpirun_args, &launch_interrupted_by),
+      AddLaunchCommand(app, mpirun_args, &verbosity, &launch_interrupted_by),
       AddVerifyCommand(app, &verify_failed),
       AddCheckpointCommand(app),
   };
