@@ -245,6 +245,12 @@ grep -q "^resumed from $tmp/ck/checkpoint-20.safetensors (step 20)" "$tmp/out" \
 expect 2 "$parallax" run "$graph" --synthetic --steps 20 --eval-feed x=missing_eval.npy
 expect_stderr_line "parallax: error: missing_eval.npy: no such file"
 ! grep -q '^trained steps' "$tmp/out" && pass || fail "trained before checking --eval-feed"
+# -vv says more than -v: the time of every step's run.
+expect 0 "$parallax" -vv run "$graph" --synthetic --steps 3 --threads 1
+[[ $(grep -c '^parallax: debug: step [0-9]*: [0-9.]* ms' "$tmp/err") -eq 3 ]] && pass ||
+  fail "-vv run: no step times: $(head -c 300 "$tmp/err")"
+expect 0 "$parallax" -v run "$graph" --synthetic --steps 3 --threads 1
+! grep -q '^parallax: debug:' "$tmp/err" && pass || fail "-v run printed debug lines"
 # Resumed at the target: nothing to train, and it says so.
 expect 0 "$parallax" run "$graph" --synthetic --steps 30 --checkpoint-dir "$tmp/ck" --resume --threads 1
 grep -q '^nothing to train: the run is at step 30, the target is step 30 ' "$tmp/out" \

@@ -501,6 +501,15 @@ Status Trainer::Plan() {
     total_steps_ = dataset.bounded() ? (per_epoch + batch - 1) / batch : kDefaultSyntheticSteps;
   }
 
+  // -vv: what -v does not say the steps read.
+  for (const std::string& output : pipeline_outputs_) {
+    spdlog::debug("input pipeline output {}: run in the graph each step", output);
+  }
+  for (const auto& [name, value] : literal_feeds_) {
+    spdlog::debug("literal feed {}: {} {}, the same every step", name,
+                  DataTypeShortName(value.dtype()), value.shape().DebugString());
+  }
+
   device_ = std::make_unique<CpuDevice>(o.threads);
   device_->set_communicator(o.communicator);
   // Do the graph's initializers restore a checkpoint themselves?
@@ -912,9 +921,13 @@ StatusOr<std::optional<double>> Trainer::Step() {
     request.fetches.insert(request.fetches.end(), summaries_.begin(), summaries_.end());
   }
   request.targets.push_back(train_op_);
+  const auto started = std::chrono::steady_clock::now();
   StatusOr<std::vector<Tensor>> out = executor_->Run(request);
   if (!out.ok()) return out.status().WithPrefix(fmt::format("step {}", step_ + 1));
   ++step_;
+  spdlog::debug("step {}: {:.2f} ms (the train op's run)", step_,
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+                    .count());
   if (summarise) {
     for (size_t i = loss_.empty() ? 0 : 1; i < out->size(); ++i) {
       const Tensor& summary = (*out)[i];
