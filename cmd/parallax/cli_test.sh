@@ -92,6 +92,19 @@ grep -q '^exec mpirun -np 4 --hostfile "$job/hostfile" --map-by slot --bind-to n
   "$job/launch.sh" && pass || fail "launch.sh: $(cat "$job/launch.sh")"
 grep -q -- "$(realpath "$parallax") run" "$job/launch.sh" && pass || fail "launch.sh does not run this parallax"
 sh -n "$job/launch.sh" && pass || fail "launch.sh is not valid sh"
+# launch.sh decides at run time what depends on who runs it where: -x for the NCCL_* and
+# PARALLAX_* variables set then, --allow-run-as-root for root (a fake mpirun prints its
+# arguments).
+grep '^exec' "$job/launch.sh" | grep -q -- '--allow-run-as-root\|-x PARALLAX_\|-x NCCL_' &&
+  fail "launch.sh bakes in the transform-time environment: $(grep '^exec' "$job/launch.sh")" || pass
+mkdir -p "$tmp/echobin"
+printf '#!/bin/sh\necho "$@"\n' > "$tmp/echobin/mpirun"
+chmod +x "$tmp/echobin/mpirun"
+PATH="$tmp/echobin:$PATH" PARALLAX_LAUNCH_SH_TEST=1 "$job/launch.sh" --steps 3 > "$tmp/launch_sh.out"
+root_words=""; [[ $(id -u) -eq 0 ]] && root_words=" --allow-run-as-root"
+grep -q -- "-x LD_LIBRARY_PATH .*-x PARALLAX_LAUNCH_SH_TEST .*run $job --steps 3$" "$tmp/launch_sh.out" &&
+  { [[ -z "$root_words" ]] || grep -q -- "$root_words " "$tmp/launch_sh.out"; } &&
+  pass || fail "launch.sh at run time: $(cat "$tmp/launch_sh.out")"
 ls -d "$tmp"/job.* 2>/dev/null | grep -q . && fail "temporary directories left: $(ls -d "$tmp"/job.*)" || pass
 
 # launch: the mpirun argv for one host and for several, run flags and mpirun args passed

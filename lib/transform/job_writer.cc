@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -153,8 +154,22 @@ Status JobWriter::Commit() {
 }
 
 std::string LaunchScript(const Plan& plan, const MpirunOptions& options) {
+  // What depends on where and by whom the script runs is decided then, not at transform
+  // time: --allow-run-as-root for root, `-x` for the NCCL_*/PARALLAX_* variables then set.
+  MpirunOptions script = options;
+  script.as_root = false;
+  std::erase_if(script.forward_env, [](const std::string& name) {
+    return name.starts_with("NCCL_") || name.starts_with("PARALLAX_");
+  });
+  const std::vector<std::string> argv = MpirunArgv(plan, kJobPlaceholder, script);
+  // After mpirun's fixed words and the -x pairs of script.forward_env.
+  const size_t run_time_at =
+      static_cast<size_t>(std::find(argv.begin(), argv.end(), "--tag-output") - argv.begin()) + 1 +
+      2 * script.forward_env.size();
   std::string line;
-  for (const std::string& word : MpirunArgv(plan, kJobPlaceholder, options)) {
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& word = argv[i];
+    if (i == run_time_at) line += " $forward $root";  // unquoted: split into words
     if (!line.empty()) line += " ";
     const size_t at = word.find(kJobPlaceholder);
     if (at == std::string::npos) {
@@ -173,6 +188,12 @@ std::string LaunchScript(const Plan& plan, const MpirunOptions& options) {
       "# every host (a shared file system, or copied there).\n"
       "set -e\n"
       "job=$(cd \"$(dirname \"$0\")\" && pwd)\n"
+      "forward=\"\"\n"
+      "for name in $(env | grep -E '^(NCCL|PARALLAX)_[A-Za-z0-9_]*=' | cut -d= -f1 | sort); do\n"
+      "  forward=\"$forward -x $name\"\n"
+      "done\n"
+      "root=\"\"\n"
+      "if [ \"$(id -u)\" -eq 0 ]; then root=\"--allow-run-as-root\"; fi\n"
       "exec {} \"$@\"\n",
       plan.world_size(), plan.source_graph, line);
 }

@@ -65,7 +65,8 @@ TEST_CASE("a complete job directory") {
   const std::string script = *ReadFileToString(job + "/launch.sh");
   CHECK(script.starts_with("#!/bin/sh\n"));
   CHECK(script.find("\nexec mpirun -np 3 --hostfile \"$job/hostfile\" --map-by slot --bind-to none "
-                    "--tag-output -x PATH -x LD_LIBRARY_PATH parallax run \"$job\" \"$@\"\n") !=
+                    "--tag-output -x PATH -x LD_LIBRARY_PATH $forward $root parallax run \"$job\" "
+                    "\"$@\"\n") !=
         std::string::npos);
   StatusOr<Plan> back = LoadPlan(job);
   REQUIRE(back.ok());
