@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 
 #include "lib/base/status.h"
+#include "lib/cluster/rank_layout.h"
 #include "lib/graph/graph.h"
 
 namespace parallax::cli {
@@ -35,6 +36,13 @@ int ExitCodeFor(const Status& status);
 // underneath (lib/passes/strip_horovod.h) before `run` and `transform` use it; what was
 // removed is logged (a warning names gradients Horovod summed rather than averaged).
 Status StripHorovodAndReport(Graph& graph);
+
+// `--input-map OLD=NEW` values as (OLD, NEW) pairs; InvalidArgument naming the bad one.
+StatusOr<std::vector<std::pair<std::string, std::string>>> ParseInputMap(
+    const std::vector<std::string>& texts);
+
+// "GPU 0 of host gpu-a": where the plan puts a GPU rank.
+std::string GpuPlacementText(const RankPlacement& rank);
 
 // The refusal of a job rank the plan puts on a GPU: the runtime has CPU kernels only so
 // far (FailedPrecondition, exit 2). `where`: "GPU 0 of host gpu-a".

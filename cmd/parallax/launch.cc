@@ -61,8 +61,7 @@ Command AddLaunchCommand(CLI::App& app, std::vector<std::string> mpirun_args,
         std::find(run_args.begin(), run_args.end(), "--cpu-fallback") != run_args.end();
     for (const RankPlacement& rank : plan.ranks) {
       if (rank.device != DeviceKind::kGpu || cpu_fallback || flags->dry_run) continue;
-      return GpuPlanError(flags->job, rank.rank,
-                          fmt::format("GPU {} of host {}", rank.device_index, rank.host));
+      return GpuPlanError(flags->job, rank.rank, GpuPlacementText(rank));
     }
     // Mistyped flags, missing data or checkpoints: one line here, not one per rank.
     if (!flags->dry_run) PX_RETURN_IF_ERROR(PreflightJobRun(flags->job, run_args));

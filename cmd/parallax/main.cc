@@ -47,6 +47,23 @@ Status StripHorovodAndReport(Graph& graph) {
   return Status::Ok();
 }
 
+StatusOr<std::vector<std::pair<std::string, std::string>>> ParseInputMap(
+    const std::vector<std::string>& texts) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (const std::string& text : texts) {
+    const size_t eq = text.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return InvalidArgumentError("--input-map '{}': expected OLD=NEW (file name prefixes)", text);
+    }
+    pairs.emplace_back(text.substr(0, eq), text.substr(eq + 1));
+  }
+  return pairs;
+}
+
+std::string GpuPlacementText(const RankPlacement& rank) {
+  return fmt::format("GPU {} of host {}", rank.device_index, rank.host);
+}
+
 Status GpuPlanError(const std::string& job, int rank, const std::string& where) {
   return FailedPreconditionError(
       "{}: the plan places rank {} on {}, but Parallax's runtime has no CUDA device yet: ranks "

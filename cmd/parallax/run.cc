@@ -132,6 +132,16 @@ Status TrainAndReport(const Graph& graph, const TrainerOptions& options, const R
   return Status::Ok();
 }
 
+// Rank `rank` of `plan`'s job: what the plan names (train op, init op, loss) unless the
+// flags did, the rank's shard of the data, the plan itself.
+void TakeFromPlan(const Plan& plan, int rank, TrainerOptions* options) {
+  if (options->train_op.empty()) options->train_op = plan.train_op;
+  if (options->init_op.empty()) options->init_op = plan.init_op;
+  if (options->loss.empty() && !plan.fetches.empty()) options->loss = plan.fetches[0];
+  options->shard = ShardSpec{.index = rank, .count = plan.world_size()};
+  options->plan = &plan;
+}
+
 // One rank of the job in `dir`. Returns only on success: every error after the
 // communicator exists ends the job through Communicator::Abort (exit status 3).
 Status RunJobRank(const std::string& dir, TrainerOptions options, bool threads_given,
@@ -147,8 +157,7 @@ Status RunJobRank(const std::string& dir, TrainerOptions options, bool threads_g
     }
     const RankPlacement& placement = plan.ranks[static_cast<size_t>(comm->rank())];
     if (placement.device == DeviceKind::kGpu) {
-      const std::string gpu =
-          fmt::format("GPU {} of host {}", placement.device_index, placement.host);
+      const std::string gpu = GpuPlacementText(placement);
       if (!cpu_fallback) return GpuPlanError(dir, comm->rank(), gpu);
       spdlog::warn("rank {}: --cpu-fallback: the plan places this rank on {}; it trains on "
                    "the CPU",
@@ -158,12 +167,8 @@ Status RunJobRank(const std::string& dir, TrainerOptions options, bool threads_g
     const std::string graph_path =
         (std::filesystem::path(dir) / fmt::format("rank-{}.pb", comm->rank())).string();
     PX_ASSIGN_OR_RETURN(Graph graph, LoadGraph(graph_path));
-    if (options.train_op.empty()) options.train_op = plan.train_op;
-    if (options.init_op.empty()) options.init_op = plan.init_op;
-    if (options.loss.empty() && !plan.fetches.empty()) options.loss = plan.fetches[0];
-    options.shard = ShardSpec{.index = comm->rank(), .count = comm->size()};
+    TakeFromPlan(plan, comm->rank(), &options);
     options.communicator = comm.get();
-    options.plan = &plan;
     if (!threads_given) {
       const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
       options.threads = std::max(1, cores / std::max(1, comm->local_size()));
@@ -269,13 +274,7 @@ StatusOr<TrainerOptions> OptionsFromFlags(const RunFlags& flags) {
     options.eval_feeds.push_back(std::move(spec));
   }
   if (options.batch < 0) return InvalidArgumentError("--batch must be positive, not {}", options.batch);
-  for (const std::string& text : flags.input_map) {
-    const size_t eq = text.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return InvalidArgumentError("--input-map '{}': expected OLD=NEW (file name prefixes)", text);
-    }
-    options.input.input_map.emplace_back(text.substr(0, eq), text.substr(eq + 1));
-  }
+  PX_ASSIGN_OR_RETURN(options.input.input_map, ParseInputMap(flags.input_map));
   return options;
 }
 
@@ -335,21 +334,13 @@ Status PreflightJobRun(const std::string& job, const std::vector<std::string>& r
   // feeds, eval feeds and data files are checked and loaded here, once.
   PX_ASSIGN_OR_RETURN(Plan plan, LoadPlan(job));
   PX_ASSIGN_OR_RETURN(Graph graph, LoadGraph((std::filesystem::path(job) / "rank-0.pb").string()));
-  if (options.train_op.empty()) options.train_op = plan.train_op;
-  if (options.init_op.empty()) options.init_op = plan.init_op;
-  if (options.loss.empty() && !plan.fetches.empty()) options.loss = plan.fetches[0];
-  options.shard = ShardSpec{.index = 0, .count = plan.world_size()};
-  options.plan = &plan;
+  TakeFromPlan(plan, 0, &options);
   options.threads = 1;
   PX_RETURN_IF_ERROR(Trainer::Create(graph, options).status());
   if (options.resume && !options.resume_if_exists) {
     const std::string rank_dir = (std::filesystem::path(options.checkpoint_dir) / "rank-0").string();
     PX_ASSIGN_OR_RETURN(auto checkpoints, ListCheckpoints(rank_dir));
-    if (checkpoints.empty()) {
-      return NotFoundError("--resume: no checkpoint in {} to resume from; pass "
-                           "--resume=if-exists to start from the init op when there is none",
-                           rank_dir);
-    }
+    if (checkpoints.empty()) return NoCheckpointToResume(rank_dir);
   }
   return Status::Ok();
 }

@@ -91,14 +91,7 @@ Command AddVerifyCommand(CLI::App& app, bool* failed) {
                                     flags->sparse);
       }
     }
-    for (const std::string& text : flags->input_map) {
-      const size_t eq = text.find('=');
-      if (eq == std::string::npos || eq == 0) {
-        return InvalidArgumentError("--input-map '{}': expected OLD=NEW (file name prefixes)",
-                                    text);
-      }
-      options.input_map.emplace_back(text.substr(0, eq), text.substr(eq + 1));
-    }
+    PX_ASSIGN_OR_RETURN(options.input_map, ParseInputMap(flags->input_map));
     if (flags->partitions_option->count() > 0) options.partitions = flags->partitions;
     PX_ASSIGN_OR_RETURN(VerifyReport report, Verify(options));
     const std::string out =

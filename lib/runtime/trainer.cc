@@ -285,15 +285,23 @@ Trainer::Trainer(const Graph& graph, TrainerOptions options)
     : graph_(graph), options_(std::move(options)) {}
 Trainer::~Trainer() = default;
 
+Status NoCheckpointToResume(const std::string& dir) {
+  return NotFoundError("--resume: no checkpoint in {} to resume from; pass --resume=if-exists "
+                       "to start from the init op when there is none",
+                       dir);
+}
+
 StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const Graph& graph, TrainerOptions options) {
   std::unique_ptr<Trainer> trainer(new Trainer(graph, std::move(options)));
   PX_RETURN_IF_ERROR(trainer->Plan());
-  // The evaluation's data is checked now, not after the whole training run.
+  // The evaluation's data is read and checked now, not after the whole training run.
   const TrainerOptions& o = trainer->options_;
   if (!o.eval_feeds.empty()) {
     PX_ASSIGN_OR_RETURN(Bindings bindings, BindFeeds(graph, o.eval_feeds, o.seed, "--eval-feed"));
-    PX_RETURN_IF_ERROR(DatasetOf(bindings.list).status());
-    PX_RETURN_IF_ERROR(Feeder::Create(std::move(bindings.list), o.batch).status());
+    PX_ASSIGN_OR_RETURN(Dataset dataset, DatasetOf(bindings.list));
+    trainer->eval_examples_ = dataset.num_examples();
+    PX_ASSIGN_OR_RETURN(Feeder feeder, Feeder::Create(std::move(bindings.list), o.batch));
+    trainer->eval_feeder_.emplace(std::move(feeder));
   }
   return trainer;
 }
@@ -659,11 +667,7 @@ Status Trainer::Initialize() {
       executor_->session().random().set_stream_index(StepStreamIndex());
       return StartPipeline(/*replay=*/true);
     }
-    if (!options_.resume_if_exists) {
-      return NotFoundError("--resume: no checkpoint in {} to resume from; pass "
-                           "--resume=if-exists to start from the init op when there is none",
-                           RankCheckpointDir());
-    }
+    if (!options_.resume_if_exists) return NoCheckpointToResume(RankCheckpointDir());
     spdlog::info("{}: no checkpoint to resume from (--resume=if-exists); starting from the "
                  "init op",
                  RankCheckpointDir());
@@ -1197,10 +1201,9 @@ StatusOr<EvalResult> Trainer::Evaluate() {
     return InvalidArgumentError("cannot evaluate: the graph has no loss and no softmax "
                                 "cross-entropy to compare predictions with labels");
   }
-  PX_ASSIGN_OR_RETURN(Bindings bindings, BindFeeds(graph_, options_.eval_feeds, options_.seed, "--eval-feed"));
-  PX_ASSIGN_OR_RETURN(Dataset dataset, DatasetOf(bindings.list));
-  PX_ASSIGN_OR_RETURN(Feeder feeder, Feeder::Create(std::move(bindings.list), options_.batch));
-  const int64_t n = dataset.num_examples();
+  if (!eval_feeder_) return InternalError("evaluation without --eval-feed data");
+  const Feeder& feeder = *eval_feeder_;
+  const int64_t n = eval_examples_;
   const int64_t batch = feeder.batch_size();
 
   EvalResult result;

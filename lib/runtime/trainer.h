@@ -124,6 +124,9 @@ struct TrainerOptions {
   const Plan* plan = nullptr;            // the job's plan (row ranges in checkpoints)
 };
 
+// `--resume` found no checkpoint in `dir` (NotFound, naming it and --resume=if-exists).
+Status NoCheckpointToResume(const std::string& dir);
+
 struct StepReport {
   int64_t step = 0;         // steps completed
   int64_t total_steps = 0;
@@ -245,6 +248,8 @@ class Trainer {
   std::vector<std::string> pipeline_initializers_;  // MakeIterator nodes
   std::vector<std::pair<std::string, std::string>> initializers_;  // variable, its Assign
   int64_t pipeline_batch_ = 0;  // dim 0 of the last input run's first output
+  std::optional<Feeder> eval_feeder_;  // --eval-feed's data, read by Create
+  int64_t eval_examples_ = 0;
   bool init_restores_checkpoint_ = false;  // an initializer runs RestoreV2
   std::vector<std::string> summaries_;     // fetched every log_every steps
   std::unique_ptr<EventWriter> events_;    // --summary-dir (rank 0)

@@ -1,7 +1,6 @@
 #include "lib/verify/accumulate.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cstring>
 #include <map>
 #include <set>
@@ -18,23 +17,6 @@
 namespace parallax {
 namespace {
 
-// A node in TF's `gradients` scope (`gradients/`, `gradients_3/`, `model/gradients/`).
-bool InGradientScope(std::string_view name) {
-  size_t start = 0;
-  for (size_t slash = name.find('/'); slash != std::string_view::npos;
-       start = slash + 1, slash = name.find('/', start)) {
-    std::string_view part = name.substr(start, slash - start);
-    if (!part.starts_with("gradients")) continue;
-    part.remove_prefix(std::string_view("gradients").size());
-    if (part.empty()) return true;
-    if (part[0] == '_' && part.size() > 1 &&
-        std::all_of(part.begin() + 1, part.end(), [](char c) { return std::isdigit(c) != 0; })) {
-      return true;
-    }
-  }
-  return false;
-}
-
 // The gradient-scope nodes the train op needs when the nodes `fed` are fed: its data and
 // control ancestors, not looking past fed nodes (the executor's rule).
 std::vector<std::string> BackwardLeft(const Graph& graph, NodeId train_op,
@@ -49,7 +31,7 @@ std::vector<std::string> BackwardLeft(const Graph& graph, NodeId train_op,
     seen[static_cast<size_t>(id)] = true;
     if (fed.contains(id)) continue;
     const Node& node = graph.node(id);
-    if (InGradientScope(node.name())) out.emplace_back(node.name());
+    if (InGradientsScope(node.name())) out.emplace_back(node.name());
     for (const OutputRef& in : node.inputs()) stack.push_back(in.node);
   }
   std::sort(out.begin(), out.end());
