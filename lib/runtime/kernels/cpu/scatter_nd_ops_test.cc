@@ -22,6 +22,8 @@ namespace parallax {
 namespace {
 
 using kernel_test::ErrorOf;
+using kernel_test::Get;
+using kernel_test::Set;
 using kernel_test::F32;
 using kernel_test::F32Vec;
 using kernel_test::I32;
@@ -49,44 +51,6 @@ AttrMap ScatterAttrs(DataType type, DataType indices = DT_INT32) {
 
 // Element i of a numeric tensor as a double, and the reverse (exact for the small
 // integers and the values the tests use).
-double Get(const Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case DT_FLOAT:
-      return t.data<float>()[i];
-    case DT_DOUBLE:
-      return t.data<double>()[i];
-    case DT_INT32:
-      return t.data<int32_t>()[i];
-    case DT_INT64:
-      return static_cast<double>(t.data<int64_t>()[i]);
-    case DT_BOOL:
-      return t.data<bool>()[i] ? 1 : 0;
-    default:
-      FAIL("unexpected dtype");
-      return 0;
-  }
-}
-void Set(Tensor& t, int64_t i, double v) {
-  switch (t.dtype()) {
-    case DT_FLOAT:
-      t.data<float>()[i] = static_cast<float>(v);
-      break;
-    case DT_DOUBLE:
-      t.data<double>()[i] = v;
-      break;
-    case DT_INT32:
-      t.data<int32_t>()[i] = static_cast<int32_t>(v);
-      break;
-    case DT_INT64:
-      t.data<int64_t>()[i] = static_cast<int64_t>(v);
-      break;
-    case DT_BOOL:
-      t.data<bool>()[i] = v != 0;
-      break;
-    default:
-      FAIL("unexpected dtype");
-  }
-}
 
 // Random index tuples of `depth` into `dims`, as an indices tensor of batch + [depth].
 Tensor RandomIndices(DataType itype, std::vector<int64_t> batch, int64_t depth,

@@ -16,6 +16,8 @@ namespace parallax {
 namespace {
 
 using kernel_test::ErrorOf;
+using kernel_test::Get;
+using kernel_test::Set;
 using kernel_test::F32;
 using kernel_test::I32;
 using kernel_test::I32Vec;
@@ -39,35 +41,6 @@ AttrMap SparseAttrs(DataType type) {
           {"Tidx", TypeAttr(DT_INT32)},
           {"Tsegmentids", TypeAttr(DT_INT32)},
           {"Tnumsegments", TypeAttr(DT_INT32)}};
-}
-
-double Get(const Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case DT_FLOAT:
-      return t.data<float>()[i];
-    case DT_DOUBLE:
-      return t.data<double>()[i];
-    case DT_INT32:
-      return t.data<int32_t>()[i];
-    default:
-      return static_cast<double>(t.data<int64_t>()[i]);
-  }
-}
-void Set(Tensor& t, int64_t i, double v) {
-  switch (t.dtype()) {
-    case DT_FLOAT:
-      t.data<float>()[i] = static_cast<float>(v);
-      break;
-    case DT_DOUBLE:
-      t.data<double>()[i] = v;
-      break;
-    case DT_INT32:
-      t.data<int32_t>()[i] = static_cast<int32_t>(v);
-      break;
-    default:
-      t.data<int64_t>()[i] = static_cast<int64_t>(v);
-      break;
-  }
 }
 
 // Sorted ids for n rows, with repeats and gaps.

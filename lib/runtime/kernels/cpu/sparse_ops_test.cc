@@ -19,6 +19,8 @@ namespace parallax {
 namespace {
 
 using kernel_test::ErrorOf;
+using kernel_test::Get;
+using kernel_test::Set;
 using kernel_test::F32;
 using kernel_test::F32Vec;
 using kernel_test::I32;
@@ -39,40 +41,6 @@ using testing::CompareTensors;
 using testing::RandomTensor;
 
 AttrMap TypeT(DataType type) { return {{"T", TypeAttr(type)}}; }
-
-double Get(const Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case DT_FLOAT:
-      return t.data<float>()[i];
-    case DT_DOUBLE:
-      return t.data<double>()[i];
-    case DT_INT32:
-      return t.data<int32_t>()[i];
-    case DT_BOOL:
-      return t.data<bool>()[i];
-    default:
-      return static_cast<double>(t.data<int64_t>()[i]);
-  }
-}
-void Set(Tensor& t, int64_t i, double v) {
-  switch (t.dtype()) {
-    case DT_FLOAT:
-      t.data<float>()[i] = static_cast<float>(v);
-      break;
-    case DT_DOUBLE:
-      t.data<double>()[i] = v;
-      break;
-    case DT_INT32:
-      t.data<int32_t>()[i] = static_cast<int32_t>(v);
-      break;
-    case DT_BOOL:
-      t.data<bool>()[i] = v != 0;
-      break;
-    default:
-      t.data<int64_t>()[i] = static_cast<int64_t>(v);
-      break;
-  }
-}
 
 // A random SparseTensor of `dims` with about `density` of its positions stored, in
 // canonical order (or shuffled).

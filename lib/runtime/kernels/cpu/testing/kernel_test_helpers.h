@@ -1,5 +1,5 @@
-// Small helpers for the array, gather and reduction kernel tests: literal tensors, a
-// checked RunOp, the error text of a failing run, and N-d index arithmetic for the
+// Small helpers for the array, gather, reduction, sparse and segment kernel tests:
+// literal tensors, element access by flat index, a checked RunOp, the error text of a failing run, and N-d index arithmetic for the
 // naive reference loops.
 #ifndef PARALLAX_LIB_RUNTIME_KERNELS_CPU_TESTING_KERNEL_TEST_HELPERS_H_
 #define PARALLAX_LIB_RUNTIME_KERNELS_CPU_TESTING_KERNEL_TEST_HELPERS_H_
@@ -52,6 +52,47 @@ inline Tensor Iota(DataType dtype, std::vector<int64_t> shape) {
 }
 
 // Runs `op` and returns its outputs; fails the test with the error otherwise.
+// Element i (row-major) of a float, double, int32, int64 or bool tensor, as a double.
+inline double Get(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case tensorflow::DT_FLOAT:
+      return t.data<float>()[i];
+    case tensorflow::DT_DOUBLE:
+      return t.data<double>()[i];
+    case tensorflow::DT_INT32:
+      return t.data<int32_t>()[i];
+    case tensorflow::DT_INT64:
+      return static_cast<double>(t.data<int64_t>()[i]);
+    case tensorflow::DT_BOOL:
+      return t.data<bool>()[i] ? 1 : 0;
+    default:
+      FAIL("unexpected dtype");
+      return 0;
+  }
+}
+// Sets element i of such a tensor to v (converted to its dtype).
+inline void Set(Tensor& t, int64_t i, double v) {
+  switch (t.dtype()) {
+    case tensorflow::DT_FLOAT:
+      t.data<float>()[i] = static_cast<float>(v);
+      break;
+    case tensorflow::DT_DOUBLE:
+      t.data<double>()[i] = v;
+      break;
+    case tensorflow::DT_INT32:
+      t.data<int32_t>()[i] = static_cast<int32_t>(v);
+      break;
+    case tensorflow::DT_INT64:
+      t.data<int64_t>()[i] = static_cast<int64_t>(v);
+      break;
+    case tensorflow::DT_BOOL:
+      t.data<bool>()[i] = v != 0;
+      break;
+    default:
+      FAIL("unexpected dtype");
+  }
+}
+
 inline std::vector<Tensor> Run(const std::string& op, const std::vector<Tensor>& inputs,
                                const AttrMap& attrs, int num_threads = 2, int num_outputs = -1) {
   StatusOr<testing::OpRun> run = testing::RunOp(op, inputs, attrs, {}, num_outputs, num_threads);
