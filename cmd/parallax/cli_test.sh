@@ -174,6 +174,12 @@ expect 0 "$parallax" transform "$example" --cluster "$cluster" -o "$tmp/dumpjob"
   --dump-after place --dump-dir "$tmp/dumps/new"
 ls "$tmp/dumps/new/"*.after-place.pbtxt >/dev/null 2>&1 && pass ||
   fail "--dump-dir was not created: $(cat "$tmp/err")"
+# A --dump-dir that cannot be created (a file is in the way): one line naming it.
+: > "$tmp/dumps/a_file"
+expect 2 "$parallax" transform "$example" --cluster "$cluster" -o "$tmp/dumpjob2" \
+  --dump-after place --dump-dir "$tmp/dumps/a_file/sub"
+grep -q "^parallax: error: .*--dump-dir $tmp/dumps/a_file/sub: cannot create it: " "$tmp/err" &&
+  [[ ! -e "$tmp/dumpjob2" ]] && pass || fail "--dump-dir error: $(cat "$tmp/err")"
 expect 0 "$parallax" transform --print-passes
 grep -q '^   1\. add-init-op' "$tmp/out" && grep -q '^   2\. sparse-allgather' "$tmp/out" && grep -q 'place' "$tmp/out" && pass || fail "--print-passes: $(cat "$tmp/out")"
 
