@@ -53,6 +53,32 @@ std::optional<StrategyKind> ParseStrategyKind(std::string_view word) {
   return std::nullopt;
 }
 
+std::optional<DenseMethod> ParseDenseMethod(std::string_view word) {
+  for (DenseMethod method : {DenseMethod::kAllReduce, DenseMethod::kPs}) {
+    if (word == DenseMethodName(method)) return method;
+  }
+  return std::nullopt;
+}
+
+std::optional<SparseMethod> ParseSparseMethod(std::string_view word) {
+  for (SparseMethod method : {SparseMethod::kPs, SparseMethod::kAllGather, SparseMethod::kDense}) {
+    if (word == SparseMethodName(method)) return method;
+  }
+  return std::nullopt;
+}
+
+std::string UnknownStrategyMessage(std::string_view word, std::string_view sparse_setting) {
+  std::string message =
+      fmt::format("unknown strategy {} (expected auto, allreduce, ps or hybrid)", Quoted(word));
+  // The plan's name for densified gradients is "densify"; the setting's word is "dense".
+  const std::string_view method = word == "densify" ? "dense" : word;
+  if (method == "allgather" || method == "dense") {
+    message += fmt::format("; {} is a method for sparse gradients, not a preset: use {} {}",
+                           Quoted(word), sparse_setting, method);
+  }
+  return message;
+}
+
 bool GlobMatch(std::string_view pattern, std::string_view name) {
   // Iterative matcher with one backtrack point (the last '*'): linear in practice, and
   // never exponential, whatever the pattern.
@@ -92,43 +118,141 @@ bool VariableOverride::is_glob() const {
   return pattern.find_first_of("*?") != std::string::npos;
 }
 
+bool VariableOverride::Matches(std::string_view variable) const {
+  return is_glob() ? GlobMatch(pattern, variable) : pattern == variable;
+}
+
 const VariableOverride* StrategySpec::FindOverride(std::string_view variable) const {
   for (const VariableOverride& entry : variables) {
-    if (!entry.is_glob() && entry.pattern == variable) return &entry;
+    if (!entry.is_glob() && entry.Matches(variable)) return &entry;
   }
   for (const VariableOverride& entry : variables) {
-    if (entry.is_glob() && GlobMatch(entry.pattern, variable)) return &entry;
+    if (entry.is_glob() && entry.Matches(variable)) return &entry;
   }
   return nullptr;
 }
 
-VariableStrategy StrategySpec::Resolve(std::string_view variable, StrategyKind kind) const {
-  VariableStrategy result;
+namespace {
+
+// The methods a preset fixes; auto fixes neither.
+struct PresetMethods {
+  std::optional<DenseMethod> dense;
+  std::optional<SparseMethod> sparse;
+};
+PresetMethods MethodsOf(StrategyKind kind) {
   switch (kind) {
-    case StrategyKind::kAuto:
-      break;
-    case StrategyKind::kAllReduce:
-      result.dense = DenseMethod::kAllReduce;
-      result.sparse = SparseMethod::kAllGather;
-      break;
-    case StrategyKind::kPs:
-      result.dense = DenseMethod::kPs;
-      result.sparse = SparseMethod::kPs;
-      break;
-    case StrategyKind::kHybrid:
-      result.dense = DenseMethod::kAllReduce;
-      result.sparse = SparseMethod::kPs;
-      break;
+    case StrategyKind::kAuto: return {};
+    case StrategyKind::kAllReduce: return {DenseMethod::kAllReduce, SparseMethod::kAllGather};
+    case StrategyKind::kPs: return {DenseMethod::kPs, SparseMethod::kPs};
+    case StrategyKind::kHybrid: return {DenseMethod::kAllReduce, SparseMethod::kPs};
   }
-  if (dense) result.dense = dense;
-  if (sparse) result.sparse = sparse;
-  result.partitions = partitions;
-  if (const VariableOverride* entry = FindOverride(variable)) {
-    if (entry->dense) result.dense = entry->dense;
-    if (entry->sparse) result.sparse = entry->sparse;
-    if (entry->partitions) result.partitions = *entry->partitions;
-    result.override_used = entry;
+  return {};
+}
+
+std::string_view MethodName(DenseMethod method) { return DenseMethodName(method); }
+std::string_view MethodName(SparseMethod method) { return SparseMethodName(method); }
+template <typename Method>
+std::string_view MethodWord(const std::optional<Method>& method) {
+  return method ? MethodName(*method) : std::string_view("auto");
+}
+
+// One setting's answer for one method of a variable.
+template <typename Method>
+struct Said {
+  bool speaks = false;           // the setting is there (a preset speaks even for auto)
+  std::optional<Method> method;  // unset: auto
+  std::string setting;           // for reasons: "--strategy ps", "strategy.sparse: ps in c.yaml"
+  std::string name;              // for warnings: "--strategy allreduce (sparse: allgather)",
+                                 // "c.yaml:5: strategy.sparse: ps"
+};
+
+// The strongest of `entry` (the override), `flag` and `spec` (a key, else the preset of
+// strategy.default) decides; `kind` is "dense" or "sparse". `same` says whether two
+// answers come to the same method.
+template <typename Method>
+void Decide(std::string_view kind, const Said<Method>& entry, const Said<Method>& flag,
+            const Said<Method>& spec, bool spec_is_key,
+            bool (*same)(const std::optional<Method>&, const std::optional<Method>&),
+            std::optional<Method>& method, std::string& setting, bool& from_override,
+            std::string& conflict) {
+  const Said<Method>& winner = entry.speaks ? entry : flag.speaks ? flag : spec;
+  method = winner.method;
+  setting = winner.method ? winner.setting : "auto";
+  from_override = entry.speaks;
+  if (entry.speaks && flag.speaks && !same(entry.method, flag.method)) {
+    conflict = fmt::format("{} ({}: {}) wins over {}: a per-variable override is more specific "
+                           "than the command line",
+                           entry.name, kind, MethodWord(entry.method), flag.name);
+  } else if (!entry.speaks && flag.speaks && spec_is_key && !same(spec.method, flag.method)) {
+    conflict = fmt::format("{} is overruled by {}: the command line wins over the spec's "
+                           "strategy section",
+                           spec.name, flag.name);
   }
+}
+
+// Auto all-reduces dense gradients: unset and allreduce come to the same.
+bool SameDense(const std::optional<DenseMethod>& a, const std::optional<DenseMethod>& b) {
+  return a.value_or(DenseMethod::kAllReduce) == b.value_or(DenseMethod::kAllReduce);
+}
+bool SameSparse(const std::optional<SparseMethod>& a, const std::optional<SparseMethod>& b) {
+  return a == b;
+}
+
+}  // namespace
+
+VariableStrategy StrategySpec::Resolve(std::string_view variable, const StrategyFlags& flags) const {
+  const std::string in_file = source.empty() ? "" : fmt::format(" in {}", source);
+  auto at = [&](int line) {  // "c.yaml:5: "
+    return source.empty() ? std::string() : line > 0 ? fmt::format("{}:{}: ", source, line)
+                                                     : fmt::format("{}: ", source);
+  };
+  VariableStrategy result;
+  const VariableOverride* entry = FindOverride(variable);
+  result.override_used = entry;
+  result.partitions = entry && entry->partitions ? *entry->partitions : partitions;
+
+  const PresetMethods preset = MethodsOf(default_strategy);
+  const std::string preset_key = fmt::format("strategy.default: {}", StrategyKindName(default_strategy));
+  Said<DenseMethod> spec_dense{true, preset.dense, preset_key + in_file, at(default_line) + preset_key};
+  if (dense) {
+    const std::string key = fmt::format("strategy.dense: {}", DenseMethodName(*dense));
+    spec_dense = {true, dense, key + in_file, at(dense_line) + key};
+  }
+  Said<SparseMethod> spec_sparse{true, preset.sparse, preset_key + in_file, at(default_line) + preset_key};
+  if (sparse) {
+    const std::string key = fmt::format("strategy.sparse: {}", SparseMethodName(*sparse));
+    spec_sparse = {true, sparse, key + in_file, at(sparse_line) + key};
+  }
+
+  Said<DenseMethod> flag_dense;
+  Said<SparseMethod> flag_sparse;
+  if (flags.preset) {
+    const PresetMethods given = MethodsOf(*flags.preset);
+    const std::string flag = fmt::format("--strategy {}", StrategyKindName(*flags.preset));
+    flag_dense = {true, given.dense, flag,
+                  fmt::format("{} (dense: {})", flag, MethodWord(given.dense))};
+    flag_sparse = {true, given.sparse, flag,
+                   fmt::format("{} (sparse: {})", flag, MethodWord(given.sparse))};
+  }
+  if (flags.sparse) {
+    const std::string flag = fmt::format("--sparse {}", SparseMethodName(*flags.sparse));
+    flag_sparse = {true, flags.sparse, flag, flag};
+  }
+
+  Said<DenseMethod> entry_dense;
+  Said<SparseMethod> entry_sparse;
+  if (entry != nullptr) {
+    const std::string key = fmt::format("strategy.variables[\"{}\"]", entry->pattern);
+    if (entry->dense) entry_dense = {true, entry->dense, key + in_file, at(entry->line) + key};
+    if (entry->sparse) entry_sparse = {true, entry->sparse, key + in_file, at(entry->line) + key};
+  }
+
+  Decide<DenseMethod>("dense", entry_dense, flag_dense, spec_dense, dense.has_value(), SameDense,
+                      result.dense, result.dense_setting, result.dense_from_override,
+                      result.dense_conflict);
+  Decide<SparseMethod>("sparse", entry_sparse, flag_sparse, spec_sparse, sparse.has_value(),
+                       SameSparse, result.sparse, result.sparse_setting,
+                       result.sparse_from_override, result.sparse_conflict);
   return result;
 }
 
@@ -341,18 +465,14 @@ StatusOr<int> SpecParser::Partitions(const Field& field) const {
 
 StatusOr<DenseMethod> SpecParser::Dense(const Field& field) const {
   PX_ASSIGN_OR_RETURN(std::string word, Word(field, "allreduce or ps"));
-  for (DenseMethod method : {DenseMethod::kAllReduce, DenseMethod::kPs}) {
-    if (word == DenseMethodName(method)) return method;
-  }
+  if (std::optional<DenseMethod> method = ParseDenseMethod(word)) return *method;
   return Error(field.line, field.path,
                fmt::format("unknown method {} for dense gradients (expected allreduce or ps)", Quoted(word)));
 }
 
 StatusOr<SparseMethod> SpecParser::Sparse(const Field& field) const {
   PX_ASSIGN_OR_RETURN(std::string word, Word(field, "ps, allgather or dense"));
-  for (SparseMethod method : {SparseMethod::kPs, SparseMethod::kAllGather, SparseMethod::kDense}) {
-    if (word == SparseMethodName(method)) return method;
-  }
+  if (std::optional<SparseMethod> method = ParseSparseMethod(word)) return *method;
   return Error(field.line, field.path,
                fmt::format("unknown method {} for sparse gradients (expected ps, allgather or dense)",
                            Quoted(word)));
@@ -389,6 +509,7 @@ StatusOr<ClusterSpec> SpecParser::Parse(std::string_view text) {
   if (const Field* network = FindField(fields, "network")) {
     PX_RETURN_IF_ERROR(ParseNetwork(*network, spec.network));
   }
+  spec.strategy.source = source_;
   if (const Field* strategy = FindField(fields, "strategy")) {
     PX_RETURN_IF_ERROR(ParseStrategy(*strategy, spec.strategy));
   }
@@ -532,15 +653,16 @@ Status SpecParser::ParseStrategy(const Field& field, StrategySpec& strategy) con
       PX_ASSIGN_OR_RETURN(std::string word, Word(entry, "auto, allreduce, ps or hybrid"));
       std::optional<StrategyKind> kind = ParseStrategyKind(word);
       if (!kind) {
-        return Error(entry.line, entry.path,
-                     fmt::format("unknown strategy {} (expected auto, allreduce, ps or hybrid)",
-                                 Quoted(word)));
+        return Error(entry.line, entry.path, UnknownStrategyMessage(word, "strategy.sparse:"));
       }
       strategy.default_strategy = *kind;
+      strategy.default_line = entry.line;
     } else if (entry.key == "dense") {
       PX_ASSIGN_OR_RETURN(strategy.dense, Dense(entry));
+      strategy.dense_line = entry.line;
     } else if (entry.key == "sparse") {
       PX_ASSIGN_OR_RETURN(strategy.sparse, Sparse(entry));
+      strategy.sparse_line = entry.line;
     } else if (entry.key == "partitions") {
       PX_ASSIGN_OR_RETURN(strategy.partitions, Partitions(entry));
     } else if (entry.key == "average") {

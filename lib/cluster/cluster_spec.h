@@ -11,7 +11,9 @@
 //    gradients), *ps* (partitioned parameter servers), *allgather* (sparse gradients
 //    gathered on every rank), *dense* (a sparse gradient densified, then all-reduced);
 //    the presets *allreduce*, *ps* and *hybrid* fix the choices for all variables and
-//    *auto* leaves what the file does not fix to the cost model;
+//    *auto* leaves what nothing else fixes to the cost model;
+//  - a *setting* is what fixed a variable's method: an override, a command-line flag, a
+//    key of the strategy section or its preset (StrategySpec::Resolve has the order);
 //  - a *variable override* applies to the variables whose name equals its key, or
 //    matches it as a glob ('*' any run of characters, '/' included; '?' one character).
 //
@@ -73,6 +75,14 @@ std::string_view StrategyKindName(StrategyKind kind);  // "auto", "allreduce", "
 std::string_view DenseMethodName(DenseMethod method);  // "allreduce", "ps"
 std::string_view SparseMethodName(SparseMethod method);  // "ps", "allgather", "dense"
 std::optional<StrategyKind> ParseStrategyKind(std::string_view word);  // for --strategy
+std::optional<DenseMethod> ParseDenseMethod(std::string_view word);
+std::optional<SparseMethod> ParseSparseMethod(std::string_view word);  // for --sparse
+
+// "unknown strategy 'WORD' (expected auto, allreduce, ps or hybrid)", the error for a
+// word that names no preset (--strategy, strategy.default). A method for sparse gradients
+// given as a preset ('allgather', 'dense', 'densify') gets a hint to the setting that
+// takes it: `sparse_setting` is "--sparse" or "strategy.sparse:".
+std::string UnknownStrategyMessage(std::string_view word, std::string_view sparse_setting);
 
 // `partitions: auto`: the cost model picks the count.
 inline constexpr int kAutoPartitions = 0;
@@ -86,36 +96,66 @@ struct VariableOverride {
   int line = 0;
 
   bool is_glob() const;
+  // Whether the key names `variable`: equal to it, or a glob that matches it.
+  bool Matches(std::string_view variable) const;
 };
 
-// The strategy one variable gets from the spec. Unset methods are for the cost model.
+// The strategy choices of a command line (transform's and verify's flags).
+struct StrategyFlags {
+  std::optional<StrategyKind> preset;  // --strategy; replaces strategy.default
+  std::optional<SparseMethod> sparse;  // --sparse
+};
+
+// The strategy one variable gets. Unset methods are auto's: dense gradients all-reduced,
+// sparse ones as the cost model finds cheapest.
 struct VariableStrategy {
   std::optional<DenseMethod> dense;
   std::optional<SparseMethod> sparse;
   int partitions = kAutoPartitions;
-  const VariableOverride* override_used = nullptr;  // the entry that applied, if any
+  const VariableOverride* override_used = nullptr;  // the entry that matched, if any
+  // The setting that decided each method, as the user wrote it: "--strategy ps",
+  // "--sparse allgather", "strategy.sparse: ps in c.yaml", "strategy.default: hybrid in
+  // c.yaml", "strategy.variables["emb*"] in c.yaml"; "auto" when the method is unset.
+  std::string dense_setting = "auto";
+  std::string sparse_setting = "auto";
+  bool dense_from_override = false;   // the variable's override decided `dense`
+  bool sparse_from_override = false;  // ... `sparse`
+  // When the command line and the spec ask for different methods for this variable: a
+  // warning naming both and which wins ("c.yaml:5: strategy.sparse: allgather is
+  // overruled by --strategy ps (sparse: ps): ..."); "" when they agree.
+  std::string dense_conflict;
+  std::string sparse_conflict;
 };
 
 struct StrategySpec {
+  std::string source;  // the spec's file, for settings named in reasons and warnings
   StrategyKind default_strategy = StrategyKind::kAuto;
   std::optional<DenseMethod> dense;    // unset: what default_strategy implies
   std::optional<SparseMethod> sparse;  // unset: what default_strategy implies
   int partitions = kAutoPartitions;
   bool average = true;  // mean (not sum) of the ranks' gradients
   std::vector<VariableOverride> variables;  // in file order
+  // 1-based lines of `default`, `dense` and `sparse`; 0 when not written.
+  int default_line = 0;
+  int dense_line = 0;
+  int sparse_line = 0;
 
   // The override for `variable`: an entry whose key is exactly its name, else the first
   // glob (in file order) that matches it; nullptr when none does.
   const VariableOverride* FindOverride(std::string_view variable) const;
 
-  // The choice for `variable`, most specific first: its override, then `dense`/`sparse`/
-  // `partitions` of this section, then the preset `kind` (normally default_strategy, or
-  // the CLI's --strategy): allreduce = dense allreduce + sparse allgather (Horovod),
-  // ps = ps for both, hybrid = dense allreduce + sparse ps (Parallax), auto = nothing.
-  VariableStrategy Resolve(std::string_view variable, StrategyKind kind) const;
-  VariableStrategy Resolve(std::string_view variable) const {
-    return Resolve(variable, default_strategy);
-  }
+  // The choice for `variable`, each method decided by the strongest setting that has
+  // one to give, strongest first:
+  //  1. the variable's override (strategy.variables): it names the variable, so it is
+  //     more specific than anything else;
+  //  2. the command line: --sparse, then the preset of --strategy;
+  //  3. strategy.dense / strategy.sparse of this section;
+  //  4. the preset of strategy.default.
+  // A preset fixes both methods: allreduce = dense allreduce + sparse allgather
+  // (Horovod), ps = ps for both, hybrid = dense allreduce + sparse ps (Parallax), auto =
+  // neither (--strategy auto thus hands the methods back to auto). When the command line
+  // and 1. or 3. disagree, the result carries a warning saying which wins.
+  VariableStrategy Resolve(std::string_view variable, const StrategyFlags& flags = {}) const;
 };
 
 struct ClusterSpec {

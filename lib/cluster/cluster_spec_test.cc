@@ -105,7 +105,7 @@ TEST_CASE("optional sections take their documented defaults") {
   CHECK(empty_sections.strategy.default_strategy == StrategyKind::kAuto);
 }
 
-TEST_CASE("resolving a variable's strategy: override, then section, then preset") {
+TEST_CASE("resolving a variable's strategy: override, then flags, then section, then preset") {
   const ClusterSpec spec = Parse(R"yaml(
 hosts: [{name: n, gpus: [0]}]
 strategy:
@@ -135,21 +135,64 @@ strategy:
   VariableStrategy table = strategy.Resolve("embedding/table");
   CHECK(table.sparse == SparseMethod::kAllGather);
   CHECK(table.partitions == 4);
+  CHECK(table.sparse_setting == "strategy.variables[\"embedding/*\"] in cluster.yaml");
+  CHECK(table.sparse_from_override);
+  CHECK(plain.sparse_setting == "strategy.sparse: dense in cluster.yaml");
+  CHECK(plain.dense_setting == "auto");
+  CHECK(plain.sparse_conflict.empty());
 
-  // Presets, as --strategy would choose them.
-  VariableStrategy hybrid = strategy.Resolve("dense/kernel", StrategyKind::kHybrid);
+  // Presets, as --strategy would choose them: the flag wins over the section's sparse
+  // (with a warning), the override over the flag (with a warning).
+  VariableStrategy hybrid = strategy.Resolve("dense/kernel", {StrategyKind::kHybrid});
   CHECK(hybrid.dense == DenseMethod::kPs);          // the override
-  CHECK(hybrid.sparse == SparseMethod::kDense);     // the section's sparse
-  VariableStrategy allreduce = StrategySpec().Resolve("w", StrategyKind::kAllReduce);
+  CHECK(hybrid.dense_conflict ==
+        "cluster.yaml:9: strategy.variables[\"*kernel\"] (dense: ps) wins over --strategy "
+        "hybrid (dense: allreduce): a per-variable override is more specific than the command "
+        "line");
+  CHECK(hybrid.sparse == SparseMethod::kPs);  // the flag, over the section's dense
+  CHECK(hybrid.sparse_setting == "--strategy hybrid");
+  CHECK(hybrid.sparse_conflict ==
+        "cluster.yaml:4: strategy.sparse: dense is overruled by --strategy hybrid (sparse: ps): "
+        "the command line wins over the spec's strategy section");
+  VariableStrategy gathered = strategy.Resolve("bias", {StrategyKind::kPs, SparseMethod::kAllGather});
+  CHECK(gathered.sparse == SparseMethod::kAllGather);  // --sparse over --strategy
+  CHECK(gathered.sparse_setting == "--sparse allgather");
+  CHECK(gathered.dense == DenseMethod::kPs);
+  VariableStrategy automatic = strategy.Resolve("bias", {StrategyKind::kAuto});
+  CHECK_FALSE(automatic.sparse.has_value());  // --strategy auto hands it back to the cost model
+  CHECK(automatic.sparse_setting == "auto");
+  CHECK_FALSE(automatic.sparse_conflict.empty());
+  VariableStrategy allreduce = StrategySpec().Resolve("w", {StrategyKind::kAllReduce});
   CHECK(allreduce.dense == DenseMethod::kAllReduce);
   CHECK(allreduce.sparse == SparseMethod::kAllGather);
-  VariableStrategy ps = StrategySpec().Resolve("w", StrategyKind::kPs);
+  VariableStrategy ps = StrategySpec().Resolve("w", {StrategyKind::kPs});
   CHECK(ps.dense == DenseMethod::kPs);
   CHECK(ps.sparse == SparseMethod::kPs);
-  VariableStrategy parallax = StrategySpec().Resolve("w", StrategyKind::kHybrid);
+  VariableStrategy parallax = StrategySpec().Resolve("w", {StrategyKind::kHybrid});
   CHECK(parallax.dense == DenseMethod::kAllReduce);
   CHECK(parallax.sparse == SparseMethod::kPs);
   CHECK(parallax.partitions == kAutoPartitions);
+  CHECK(parallax.sparse_conflict.empty());  // strategy.default never conflicts with --strategy
+
+  // The preset of strategy.default, named with its file.
+  const ClusterSpec preset = Parse("hosts: [{name: n, gpus: [0]}]\nstrategy: {default: hybrid}\n");
+  CHECK(preset.strategy.Resolve("w").sparse_setting == "strategy.default: hybrid in cluster.yaml");
+}
+
+TEST_CASE("a sync method given as a preset: the error points to the setting that takes it") {
+  CHECK(UnknownStrategyMessage("allgather", "--sparse") ==
+        "unknown strategy 'allgather' (expected auto, allreduce, ps or hybrid); 'allgather' is a "
+        "method for sparse gradients, not a preset: use --sparse allgather");
+  CHECK(UnknownStrategyMessage("densify", "--sparse").ends_with("use --sparse dense"));
+  CHECK(UnknownStrategyMessage("fast", "--sparse") ==
+        "unknown strategy 'fast' (expected auto, allreduce, ps or hybrid)");
+  CHECK(ErrorOf("hosts: [{name: a, cpus: 1}]\nstrategy: {default: allgather}\n") ==
+        "cluster.yaml:2: strategy.default: unknown strategy 'allgather' (expected auto, "
+        "allreduce, ps or hybrid); 'allgather' is a method for sparse gradients, not a preset: "
+        "use strategy.sparse: allgather");
+  CHECK(ParseSparseMethod("dense") == SparseMethod::kDense);
+  CHECK_FALSE(ParseSparseMethod("densify").has_value());
+  CHECK(ParseDenseMethod("ps") == DenseMethod::kPs);
 }
 
 TEST_CASE("glob patterns: '*' spans '/', '?' is one character") {
@@ -316,7 +359,7 @@ TEST_CASE("every example in configs/ parses and lays out") {
   CHECK(paper->strategy.default_strategy == StrategyKind::kHybrid);
   StatusOr<ClusterSpec> big = LoadClusterSpec(testing::RepoPath("configs/8x8gpu.yaml"));
   REQUIRE(big.ok());
-  VariableStrategy embedding = big->strategy.Resolve("embedding/embedding_weights");
+  VariableStrategy embedding = big->strategy.Resolve("embeddings");
   CHECK(embedding.sparse == SparseMethod::kPs);
   CHECK(embedding.partitions == 16);
 }

@@ -174,6 +174,8 @@ StatusOr<std::vector<PlannedVariable>> PlannedVariables(const Graph& graph, cons
   std::vector<PlannedVariable> result;
   for (const VariablePlan& vp : plan.variables) {
     if (vp.method != method) continue;
+    // A PS variable's slots share its method and partitions; they move with it.
+    if (plan.FindSlotOwner(vp.name) != nullptr) continue;
     const NodeId node = graph.FindNode(vp.name);
     const Variable* variable = node == kNoNode ? nullptr : analysis.FindVariable(node);
     if (variable == nullptr) {

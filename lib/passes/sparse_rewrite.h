@@ -76,7 +76,8 @@ Status ReplaceControlUses(Graph& graph, NodeId from, NodeId to);
 // nodes were removed.
 StatusOr<int> RemoveDeadNodes(Graph& graph, const std::vector<NodeId>& seeds);
 
-// The plan's variables with `method`, each with its analysis record, in plan order.
+// The plan's variables with `method`, each with its analysis record, in plan order; the
+// slots of a PS variable (listed with its method) are left to their variable.
 struct PlannedVariable {
   const VariablePlan* plan = nullptr;
   const Variable* variable = nullptr;

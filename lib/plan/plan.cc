@@ -30,4 +30,28 @@ const VariablePlan* Plan::FindVariable(std::string_view name) const {
   return nullptr;
 }
 
+const VariablePlan* Plan::FindSlotOwner(std::string_view slot) const {
+  for (const VariablePlan& v : variables) {
+    if (std::find(v.slots.begin(), v.slots.end(), slot) != v.slots.end()) return &v;
+  }
+  return nullptr;
+}
+
+bool Plan::IdenticalOnEveryRank(std::string_view name) const {
+  const VariablePlan* variable = FindSlotOwner(name);
+  if (variable == nullptr) variable = FindVariable(name);
+  if (variable == nullptr) return false;
+  switch (variable->method) {
+    case SyncMethod::kAllReduce:
+    case SyncMethod::kAllGather:
+    case SyncMethod::kDensify:
+      return true;
+    case SyncMethod::kParameterServer:
+    case SyncMethod::kLocal:
+    case SyncMethod::kNone:
+      return false;
+  }
+  return false;
+}
+
 }  // namespace parallax

@@ -10,9 +10,10 @@
 //    all-reduce (dense), parameter servers (sparse: rows partitioned over owner ranks,
 //    pulled for lookups and pushed for updates), all-gather (sparse: every rank gathers
 //    every rank's (indices, values)), densify (sparse turned dense, then all-reduced),
-//    local (no gradient: state and slots that every rank updates identically, or slots
-//    that move with a partitioned variable), or none (an update Parallax cannot
-//    synchronise: listed as a warning, an error under --strict).
+//    local (no gradient: state and slots that every rank updates identically), or none
+//    (an update Parallax cannot synchronise: listed as a warning, an error under
+//    --strict). The slots of a PS variable are listed as ps with its partitions: they
+//    live with its rows and move with it (the passes rewrite them through it).
 //  - a *partition* is a contiguous range of rows [row_begin, row_end) of a PS variable
 //    and its slots, stored on its owner rank. Partitions are assigned round-robin over
 //    ranks, so P may be smaller than, equal to or larger than the number of ranks.
@@ -57,7 +58,7 @@ struct VariablePlan {
   std::string dtype;             // "float"
   int64_t bytes = -1;            // -1 when unknown
   std::vector<std::string> slots;       // optimizer slots, which follow its partitioning
-  std::vector<Partition> partitions;    // kParameterServer only, in row order
+  std::vector<Partition> partitions;    // kParameterServer only (its slots: a copy), in row order
   // Estimated bytes each rank sends per step for this variable (cost model).
   int64_t bytes_sent_per_rank_per_step = 0;
   std::string reason;            // why this method: "dense gradient", "--strategy ps", ...
@@ -88,6 +89,16 @@ struct Plan {
 
   int world_size() const { return static_cast<int>(ranks.size()); }
   const VariablePlan* FindVariable(std::string_view name) const;
+  // The variable that lists `slot` among its optimizer slots, or nullptr.
+  const VariablePlan* FindSlotOwner(std::string_view slot) const;
+  // Whether every rank holds the same value of the variable or slot `name` after every
+  // step: a variable synchronised by all-reduce, all-gather or densify (every rank
+  // applies the same synchronised gradient to the same initial value) or one of its
+  // optimizer slots. False for parameter-server variables and their slots (each rank
+  // holds other rows), local variables (state such as batch-norm statistics follows each
+  // rank's examples), unsynchronised ones and names the plan does not have. Job
+  // checkpoints write these once, in rank 0's file (lib/runtime/checkpoint/job_checkpoint.h).
+  bool IdenticalOnEveryRank(std::string_view name) const;
 };
 
 }  // namespace parallax

@@ -359,9 +359,12 @@ StatusOr<Plan> LoadPlan(const std::string& path) {
 
 PlanTotals ComputeTotals(const Plan& plan) {
   PlanTotals totals;
+  std::set<std::string_view> slots;
+  for (const VariablePlan& v : plan.variables) slots.insert(v.slots.begin(), v.slots.end());
   for (const VariablePlan& v : plan.variables) {
     ++totals.variables;
     ++totals.by_method[static_cast<int>(v.method)];
+    if (slots.contains(v.name)) continue;  // a slot has no gradient: nothing synchronised
     if (v.method == SyncMethod::kNone) ++totals.unsynchronised;
     else if (v.method != SyncMethod::kLocal) ++totals.synchronised;
     if (v.method != SyncMethod::kLocal && v.bytes > 0) totals.parameter_bytes += v.bytes;

@@ -32,11 +32,11 @@ StatusOr<Plan> LoadPlan(const std::string& path);
 // Totals over a plan's variables, for reports.
 struct PlanTotals {
   int variables = 0;
-  int synchronised = 0;          // allreduce, ps, allgather or densify
+  int synchronised = 0;          // allreduce, ps, allgather or densify (slots not counted)
   int unsynchronised = 0;        // method none
   int64_t parameter_bytes = 0;   // trainable (synchronised or none) variables of known size
   int64_t bytes_sent_per_rank_per_step = 0;
-  int by_method[6] = {};         // indexed by SyncMethod
+  int by_method[6] = {};         // indexed by SyncMethod; a PS variable's slots count as ps
 };
 PlanTotals ComputeTotals(const Plan& plan);
 

@@ -153,5 +153,27 @@ TEST_CASE("the plan as JSON") {
   CHECK(totals.bytes_sent_per_rank_per_step == 3808);
 }
 
+TEST_CASE("totals: a PS variable's slots count as ps, not as synchronised parameters") {
+  Plan plan = SamplePlan();
+  for (const char* name : {"true/Adam", "true/Adam_1"}) {
+    VariablePlan slot;
+    slot.name = name;
+    slot.method = SyncMethod::kParameterServer;
+    slot.shape = {1000, 16};
+    slot.dtype = "float";
+    slot.bytes = 64000;
+    slot.partitions = plan.variables[0].partitions;
+    plan.variables.push_back(slot);
+  }
+  const PlanTotals totals = ComputeTotals(plan);
+  CHECK(totals.variables == 5);
+  CHECK(totals.by_method[static_cast<int>(SyncMethod::kParameterServer)] == 3);
+  CHECK(totals.synchronised == 2);
+  CHECK(totals.parameter_bytes == 64000);
+  StatusOr<Plan> back = ParsePlanYaml(PlanToYaml(plan), "plan.yaml");
+  REQUIRE(back.ok());
+  CHECK(back->variables[4].partitions == plan.variables[0].partitions);
+}
+
 }  // namespace
 }  // namespace parallax

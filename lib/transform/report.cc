@@ -34,7 +34,9 @@ std::string OwnersString(const std::vector<Partition>& partitions) {
   return out;
 }
 
-std::string Gradient(const VariablePlan& v) {
+// "-" for what has no gradient: slots (a PS variable's are listed as ps) and local state.
+std::string Gradient(const VariablePlan& v, bool is_slot) {
+  if (is_slot) return "-";
   switch (v.method) {
     case SyncMethod::kLocal: return "-";
     case SyncMethod::kNone: return v.sparse ? "sparse" : "?";
@@ -110,12 +112,13 @@ std::string RenderReport(const Plan& plan, std::string_view output_dir) {
   rows.push_back({"variable", "shape", "bytes", "gradient", "strategy", "partitions", "owners",
                   "sent/rank/step"});
   for (const VariablePlan& v : plan.variables) {
+    const bool is_slot = plan.FindSlotOwner(v.name) != nullptr;
     rows.push_back({v.name, ShapeString(v.shape),
-                    v.bytes < 0 ? "?" : HumanBytes(static_cast<uint64_t>(v.bytes)), Gradient(v),
-                    std::string(SyncMethodName(v.method)),
+                    v.bytes < 0 ? "?" : HumanBytes(static_cast<uint64_t>(v.bytes)),
+                    Gradient(v, is_slot), std::string(SyncMethodName(v.method)),
                     v.partitions.empty() ? "-" : std::to_string(v.partitions.size()),
                     OwnersString(v.partitions),
-                    v.method == SyncMethod::kLocal || v.method == SyncMethod::kNone
+                    is_slot || v.method == SyncMethod::kLocal || v.method == SyncMethod::kNone
                         ? "-"
                         : HumanBytes(static_cast<uint64_t>(v.bytes_sent_per_rank_per_step))});
   }

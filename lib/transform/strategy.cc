@@ -65,8 +65,9 @@ int64_t IndexBytes(const Graph& graph, const GradientUpdate& update) {
   return 4;
 }
 
-// "12.5 us", "3.2 ms", "1.5 s".
+// "80.0 ns", "12.5 us", "3.2 ms", "1.5 s".
 std::string HumanSeconds(double seconds) {
+  if (seconds < 1e-6) return fmt::format("{:.1f} ns", seconds * 1e9);
   if (seconds < 1e-3) return fmt::format("{:.1f} us", seconds * 1e6);
   if (seconds < 1) return fmt::format("{:.1f} ms", seconds * 1e3);
   return fmt::format("{:.2f} s", seconds);
@@ -82,13 +83,40 @@ int64_t RowsOf(const Variable& v) {
   return v.shape.dims[0];
 }
 
-// The sync decision for one variable, before partitions.
-struct Decision {
-  SyncMethod method = SyncMethod::kLocal;
-  std::string reason;
-  int partitions = kAutoPartitions;  // from the spec; kAuto: the rule decides
-  bool explicit_choice = false;      // from strategy.dense/sparse or a variable override
+// One sync method with what it costs per rank and step; `priced` is false when the
+// variable's size is unknown.
+struct Priced {
+  SyncMethod method = SyncMethod::kAllGather;
+  CommCost cost;
+  bool priced = true;
+
+  // "ps (2.0 MiB/step, 612.4 us)"
+  std::string Text() const {
+    return priced ? fmt::format("{} ({})", SyncMethodName(method), Fmt(cost))
+                  : std::string(SyncMethodName(method));
+  }
 };
+
+// Whether `a` is cheaper than `b`: by the model's time, then bytes, then the fixed order
+// of kSparseTieOrder.
+bool Cheaper(const Priced& a, const Priced& b) {
+  if (a.cost.seconds != b.cost.seconds) return a.cost.seconds < b.cost.seconds;
+  if (a.cost.bytes != b.cost.bytes) return a.cost.bytes < b.cost.bytes;
+  auto rank = [](SyncMethod m) {
+    return std::find(std::begin(kSparseTieOrder), std::end(kSparseTieOrder), m) -
+           std::begin(kSparseTieOrder);
+  };
+  return rank(a.method) < rank(b.method);
+}
+
+SyncMethod ToSyncMethod(SparseMethod method) {
+  switch (method) {
+    case SparseMethod::kPs: return SyncMethod::kParameterServer;
+    case SparseMethod::kAllGather: return SyncMethod::kAllGather;
+    case SparseMethod::kDense: return SyncMethod::kDensify;
+  }
+  return SyncMethod::kAllGather;
+}
 
 class PlanBuilder {
  public:
@@ -99,6 +127,7 @@ class PlanBuilder {
         cluster_(cluster),
         layout_(layout),
         options_(options),
+        flags_{options.strategy, options.sparse},
         kind_(options.strategy.value_or(cluster.strategy.default_strategy)),
         cost_(NetworkModel::From(cluster.network, layout)) {}
 
@@ -154,8 +183,8 @@ class PlanBuilder {
         }
       }
       if (!used) {
-        warnings_.push_back(fmt::format("{}:{}: strategy.variables[\"{}\"] matches no variable of {}",
-                                        cluster_.source, entry.line, entry.pattern, graph_.source()));
+        Warn(fmt::format("{}:{}: strategy.variables[\"{}\"] matches no variable of {}",
+                         cluster_.source, entry.line, entry.pattern, graph_.source()));
       }
     }
     plan.warnings = warnings_;
@@ -169,13 +198,16 @@ class PlanBuilder {
   }
 
  private:
+  // Adds `warning` unless the plan has it already (a setting that conflicts for many
+  // variables is said once).
+  void Warn(std::string warning) {
+    if (std::find(warnings_.begin(), warnings_.end(), warning) == warnings_.end()) {
+      warnings_.push_back(std::move(warning));
+    }
+  }
+
   Status DecideTrainable(const Variable& v, VariablePlan& vp) {
-    const VariableStrategy chosen = cluster_.strategy.Resolve(v.name, kind_);
-    const bool overridden = chosen.override_used != nullptr;
-    std::string source = overridden
-                             ? fmt::format("strategy.variables[\"{}\"]", chosen.override_used->pattern)
-                             : options_.strategy ? fmt::format("--strategy {}", StrategyKindName(kind_))
-                                                 : fmt::format("strategy {}", StrategyKindName(kind_));
+    const VariableStrategy chosen = cluster_.strategy.Resolve(v.name, flags_);
     switch (v.gradient) {
       case GradientKind::kNone:
         vp.method = SyncMethod::kLocal;
@@ -184,83 +216,89 @@ class PlanBuilder {
       case GradientKind::kMixed: {
         vp.method = SyncMethod::kNone;
         vp.reason = "dense and sparse updates at once: not synchronised";
-        warnings_.push_back(fmt::format(
+        Warn(fmt::format(
             "variable '{}' has both dense and sparse gradient updates ({}); Parallax leaves it "
             "unsynchronised, so the ranks' copies drift apart",
             v.name, UpdateOps(v)));
         return Status::Ok();
       }
       case GradientKind::kDense:
-        DecideDense(v, vp, chosen, source);
+        if (!chosen.dense_conflict.empty()) Warn(chosen.dense_conflict);
+        DecideDense(v, vp, chosen);
         return Status::Ok();
       case GradientKind::kSparse:
-        return DecideSparse(v, vp, chosen, source);
+        if (!chosen.sparse_conflict.empty()) Warn(chosen.sparse_conflict);
+        DecideSparse(v, vp, chosen);
+        return Status::Ok();
     }
     return Status::Ok();
   }
 
-  void DecideDense(const Variable& v, VariablePlan& vp, const VariableStrategy& chosen,
-                   const std::string& source) {
-    const CommCost allreduce = cost_.AllReduce(std::max<int64_t>(v.bytes, 0));
+  // The parameter-server traffic of a dense variable: every row pushed and pulled each
+  // step, with partition-sparse's row ids.
+  static SparseTraffic DenseAsPsTraffic(const Variable& v) {
+    SparseTraffic traffic;
+    traffic.rows = RowsOf(v);
+    traffic.row_bytes = v.bytes / traffic.rows;
+    traffic.touched_rows = traffic.rows;
+    traffic.index_bytes = traffic.rows > INT32_MAX ? 8 : 4;
+    return traffic;
+  }
+
+  // allreduce unless a setting asks for ps and PS can partition the variable; ps is
+  // priced as the runner-up (or the choice) when it applies. Auto does not price dense
+  // variables against each other: all-reduce sends fewer bytes than ps for every
+  // variable (ps adds the row ids) and, under the model, never takes longer.
+  void DecideDense(const Variable& v, VariablePlan& vp, const VariableStrategy& chosen) {
+    const bool sized = v.bytes >= 0;
+    const Priced allreduce{SyncMethod::kAllReduce, cost_.AllReduce(std::max<int64_t>(v.bytes, 0)),
+                           sized};
+    const std::string unknown = sized ? "" : " (size unknown: bytes not estimated)";
     vp.method = SyncMethod::kAllReduce;
-    vp.bytes_sent_per_rank_per_step = v.bytes < 0 ? 0 : allreduce.bytes;
+    vp.bytes_sent_per_rank_per_step = sized ? allreduce.cost.bytes : 0;
+    const bool asks_ps = chosen.dense == DenseMethod::kPs;
     if (AtBoundary(v)) {
-      vp.reason = "dense gradient taken at the backprop boundary (its update's maths needs the "
-                  "averaged gradient): all-reduce";
-      if (chosen.dense == DenseMethod::kPs && chosen.override_used != nullptr) {
-        warnings_.push_back(fmt::format("variable '{}': {} asks for dense: ps, but its gradient "
-                                        "is synchronised at the backprop boundary; it is "
-                                        "all-reduced instead",
-                                        v.name, source));
-      }
-      if (v.bytes < 0) vp.reason += " (size unknown: bytes not estimated)";
-      return;
-    }
-    if (chosen.dense == DenseMethod::kPs && !kPsSupportsDenseVariables) {
-      vp.reason = fmt::format("dense gradient; {} asks for ps, which partition-sparse supports "
-                              "for sparse gradients only: all-reduced instead",
-                              source);
-      if (chosen.override_used != nullptr) {
-        warnings_.push_back(fmt::format("variable '{}': {} asks for dense: ps, which is not "
-                                        "supported; it is all-reduced instead",
-                                        v.name, source));
+      vp.reason = fmt::format("dense gradient taken at the backprop boundary (its update's maths "
+                              "needs the averaged gradient): {}, the only method that applies{}",
+                              allreduce.Text(), unknown);
+      if (asks_ps && chosen.dense_from_override) {
+        Warn(fmt::format("variable '{}': {} asks for dense: ps, but its gradient is "
+                         "synchronised at the backprop boundary; it is all-reduced instead",
+                         v.name, chosen.dense_setting));
       }
       return;
     }
-    if (chosen.dense == DenseMethod::kPs) {
-      Status partitionable = Partitionable(v);
-      if (partitionable.ok()) {
-        // Every step pushes and pulls every row: the PS traffic of a table fully touched.
-        const int64_t rows = RowsOf(v);
-        vp.method = SyncMethod::kParameterServer;
-        vp.reason = fmt::format("dense gradient; {}", source);
-        if (v.bytes < 0) {
-          vp.bytes_sent_per_rank_per_step = 0;
-          vp.reason += " (size unknown: bytes not estimated)";
-        } else {
-          SparseTraffic traffic;
-          traffic.rows = rows;
-          traffic.row_bytes = v.bytes / rows;
-          traffic.touched_rows = rows;
-          traffic.index_bytes = rows > INT32_MAX ? 8 : 4;  // partition-sparse's row ids
-          vp.bytes_sent_per_rank_per_step = cost_.ParameterServer(traffic).bytes;
+    const Status partitionable =
+        kPsSupportsDenseVariables
+            ? Partitionable(v)
+            : FailedPreconditionError("partition-sparse supports sparse gradients only");
+    const std::string setting =
+        chosen.dense ? chosen.dense_setting : "auto (dense gradients are all-reduced)";
+    if (!partitionable.ok()) {
+      if (asks_ps) {
+        vp.reason = fmt::format("dense gradient; {} asks for ps, but {}: {} instead{}",
+                                chosen.dense_setting, partitionable.message(), allreduce.Text(),
+                                unknown);
+        if (chosen.dense_from_override) {
+          Warn(fmt::format("variable '{}': {} asks for dense: ps, but {}; it is all-reduced "
+                           "instead",
+                           v.name, chosen.dense_setting, partitionable.message()));
         }
-        AssignPartitions(v, chosen, vp);
-        return;
+      } else {
+        vp.reason = fmt::format("dense gradient; {}; decided by {}; ps does not apply: {}{}",
+                                allreduce.Text(), setting, partitionable.message(), unknown);
       }
-      vp.reason = fmt::format("dense gradient; {} asks for ps, but {}: all-reduced instead",
-                              source, partitionable.message());
-      if (chosen.override_used != nullptr) {
-        warnings_.push_back(fmt::format("variable '{}': {} asks for dense: ps, but {}; it is "
-                                        "all-reduced instead",
-                                        v.name, source, partitionable.message()));
-      }
-      if (v.bytes < 0) vp.reason += " (size unknown: bytes not estimated)";
       return;
     }
-    vp.reason = chosen.dense ? fmt::format("dense gradient; {}", source)
-                             : std::string("dense gradient: all-reduce");
-    if (v.bytes < 0) vp.reason += " (size unknown: bytes not estimated)";
+    const Priced ps{SyncMethod::kParameterServer,
+                    sized ? cost_.ParameterServer(DenseAsPsTraffic(v)) : CommCost{}, sized};
+    const Priced& mine = asks_ps ? ps : allreduce;
+    const Priced& other = asks_ps ? allreduce : ps;
+    vp.method = mine.method;
+    vp.bytes_sent_per_rank_per_step = sized ? mine.cost.bytes : 0;
+    vp.reason = fmt::format("dense gradient; {}; runner-up {}; decided by {}{}", mine.Text(),
+                            other.Text(), setting, unknown);
+    if (asks_ps) AssignPartitions(v, chosen, vp);
   }
 
   // BasicPartitionable, then the PS pass's own check (or the options' stand-in).
@@ -298,121 +336,96 @@ class PlanBuilder {
     return false;
   }
 
-  Status DecideSparse(const Variable& v, VariablePlan& vp, const VariableStrategy& chosen,
-                      const std::string& source) {
+  // The methods that apply to a sparse variable off the backprop boundary (ps only when
+  // partitionable), cheapest first (Cheaper).
+  std::vector<Priced> PriceSparse(const SparseTraffic& traffic, bool partitionable) const {
+    std::vector<Priced> priced;
+    if (partitionable) priced.push_back({SyncMethod::kParameterServer, cost_.ParameterServer(traffic)});
+    priced.push_back({SyncMethod::kAllGather, cost_.AllGather(traffic)});
+    priced.push_back({SyncMethod::kDensify, cost_.Densify(traffic)});
+    std::sort(priced.begin(), priced.end(), Cheaper);
+    return priced;
+  }
+
+  void DecideSparse(const Variable& v, VariablePlan& vp, const VariableStrategy& chosen) {
+    std::string ids_how;
+    const std::optional<SparseTraffic> traffic = EstimateSparseTraffic(graph_, analysis_, v, &ids_how);
+    const std::string unknown = " (size unknown: bytes not estimated)";
     if (AtBoundary(v)) {
       vp.method = SyncMethod::kAllGather;
-      vp.reason = "sparse gradient taken at the backprop boundary (its update's maths needs "
-                  "every rank's gradient): allgather";
-      if (chosen.sparse && *chosen.sparse != SparseMethod::kAllGather && chosen.override_used) {
-        warnings_.push_back(fmt::format("variable '{}': {} asks for sparse: {}, but its gradient "
-                                        "is synchronised at the backprop boundary, where only "
-                                        "allgather applies; it is all-gathered instead",
-                                        v.name, source, SparseMethodName(*chosen.sparse)));
+      const Priced gather{SyncMethod::kAllGather,
+                          traffic ? cost_.AllGather(*traffic) : CommCost{}, traffic.has_value()};
+      vp.bytes_sent_per_rank_per_step = gather.cost.bytes;
+      vp.reason = fmt::format("sparse gradient taken at the backprop boundary (its update's maths "
+                              "needs every rank's gradient): {}, the only method that applies{}",
+                              gather.Text(), traffic ? "" : unknown);
+      if (chosen.sparse && *chosen.sparse != SparseMethod::kAllGather && chosen.sparse_from_override) {
+        Warn(fmt::format("variable '{}': {} asks for sparse: {}, but its gradient is "
+                         "synchronised at the backprop boundary, where only allgather applies; "
+                         "it is all-gathered instead",
+                         v.name, chosen.sparse_setting, SparseMethodName(*chosen.sparse)));
       }
-      const int64_t rows = RowsOf(v);
-      if (rows > 0 && v.bytes >= 0) {
-        SparseTraffic traffic;
-        std::string ids_how;
-        traffic.rows = rows;
-        traffic.row_bytes = v.bytes / rows;
-        traffic.touched_rows = std::min(EstimateIdsPerStep(graph_, analysis_, v, &ids_how), rows);
-        traffic.index_bytes = IndexBytesOf(v);
-        vp.bytes_sent_per_rank_per_step = cost_.AllGather(traffic).bytes;
-      } else {
-        vp.reason += " (size unknown: bytes not estimated)";
-      }
-      return Status::Ok();
+      return;
     }
-    const int64_t rows = RowsOf(v);
-    const bool sized = rows > 0 && v.bytes >= 0;
-    SparseTraffic traffic;
-    std::string ids_how;
-    const int64_t ids = EstimateIdsPerStep(graph_, analysis_, v, &ids_how);
-    if (sized) {
-      traffic.rows = rows;
-      traffic.row_bytes = v.bytes / rows;
-      traffic.touched_rows = std::min(ids, rows);
-      traffic.index_bytes = IndexBytesOf(v);
-    }
-    const int n = layout_.world_size();
     const Status partitionable = Partitionable(v);
 
-    auto set = [&](SyncMethod method, std::string reason) {
-      vp.method = method;
-      vp.reason = std::move(reason);
-      if (!sized) {
-        vp.bytes_sent_per_rank_per_step = 0;
-        vp.reason += " (size unknown: bytes not estimated)";
-        return;
-      }
-      switch (method) {
-        case SyncMethod::kParameterServer:
-          vp.bytes_sent_per_rank_per_step = cost_.ParameterServer(traffic).bytes;
-          break;
-        case SyncMethod::kAllGather:
-          vp.bytes_sent_per_rank_per_step = cost_.AllGather(traffic).bytes;
-          break;
-        case SyncMethod::kDensify:
-          vp.bytes_sent_per_rank_per_step = cost_.Densify(traffic).bytes;
-          break;
-        default:
-          break;
-      }
-    };
-
-    std::optional<SparseMethod> method = chosen.sparse;
-    if (method == SparseMethod::kPs) {
-      if (!partitionable.ok()) {
-        set(SyncMethod::kAllGather,
-            fmt::format("sparse gradient; {} asks for ps, but {}: allgather instead", source,
-                        partitionable.message()));
-        if (chosen.override_used != nullptr) {
-          warnings_.push_back(fmt::format("variable '{}': {} asks for sparse: ps, but {}; it is "
-                                          "all-gathered instead",
-                                          v.name, source, partitionable.message()));
+    // The method: the setting's, else auto's.
+    SyncMethod method = SyncMethod::kAllGather;
+    std::string decided_by;
+    bool by_cost_model = false;
+    bool said_why_not_ps = false;
+    if (chosen.sparse) {
+      method = ToSyncMethod(*chosen.sparse);
+      decided_by = chosen.sparse_setting;
+      if (method == SyncMethod::kParameterServer && !partitionable.ok()) {
+        method = SyncMethod::kAllGather;
+        decided_by = fmt::format("{} asks for ps, but {}: allgather instead", chosen.sparse_setting,
+                                 partitionable.message());
+        said_why_not_ps = true;
+        if (chosen.sparse_from_override) {
+          Warn(fmt::format("variable '{}': {} asks for sparse: ps, but {}; it is all-gathered "
+                           "instead",
+                           v.name, chosen.sparse_setting, partitionable.message()));
         }
-        return Status::Ok();
       }
-      set(SyncMethod::kParameterServer, fmt::format("sparse gradient; {}", source));
-    } else if (method == SparseMethod::kAllGather) {
-      set(SyncMethod::kAllGather, fmt::format("sparse gradient; {}", source));
-    } else if (method == SparseMethod::kDense) {
-      set(SyncMethod::kDensify, fmt::format("sparse gradient; {}", source));
-    } else if (n == 1) {
-      set(SyncMethod::kAllGather, "sparse gradient, one rank: nothing to exchange (allgather)");
-    } else if (!sized) {
-      set(SyncMethod::kAllGather, "sparse gradient, table size unknown: allgather");
+    } else if (!traffic) {
+      decided_by = "auto (allgather: the cost model cannot price a table of unknown size)";
+    } else if (layout_.world_size() == 1) {
+      decided_by = "auto (one rank: nothing to exchange)";
     } else {
-      // auto.
-      const double touched_all = static_cast<double>(traffic.touched_rows) * n;
-      const std::string touched =
-          fmt::format("{} of {} rows touched per rank ({}) x {} ranks", traffic.touched_rows,
-                      rows, ids_how, n);
-      if (touched_all < kPsTouchedFraction * static_cast<double>(rows) && partitionable.ok()) {
-        set(SyncMethod::kParameterServer,
-            fmt::format("sparse gradient, {} < {} x rows: ps ({})", touched, kPsTouchedFraction,
-                        Fmt(cost_.ParameterServer(traffic))));
-      } else {
-        const CommCost gather = cost_.AllGather(traffic);
-        const CommCost dense = cost_.Densify(traffic);
-        const std::string why_not_ps =
-            touched_all < kPsTouchedFraction * static_cast<double>(rows)
-                ? fmt::format("not partitionable ({})", partitionable.message())
-                : fmt::format("{} >= {} x rows", touched, kPsTouchedFraction);
-        if (dense.seconds < gather.seconds) {
-          set(SyncMethod::kDensify, fmt::format("sparse gradient, {}; densify ({}) is cheaper "
-                                                "than allgather ({})",
-                                                why_not_ps, Fmt(dense), Fmt(gather)));
-        } else {
-          set(SyncMethod::kAllGather, fmt::format("sparse gradient, {}; allgather ({}) is "
-                                                  "no dearer than densify ({})",
-                                                  why_not_ps, Fmt(gather), Fmt(dense)));
+      decided_by = "auto (cost model)";
+      by_cost_model = true;
+    }
+
+    if (!traffic) {
+      vp.method = method;
+      vp.bytes_sent_per_rank_per_step = 0;
+      vp.reason = fmt::format("sparse gradient; {}; decided by {}{}", SyncMethodName(method),
+                              decided_by, unknown);
+    } else {
+      const std::vector<Priced> priced = PriceSparse(*traffic, partitionable.ok());
+      if (by_cost_model) method = priced.front().method;
+      const Priced* mine = nullptr;
+      const Priced* runner_up = nullptr;
+      for (const Priced& p : priced) {
+        if (p.method == method) {
+          mine = &p;
+        } else if (runner_up == nullptr) {
+          runner_up = &p;
         }
       }
+      vp.method = method;
+      vp.bytes_sent_per_rank_per_step = mine->cost.bytes;
+      vp.reason = fmt::format("sparse gradient; {}", mine->Text());
+      if (runner_up != nullptr) vp.reason += fmt::format("; runner-up {}", runner_up->Text());
+      vp.reason += fmt::format("; decided by {}", decided_by);
+      if (!partitionable.ok() && !said_why_not_ps) {
+        vp.reason += fmt::format("; ps does not apply: {}", partitionable.message());
+      }
+      vp.reason += fmt::format("; {} of {} rows touched per rank ({})", traffic->touched_rows,
+                               traffic->rows, ids_how);
     }
     if (vp.method == SyncMethod::kParameterServer) AssignPartitions(v, chosen, vp);
-    return Status::Ok();
   }
 
   void DecideOther(const Variable& v, const std::vector<VariablePlan>& plans, VariablePlan& vp) {
@@ -420,10 +433,16 @@ class PlanBuilder {
       case VariableRole::kSlot: {
         vp.method = SyncMethod::kLocal;
         const std::string owner = v.slot_of >= 0 ? analysis_.variables[static_cast<size_t>(v.slot_of)].name : "?";
-        const bool ps = v.slot_of >= 0 &&
-                        plans[static_cast<size_t>(v.slot_of)].method == SyncMethod::kParameterServer;
-        vp.reason = ps ? fmt::format("slot of '{}': partitioned with it", owner)
-                       : fmt::format("slot of '{}': updated identically on every rank", owner);
+        const VariablePlan* owner_plan =
+            v.slot_of >= 0 ? &plans[static_cast<size_t>(v.slot_of)] : nullptr;
+        if (owner_plan != nullptr && owner_plan->method == SyncMethod::kParameterServer) {
+          // It lives where its variable's rows live: the same partitions and owners.
+          vp.method = SyncMethod::kParameterServer;
+          vp.partitions = owner_plan->partitions;
+          vp.reason = fmt::format("slot of '{}': partitioned with it", owner);
+        } else {
+          vp.reason = fmt::format("slot of '{}': updated identically on every rank", owner);
+        }
         return;
       }
       case VariableRole::kState:
@@ -443,7 +462,7 @@ class PlanBuilder {
         }
         if (!v.unsynchronised_why.empty()) op = v.unsynchronised_why;
         vp.reason = fmt::format("updated by {}; Parallax cannot synchronise it", op);
-        warnings_.push_back(fmt::format(
+        Warn(fmt::format(
             "variable '{}' is updated from a gradient by {}; Parallax cannot synchronise it, so "
             "its copies will differ between ranks",
             v.name, op));
@@ -452,15 +471,6 @@ class PlanBuilder {
       case VariableRole::kTrainable:
         return;
     }
-  }
-
-  int64_t IndexBytesOf(const Variable& v) const {
-    int64_t bytes = 4;
-    for (int u : v.updates) {
-      const GradientUpdate& update = analysis_.updates[static_cast<size_t>(u)];
-      if (update.sparse) bytes = std::max(bytes, IndexBytes(graph_, update));
-    }
-    return bytes;
   }
 
   std::string UpdateOps(const Variable& v) const {
@@ -477,12 +487,30 @@ class PlanBuilder {
   const ClusterSpec& cluster_;
   const RankLayout& layout_;
   const TransformOptions& options_;
+  const StrategyFlags flags_;
   const StrategyKind kind_;
   const CostModel cost_;
   std::vector<std::string> warnings_;
 };
 
 }  // namespace
+
+std::optional<SparseTraffic> EstimateSparseTraffic(const Graph& graph,
+                                                   const TrainingAnalysis& analysis,
+                                                   const Variable& variable, std::string* how) {
+  const int64_t rows = RowsOf(variable);
+  const int64_t ids = EstimateIdsPerStep(graph, analysis, variable, how);
+  if (rows <= 0 || variable.bytes < 0) return std::nullopt;
+  SparseTraffic traffic;
+  traffic.rows = rows;
+  traffic.row_bytes = variable.bytes / rows;
+  traffic.touched_rows = std::min(ids, rows);
+  for (int u : variable.updates) {
+    const GradientUpdate& update = analysis.updates[static_cast<size_t>(u)];
+    if (update.sparse) traffic.index_bytes = std::max(traffic.index_bytes, IndexBytes(graph, update));
+  }
+  return traffic;
+}
 
 Status BasicPartitionable(const Graph& graph, const TrainingAnalysis& analysis,
                           const Variable& variable) {

@@ -4,22 +4,31 @@
 // warnings). The passes then carry the decisions out; they decide nothing themselves.
 //
 // Rules (docs/strategy.md is the reference, with the numbers):
-//  - the preset is --strategy, else the cluster spec's strategy.default: auto, allreduce
-//    (dense all-reduce + sparse allgather, Horovod's choices), ps (parameter servers for
-//    everything partitionable), hybrid (dense all-reduce + sparse PS, Parallax's);
-//    strategy.dense/sparse and per-variable overrides (StrategySpec::Resolve) win over it;
+//  - a variable's method is asked for by the strongest *setting* that has one
+//    (StrategySpec::Resolve): its per-variable override, then the command line (--sparse,
+//    the preset of --strategy), then strategy.dense/sparse, then the preset of
+//    strategy.default; when the command line and the spec disagree, a warning says which
+//    wins. What no setting fixes is auto's;
 //  - trainable, dense gradient: all-reduce, unless asked for ps (the ps preset, or
 //    `dense: ps`): then parameter servers when the variable is partitionable (every row
 //    pushed and pulled each step), else all-reduce with the reason recorded (and a
-//    warning when a per-variable override asked);
-//  - trainable, sparse gradient, left to auto: PS when the table is mostly untouched in
-//    a step — touched_rows × N < kPsTouchedFraction × rows — and the variable is
-//    partitionable; otherwise the cheaper of allgather and densify per the cost model;
-//  - slots, state and untouched variables: local (every rank updates them identically;
-//    slots of a PS variable move with its partitions);
+//    warning when a per-variable override asked). Auto all-reduces: all-reduce sends
+//    fewer bytes than ps and, under the cost model, never takes longer;
+//  - trainable, sparse gradient, left to auto: the cost model (cost_model.h) prices every
+//    method that applies — ps when the variable is partitionable, allgather, densify —
+//    and the cheapest wins: by time, then bytes, then kSparseTieOrder. One rank: allgather
+//    (nothing to exchange); a table of unknown size: allgather;
+//  - a gradient synchronised at the backprop boundary: all-reduce (dense) or allgather
+//    (sparse), the only methods that apply there;
+//  - each reason names the chosen method and its cost, the runner-up and its cost, and
+//    the setting that decided ("auto (cost model)", "--strategy ps", "strategy.sparse: ps
+//    in c.yaml", "strategy.variables["emb*"] in c.yaml");
+//  - slots of a PS variable: ps, with its partitions (they live with its rows; the passes
+//    move them with their variable); other slots, state and untouched variables: local
+//    (every rank updates them identically);
 //  - unrecognised updates and mixed dense/sparse gradients: none, plus a warning naming
 //    the variable and its update op; TransformOptions::strict turns warnings into an
-//    InvalidArgument error.
+//    InvalidArgument error;
 //  - partitions (auto): P = clamp(ceil(bytes / kTargetPartitionBytes), min(N, rows),
 //    min(kMaxPartitionsPerRank·N, rows)); rows split evenly (the first rows % P
 //    partitions get one more); owners round-robin over ranks taken host-interleaved
@@ -39,11 +48,15 @@
 #include "lib/cluster/rank_layout.h"
 #include "lib/graph/graph.h"
 #include "lib/plan/plan.h"
+#include "lib/transform/cost_model.h"
 
 namespace parallax {
 
-// PS when the rows all ranks touch in one step are less than this fraction of the table.
-inline constexpr double kPsTouchedFraction = 0.5;
+// Sparse methods that cost the same time and bytes are taken in this order: ps first, as
+// it also splits the table's memory over the ranks (two ranks of one host: ps and
+// allgather send the same bytes), then allgather, which leaves the update as it is.
+inline constexpr SyncMethod kSparseTieOrder[] = {SyncMethod::kParameterServer,
+                                                 SyncMethod::kAllGather, SyncMethod::kDensify};
 // A dimension of an ids tensor that the graph leaves unknown (batch, sequence) is
 // assumed to be this long; an ids tensor whose shape cannot be found at all counts as
 // this many ids (one batch of single ids).
@@ -65,6 +78,7 @@ using PartitionableCheck =
 
 struct TransformOptions {
   std::optional<StrategyKind> strategy;  // --strategy; unset: the spec's strategy.default
+  std::optional<SparseMethod> sparse;    // --sparse; unset: as the settings decide
   std::optional<bool> average;           // unset: the spec's strategy.average
   bool strict = false;                   // warnings become an InvalidArgument error
   // 16 hex digits of the input file's FNV-1a hash (Fnv1a64Hex); "" when unknown.
@@ -88,6 +102,13 @@ Status BasicPartitionable(const Graph& graph, const TrainingAnalysis& analysis,
 // ...); unknown dimensions count as kAssumedUnknownDim. `how` says where it came from.
 int64_t EstimateIdsPerStep(const Graph& graph, const TrainingAnalysis& analysis,
                            const Variable& variable, std::string* how);
+
+// The traffic of a sparse variable as the cost model prices it: its rows and row bytes,
+// the rows one rank touches per step (EstimateIdsPerStep, at most the rows) and the index
+// bytes of its updates (8 for int64 Tindices, else 4); nullopt when its size is unknown.
+std::optional<SparseTraffic> EstimateSparseTraffic(const Graph& graph,
+                                                   const TrainingAnalysis& analysis,
+                                                   const Variable& variable, std::string* how);
 
 // The auto partition count (see the file comment).
 int AutoPartitionCount(int64_t bytes, int64_t rows, const RankLayout& layout);

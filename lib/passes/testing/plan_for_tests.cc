@@ -91,6 +91,16 @@ Plan PlanForTests(const Graph& graph, int world_size, SyncMethod sparse_method,
     }
     plan.variables.push_back(std::move(vp));
   }
+  // As the strategy does: a PS variable's slots are listed with its method and partitions.
+  for (const VariablePlan& owner : plan.variables) {
+    if (owner.method != SyncMethod::kParameterServer) continue;
+    for (VariablePlan& slot : plan.variables) {
+      if (std::find(owner.slots.begin(), owner.slots.end(), slot.name) == owner.slots.end()) continue;
+      slot.method = SyncMethod::kParameterServer;
+      slot.partitions = owner.partitions;
+      slot.reason = "slot of a ps variable (test plan)";
+    }
+  }
 
   for (const Feed& feed : analysis.feeds) {
     if (feed.used_by_train_op || analysis.train_ops.empty()) {

@@ -6,7 +6,8 @@
 //    /job:worker/replica:0/task:r/device:CPU:0;
 //  - dense trainable variables: kAllReduce; sparse (or mixed) trainable variables:
 //    `sparse_method`; variables updated from a gradient in a way Parallax cannot
-//    synchronise: kNone; everything else (slots, state, untouched): kLocal;
+//    synchronise: kNone; the slots of a kParameterServer variable: kParameterServer
+//    with its partitions; everything else (other slots, state, untouched): kLocal;
 //  - kParameterServer variables get `partitions` partitions (0 = one per rank) that
 //    split the rows evenly (the first rows % P partitions one row longer), owned
 //    round-robin (partition i on rank i % N); P is capped at the number of rows so that
