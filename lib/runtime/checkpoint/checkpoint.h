@@ -15,9 +15,11 @@
 //   random:<op>@<i>    the position (next Philox block) of random op <op>'s stream i
 //                      (lib/runtime/random.h), so a resumed run draws what an
 //                      uninterrupted one would
-//   ... and CheckpointState::extra, e.g. a job rank's "job_rank", "job_size" and
-//   "rows:<tensor>" (the plan's row ranges that a parameter-server variable's local
-//   storage holds, "begin-end[,begin-end...]" in the order they are concatenated)
+//   ... and CheckpointState::extra, e.g. a job rank's "job_rank", "job_size",
+//   "job_layout" and "rows:<tensor>" (the plan's row ranges that a parameter-server
+//   variable's local storage holds, "begin-end[,begin-end...]" in the order they are
+//   concatenated). A job rank R >= 1 saves only some of its variables, the others being
+//   in rank 0's file (job_checkpoint.h).
 //
 // Restore requires every variable of the graph, with the dtype and shape the graph
 // declares; a missing or mismatched variable, or a corrupt file, is one line naming the

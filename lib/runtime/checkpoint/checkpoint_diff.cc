@@ -1,7 +1,8 @@
 // checkpoint_diff A B [--tolerance T] [--exact]: compares the float tensors of two
-// checkpoints, for tests. A and B are each a checkpoint (safetensors) file, or a job
-// checkpoint: a directory holding rank-R/ folders (its newest step that every rank
-// wrote) or DIR@STEP, read with ReadJobCheckpoint — parameter-server variables
+// checkpoints, for tests. A and B are each a checkpoint (safetensors) file, a job rank's
+// read as that rank holds it (ReadRankFile: what it leaves to rank 0's file is taken from
+// there), or a job checkpoint: a directory holding rank-R/ folders (its newest step that
+// every rank wrote) or DIR@STEP, read with ReadJobCheckpoint — parameter-server variables
 // reassembled to full size under their own names (job_checkpoint.h), so a job can be
 // compared with one process or with a job of another rank count. Every tensor of A must
 // be in B with the same dtype and shape. Per tensor it prints the max relative difference
@@ -36,7 +37,11 @@ StatusOr<SafetensorsContents> ReadAny(const std::string& path) {
       return InvalidArgumentError("{}: expected DIR@STEP", path);
     }
   }
-  if (!std::filesystem::is_directory(dir)) return ReadSafetensors(path);
+  if (!std::filesystem::is_directory(dir)) {
+    StatusOr<RankFileContents> file = ReadRankFile(path);
+    if (!file.ok()) return file.status();
+    return std::move(file->contents);
+  }
   StatusOr<JobCheckpoint> job = step ? ReadJobCheckpoint(dir, *step) : ReadJobCheckpoint(dir);
   if (!job.ok()) return job.status();
   std::printf("%s: job checkpoint of step %lld, %lld ranks, %zu variables (%zu reassembled)\n",

@@ -50,6 +50,16 @@ TensorShape RowShape(const Tensor& t) {
   return shape;
 }
 
+// The layout a job file's metadata names; kLayoutEveryRank when it names none.
+StatusOr<std::string_view> LayoutOf(const std::map<std::string, std::string>& metadata,
+                                    std::string_view path) {
+  auto it = metadata.find(std::string(kJobLayoutKey));
+  if (it == metadata.end() || it->second == kLayoutEveryRank) return kLayoutEveryRank;
+  if (it->second == kLayoutReplicatedOnce) return kLayoutReplicatedOnce;
+  return InvalidArgumentError("{}: __metadata__ '{}' is '{}', expected '{}' or '{}'", path,
+                              kJobLayoutKey, it->second, kLayoutReplicatedOnce, kLayoutEveryRank);
+}
+
 // One file's rows of a partitioned tensor.
 struct Piece {
   std::string file;
@@ -153,6 +163,42 @@ StatusOr<std::optional<int64_t>> NewestCompleteJobStep(const std::string& dir) {
                                  dir, job_size, first_missing);
 }
 
+StatusOr<RankFileContents> ReadRankFile(const std::string& path) {
+  RankFileContents out{.source = path};
+  PX_ASSIGN_OR_RETURN(out.contents, ReadSafetensors(path));
+  if (!out.contents.metadata.contains("job_size")) return out;  // not a job's
+  PX_ASSIGN_OR_RETURN(const std::string_view layout, LayoutOf(out.contents.metadata, path));
+  PX_ASSIGN_OR_RETURN(const int64_t rank, MetadataCount(out.contents, "job_rank", path));
+  if (layout != kLayoutReplicatedOnce || rank == 0) return out;
+  PX_ASSIGN_OR_RETURN(const int64_t job_size, MetadataCount(out.contents, "job_size", path));
+
+  // DIR/rank-R/checkpoint-S.safetensors -> DIR/rank-0/checkpoint-S.safetensors
+  const std::filesystem::path file(path);
+  const std::filesystem::path rank_dir =
+      file.has_parent_path() ? file.parent_path() : std::filesystem::current_path();
+  const std::string first = (rank_dir.parent_path() / "rank-0" / file.filename()).string();
+  if (!std::filesystem::exists(first)) {
+    return FailedPreconditionError("{}: missing: {} ({} '{}') leaves its replicated tensors to "
+                                   "rank 0's file of the same step",
+                                   first, path, kJobLayoutKey, kLayoutReplicatedOnce);
+  }
+  PX_ASSIGN_OR_RETURN(SafetensorsContents rank0, ReadSafetensors(first));
+  PX_ASSIGN_OR_RETURN(const int64_t rank0_rank, MetadataCount(rank0, "job_rank", first));
+  PX_ASSIGN_OR_RETURN(const int64_t rank0_size, MetadataCount(rank0, "job_size", first));
+  if (rank0_rank != 0 || rank0_size != job_size) {
+    return InvalidArgumentError("{}: __metadata__ 'job_rank' {} and 'job_size' {}: not rank 0 of "
+                                "the {}-rank job that wrote {}",
+                                first, rank0_rank, rank0_size, job_size, path);
+  }
+  for (auto& [name, tensor] : rank0.tensors) {
+    // Rank 0's partitions are its own rows, never another rank's.
+    if (rank0.metadata.contains(std::string(kRowsMetadataPrefix) + name)) continue;
+    out.contents.tensors.emplace(name, std::move(tensor));  // the rank's own copy wins
+  }
+  out.source = fmt::format("{} (replicated tensors: {})", path, first);
+  return out;
+}
+
 StatusOr<JobCheckpoint> ReadJobCheckpoint(const std::string& dir) {
   PX_ASSIGN_OR_RETURN(std::optional<int64_t> step, NewestCompleteJobStep(dir));
   if (!step) {
@@ -203,6 +249,7 @@ StatusOr<JobCheckpoint> ReadJobCheckpoint(const std::string& dir, int64_t step) 
                                   "its directory)",
                                   path, job_rank, r);
     }
+    PX_RETURN_IF_ERROR(LayoutOf(contents.metadata, path).status());
     for (const auto& [key, value] : contents.metadata) {
       if (!key.starts_with(kRowsMetadataPrefix)) continue;
       const std::string local = key.substr(kRowsMetadataPrefix.size());

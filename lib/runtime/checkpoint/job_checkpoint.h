@@ -1,31 +1,50 @@
-// Job checkpoints read as a whole: the rank files of one step, with every
-// parameter-server variable reassembled to its full size — for resuming a job on another
-// rank count (trainer.cc), for `parallax verify` and for checkpoint_diff --job.
+// Job checkpoints: the rank files of one step, how each rank's file is completed from
+// rank 0's, and the whole job read with every parameter-server variable reassembled to
+// its full size — for resuming a job (trainer.cc), `parallax checkpoint export`,
+// `parallax verify` and checkpoint_diff.
 //
 // Terms:
 //  - a *job checkpoint* of step S in DIR is the set of files
 //    DIR/rank-R/checkpoint-S.safetensors for R = 0 .. job_size-1 (checkpoint.h), written
-//    by the ranks of one job; each has the metadata `job_rank` and `job_size`.
+//    by the ranks of one job; each has the metadata `job_rank`, `job_size` and
+//    `job_layout`.
 //  - a *partitioned* tensor is a parameter server's local storage `V/parallax/local` (a
 //    variable or one of its optimizer slots): in each file that holds it, metadata
 //    `rows:V/parallax/local` = "b0-e0,b1-e1,..." names the rows of the full V it holds,
 //    concatenated in that order (a rank that owns no rows of V has neither). Reassembly
 //    puts each range's rows at [b, e) of a tensor [rows, ...] named `V`, rows being the
 //    largest e.
-//  - every other tensor is *replicated* (all-reduced, local state): identical on every
-//    rank, taken from rank 0's file.
+//  - every other tensor is *replicated*, a full copy on its rank: *identical* ones are
+//    the same on every rank (a variable synchronised by all-reduce, all-gather or
+//    densify, and its optimizer slots: Plan::IdenticalOnEveryRank); *per-rank* ones may
+//    differ between ranks (local state such as batch-norm moving statistics, `none`
+//    variables).
+//  - the *layout* (`job_layout`) says where the identical tensors are:
+//    "replicated-once": in rank 0's file only; the file of rank R >= 1 holds its
+//      partitions, its per-rank tensors and its own metadata (data position, random
+//      stream positions), so a job writes its variables about once, not job_size times.
+//      What trainer.cc writes when it has the job's plan.
+//    "every-rank": every file holds every tensor of its rank graph (a job without a
+//      plan; files written before `job_layout` existed have no key and read as this).
+//  - a rank file *as its rank holds it* (ReadRankFile): its own tensors and metadata, plus,
+//    for a "replicated-once" file of rank R >= 1, every tensor of rank 0's file of the
+//    same step that it lacks (except rank 0's partitions). Resume and verify read rank
+//    files this way; so does checkpoint_diff given a file.
 // A 1-rank job's checkpoint, or an all-reduce job's, has no partitioned tensors: its full
 // variables are rank 0's file. Files without `job_size` are not job checkpoints (a
 // single-process run's DIR/checkpoint-S.safetensors).
 //
-// Validation (errors are one line naming the file and the tensor, InvalidArgument unless
-// said): every rank file of the step present (FailedPrecondition naming the first missing
-// file); `job_size`/`job_rank` consistent; ranges well formed, within the tensor's rows
+// ReadJobCheckpoint takes the replicated tensors (per-rank ones included) from rank 0's
+// file and reassembles the partitioned ones from every file. Validation (errors are one
+// line naming the file and the tensor, InvalidArgument unless said): every rank file of
+// the step present (FailedPrecondition naming the first missing file); `job_size`,
+// `job_rank` consistent, `job_layout` known; ranges well formed, within the tensor's rows
 // and adding up to them; the pieces of one V agreeing in dtype and row shape; the ranges
 // of V over all files covering [0, rows) exactly once (a gap or an overlap names the
 // rows and the files); V not also present as a replicated tensor.
 //
-// Cost: reads all job_size files whole (the full variables are held in memory once).
+// Cost: reads all job_size files whole (the full variables are held in memory once);
+// ReadRankFile reads the rank's file and, for a "replicated-once" rank R >= 1, rank 0's.
 #ifndef PARALLAX_LIB_RUNTIME_CHECKPOINT_JOB_CHECKPOINT_H_
 #define PARALLAX_LIB_RUNTIME_CHECKPOINT_JOB_CHECKPOINT_H_
 
@@ -39,6 +58,7 @@
 #include <vector>
 
 #include "lib/base/status.h"
+#include "lib/runtime/checkpoint/safetensors.h"
 #include "lib/runtime/tensor.h"
 
 namespace parallax {
@@ -47,6 +67,10 @@ namespace parallax {
 inline constexpr std::string_view kLocalStorageSuffix = "/parallax/local";
 // The metadata key prefix of a local storage's row ranges: "rows:V/parallax/local".
 inline constexpr std::string_view kRowsMetadataPrefix = "rows:";
+// The metadata key of a job rank file's layout, and its values (see the file comment).
+inline constexpr std::string_view kJobLayoutKey = "job_layout";
+inline constexpr std::string_view kLayoutReplicatedOnce = "replicated-once";
+inline constexpr std::string_view kLayoutEveryRank = "every-rank";
 
 struct RowRange {
   int64_t begin = 0;
@@ -86,6 +110,23 @@ StatusOr<std::optional<int64_t>> JobSizeOfNewestCheckpoint(const std::string& di
 // newest file has a file; nullopt when DIR/rank-0 has no checkpoint.
 // FailedPrecondition when no step is complete.
 StatusOr<std::optional<int64_t>> NewestCompleteJobStep(const std::string& dir);
+
+// A checkpoint file as its rank holds it (see the file comment).
+struct RankFileContents {
+  // The rank's metadata; its tensors and those it leaves to rank 0's file.
+  SafetensorsContents contents;
+  // The files read, for messages: the file, and when tensors may come from rank 0's,
+  // "DIR/rank-2/checkpoint-S.safetensors (replicated tensors:
+  // DIR/rank-0/checkpoint-S.safetensors)".
+  std::string source;
+};
+
+// Reads `path` as its rank holds it. A file that is not a job's (no `job_size`), rank
+// 0's, or one of the every-rank layout is returned as read. Errors: a `job_layout` that
+// is neither layout; rank 0's file of the step missing (FailedPrecondition naming it);
+// rank 0's file of another job (its job_rank or job_size). A tensor in neither
+// file is left to the caller (its message names `source`).
+StatusOr<RankFileContents> ReadRankFile(const std::string& path);
 
 // Reads and reassembles the job checkpoint of `step` in `dir` (see the file comment).
 StatusOr<JobCheckpoint> ReadJobCheckpoint(const std::string& dir, int64_t step);

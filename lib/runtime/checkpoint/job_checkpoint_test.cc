@@ -28,13 +28,17 @@ struct RankFile {
   std::map<std::string, std::string> rows;  // local name -> ranges
 };
 
-void WriteJob(const std::string& dir, int64_t step, const std::vector<RankFile>& ranks) {
+// `layout`: the job_layout metadata of every file; "" writes none (files written before
+// the key existed).
+void WriteJob(const std::string& dir, int64_t step, const std::vector<RankFile>& ranks,
+              std::string_view layout = "") {
   for (size_t r = 0; r < ranks.size(); ++r) {
     SafetensorsContents contents;
     contents.tensors = ranks[r].tensors;
     contents.metadata = {{"format", "parallax-checkpoint-1"}, {"step", std::to_string(step)},
                          {"job_rank", std::to_string(r)},
                          {"job_size", std::to_string(ranks.size())}};
+    if (!layout.empty()) contents.metadata["job_layout"] = std::string(layout);
     for (const auto& [name, ranges] : ranks[r].rows) contents.metadata["rows:" + name] = ranges;
     const std::string rank_dir = fmt::format("{}/rank-{}", dir, r);
     std::filesystem::create_directories(rank_dir);
@@ -145,6 +149,84 @@ TEST_CASE("ReadJobCheckpoint errors") {
     CHECK(ReadJobCheckpoint(dir, 10).status().message() ==
           dir + "/rank-2/checkpoint-10.safetensors: variable 'V/parallax/local' is [2,2], its "
                 "row ranges '2-3' hold 1 rows");
+  }
+}
+
+// ThreeRanks() as the replicated-once layout writes it: `b` (replicated) in rank 0's file
+// only; `m` (per-rank state) in every file, each rank's own value.
+std::vector<RankFile> ThreeRanksReplicatedOnce() {
+  std::vector<RankFile> ranks = ThreeRanks();
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    if (r > 0) ranks[r].tensors.erase("b");
+    ranks[r].tensors["m"] = Tensor::Scalar<float>(static_cast<float>(r));
+  }
+  return ranks;
+}
+
+TEST_CASE("ReadRankFile: a replicated-once rank file takes what it lacks from rank 0's") {
+  const std::string dir = testing::TempDir();
+  WriteJob(dir, 10, ThreeRanksReplicatedOnce(), "replicated-once");
+  const std::string rank0 = dir + "/rank-0/checkpoint-10.safetensors";
+  const std::string rank2 = dir + "/rank-2/checkpoint-10.safetensors";
+
+  auto file = ReadRankFile(rank2);
+  REQUIRE(file.ok());
+  CHECK(file->source == rank2 + " (replicated tensors: " + rank0 + ")");
+  CHECK(file->contents.metadata.at("job_rank") == "2");
+  CHECK(SameBytes(file->contents.tensors.at("b"), Tensor::FromVector<float>({7, 8}, {2})));
+  // Its own per-rank state and partitions, not rank 0's; rank 1 holds no S rows and gets none.
+  CHECK(file->contents.tensors.at("m").data<float>()[0] == 2.0f);
+  CHECK(SameBytes(file->contents.tensors.at("V/parallax/local"), Rows({2, 4})));
+  auto rank1 = ReadRankFile(dir + "/rank-1/checkpoint-10.safetensors");
+  REQUIRE(rank1.ok());
+  CHECK(!rank1->contents.tensors.contains("S/parallax/local"));
+  CHECK(rank1->contents.tensors.size() == 3);  // V rows, m; b from rank 0
+
+  // Rank 0's file, and files that hold everything, are read as they are.
+  auto first = ReadRankFile(rank0);
+  REQUIRE(first.ok());
+  CHECK(first->source == rank0);
+  CHECK(first->contents.tensors.size() == 4);
+  const std::string old_dir = testing::TempDir() + "/old";
+  WriteJob(old_dir, 10, ThreeRanks());
+  auto old = ReadRankFile(old_dir + "/rank-1/checkpoint-10.safetensors");
+  REQUIRE(old.ok());
+  CHECK(old->source == old_dir + "/rank-1/checkpoint-10.safetensors");
+  CHECK(old->contents.tensors.size() == 2);
+
+  // The whole job reads the same in both layouts.
+  auto job = ReadJobCheckpoint(dir, 10);
+  REQUIRE(job.ok());
+  CHECK(job->partitioned == std::set<std::string>{"S", "V"});
+  CHECK(SameBytes(job->variables.at("V"), Rows({0, 1, 2, 3, 4})));
+  CHECK(SameBytes(job->variables.at("b"), Tensor::FromVector<float>({7, 8}, {2})));
+  CHECK(job->variables.at("m").data<float>()[0] == 0.0f);
+}
+
+TEST_CASE("ReadRankFile errors") {
+  const std::string dir = testing::TempDir();
+  const std::string rank0 = dir + "/rank-0/checkpoint-10.safetensors";
+  const std::string rank1 = dir + "/rank-1/checkpoint-10.safetensors";
+  SECTION("rank 0's file missing") {
+    WriteJob(dir, 10, ThreeRanksReplicatedOnce(), "replicated-once");
+    std::filesystem::remove(rank0);
+    CHECK(ReadRankFile(rank1).status().message() ==
+          rank0 + ": missing: " + rank1 + " (job_layout 'replicated-once') leaves its "
+                  "replicated tensors to rank 0's file of the same step");
+  }
+  SECTION("rank 0's file of another job") {
+    WriteJob(dir, 10, ThreeRanksReplicatedOnce(), "replicated-once");
+    WriteJob(dir, 10, {ThreeRanks()[0], ThreeRanks()[1]}, "replicated-once");  // 2 ranks
+    CHECK(ReadRankFile(dir + "/rank-2/checkpoint-10.safetensors").status().message() ==
+          rank0 + ": __metadata__ 'job_rank' 0 and 'job_size' 2: not rank 0 of the 3-rank job "
+                  "that wrote " + dir + "/rank-2/checkpoint-10.safetensors");
+  }
+  SECTION("an unknown layout") {
+    WriteJob(dir, 10, ThreeRanks(), "sharded");
+    const std::string message =
+        ": __metadata__ 'job_layout' is 'sharded', expected 'replicated-once' or 'every-rank'";
+    CHECK(ReadRankFile(rank1).status().message() == rank1 + message);
+    CHECK(ReadJobCheckpoint(dir, 10).status().message() == rank0 + message);
   }
 }
 
