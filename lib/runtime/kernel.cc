@@ -1,9 +1,13 @@
 #include "lib/runtime/kernel.h"
 
 #include <algorithm>
+#include <map>
 #include <mutex>
 
+#include <fmt/ranges.h>
+
 #include "lib/ops/dtypes.h"
+#include "lib/ops/op_registry.h"
 
 namespace parallax {
 
@@ -173,6 +177,23 @@ StatusOr<std::unique_ptr<OpKernel>> CreateKernel(const Node& node, Device& devic
       }
     }
     return NotFoundError("no {} kernel for {}", DeviceTypeName(device.type()), node.op());
+  }
+  // A kernel reads its inputs by position: a node with too few or too many (a malformed
+  // graph) is refused here rather than read out of bounds.
+  if (const OpSchema* schema = FindOpSchema(node.op()); schema != nullptr) {
+    const std::map<std::string, tensorflow::AttrValue> attrs = node.DecodeAttrs();
+    const StatusOr<int> expected =
+        NumInputs(*schema, [&](std::string_view name) -> const tensorflow::AttrValue* {
+          const auto it = attrs.find(std::string(name));
+          return it == attrs.end() ? nullptr : &it->second;
+        });
+    if (expected.ok() && *expected != node.num_data_inputs()) {
+      std::vector<std::string> names;
+      for (const ArgSchema& arg : schema->inputs) names.push_back(arg.name);
+      return InvalidArgumentError("{} takes {} input{} ({}), the node has {}", node.op(),
+                                  *expected, *expected == 1 ? "" : "s", fmt::join(names, ", "),
+                                  node.num_data_inputs());
+    }
   }
   return registration->factory(KernelInit(node, device));
 }
