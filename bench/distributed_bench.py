@@ -79,7 +79,8 @@ TRAFFIC_LINE = re.compile(r"traffic: rank (\d+) sent \d+ bytes in \d+ messages; 
 
 
 def parallax_throughput(stdout, batch, ranks, warmup, log_every):
-    """Examples/s over all ranks from rank 0's log windows after `warmup` steps."""
+    """Examples/s over all ranks from rank 0's log windows after `warmup` steps (rank 0's
+    progress lines give the job's examples/s: its own rate times the ranks)."""
     steps = seconds = 0.0
     for line in stdout.splitlines():
         if "<stdout>" in line and "[1,0]" not in line:
@@ -89,10 +90,10 @@ def parallax_throughput(stdout, batch, ranks, warmup, log_every):
             eps = float(m.group(2))
             window = log_every  # the last window may be shorter; steps are multiples here
             steps += window
-            seconds += window * batch / eps
+            seconds += window * batch * ranks / eps
     if seconds == 0:
         sys.exit(f"distributed_bench: no step lines after step {warmup} in:\n{stdout[-2000:]}")
-    return steps * batch / seconds * ranks
+    return steps * batch * ranks / seconds
 
 
 def traffic(stdout):

@@ -65,7 +65,7 @@ expect 2 "$parallax" checkpoint ls "$tmp/missing"
 expect_stderr_line "parallax: error: $tmp/missing: no such file, directory or checkpoint prefix ($tmp/missing.index does not exist)"
 mkdir -p "$tmp/empty_dir"
 expect 2 "$parallax" checkpoint ls "$tmp/empty_dir"
-expect_stderr_line "parallax: error: $tmp/empty_dir: a directory without a TensorFlow \`checkpoint\` file, SavedModel variables or \`parallax run\` checkpoints"
+expect_stderr_line "parallax: error: $tmp/empty_dir: a directory without a TensorFlow \`checkpoint\` file, SavedModel variables or \`parallax run\` checkpoints (of one process or of a job's ranks)"
 expect 2 "$parallax" checkpoint
 # Every corrupt index of the corpus (listing reads no tensor data, so only index errors show).
 cd "$bad"

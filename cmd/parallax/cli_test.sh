@@ -85,6 +85,12 @@ done
 [[ -x "$job/launch.sh" ]] && pass || fail "launch.sh is not executable"
 cmp -s "$tmp/out" "$job/report.txt" && pass || fail "the printed report differs from report.txt"
 grep -q '^  emb .* sparse .* ps ' "$tmp/out" && pass || fail "the report does not show emb on ps: $(cat "$tmp/out")"
+# emb's slot lives with its rows: ps, the same 4 partitions and owners, nothing sent.
+grep -q '^  emb/Momentum  *\[1000,16\]  *62.5 KiB  -  *ps  *4  0,2,1,3  *-$' "$tmp/out" && pass ||
+  fail "the report does not show emb/Momentum with emb's partitions: $(grep 'emb/Momentum' "$tmp/out")"
+# The reason names the cost, the runner-up and the setting that decided.
+grep -q '^  emb: ps: sparse gradient; ps (3.2 KiB/step, [0-9.]* us); runner-up allgather (6.4 KiB/step, [0-9.]* us); decided by auto (cost model); ' "$tmp/out" &&
+  pass || fail "emb's reason: $(grep '^  emb:' "$tmp/out")"
 grep -qx 'node1 slots=2' "$job/hostfile" && grep -qx 'node2 slots=2' "$job/hostfile" \
   && pass || fail "hostfile: $(cat "$job/hostfile")"
 # launch.sh is the argv `parallax launch` builds on this machine (lib/launch/mpirun.h).
@@ -163,12 +169,32 @@ import json, sys
 plan = json.load(open(sys.argv[1]))
 assert plan["schema"] == 1 and plan["world_size"] == 4, plan
 methods = {v["name"]: v["method"] for v in plan["variables"]}
-assert methods == {"emb": "ps", "w": "allreduce", "emb/Momentum": "local", "w/Momentum": "local"}, methods
+assert methods == {"emb": "ps", "w": "allreduce", "emb/Momentum": "ps", "w/Momentum": "local"}, methods
+parts = {v["name"]: v["partitions"] for v in plan["variables"]}
+assert parts["emb/Momentum"] == parts["emb"] and len(parts["emb"]) == 4, parts
+assert plan["totals"]["synchronised"] == 2 and plan["totals"]["methods"]["ps"] == 2, plan["totals"]
 assert [r["kind"] for r in plan["ranks"]] == ["GPU", "GPU", "CPU", "CPU"], plan["ranks"]
 assert plan["feeds"] == ["ids", "y"] and plan["fetches"] == ["loss:0"], plan
 PY
 expect 0 "$parallax" transform "$example" --cluster "$cluster" -o "$tmp/job2" --strategy allreduce
 grep -q '^  emb .* sparse .* allgather ' "$tmp/out" && pass || fail "--strategy allreduce did not all-gather emb"
+grep -q '^  emb: allgather: .*; decided by --strategy allreduce; ' "$tmp/out" && pass ||
+  fail "--strategy allreduce: emb's reason: $(grep '^  emb:' "$tmp/out")"
+# --sparse as verify's: it wins over --strategy and the spec's strategy.sparse, and the
+# spec's key that loses is a warning (stderr and the report).
+{ cat "$cluster"; printf 'strategy:\n  sparse: ps\n'; } > "$tmp/sparse_ps.yaml"
+expect 0 "$parallax" transform "$example" --cluster "$tmp/sparse_ps.yaml" -o "$tmp/job3" --strategy hybrid --sparse dense
+grep -q '^  emb: densify: .*; decided by --sparse dense; ' "$tmp/out" && pass ||
+  fail "--sparse dense: emb's reason: $(grep '^  emb:' "$tmp/out")"
+want="$tmp/sparse_ps.yaml:7: strategy.sparse: ps is overruled by --sparse dense: the command line wins over the spec's strategy section"
+grep -qxF "parallax: warning: $want" "$tmp/err" && grep -qxF "  $want" "$tmp/out" && pass ||
+  fail "no warning that --sparse overrules strategy.sparse: $(cat "$tmp/err")"
+# A per-variable override is more specific than the flag: it wins, with a warning.
+{ cat "$cluster"; printf 'strategy:\n  variables:\n    emb: {sparse: allgather}\n'; } > "$tmp/emb_gather.yaml"
+expect 0 "$parallax" transform "$example" --cluster "$tmp/emb_gather.yaml" -o "$tmp/job4" --strategy ps
+grep -q '^  emb: allgather: .*; decided by strategy.variables\["emb"\] in '"$tmp"'/emb_gather.yaml; ' "$tmp/out" &&
+  grep -qxF "parallax: warning: $tmp/emb_gather.yaml:8: strategy.variables[\"emb\"] (sparse: allgather) wins over --strategy ps (sparse: ps): a per-variable override is more specific than the command line" "$tmp/err" &&
+  pass || fail "the override over --strategy ps: $(cat "$tmp/err") $(grep '^  emb:' "$tmp/out")"
 # --dump-after writes into --dump-dir, created when missing.
 expect 0 "$parallax" transform "$example" --cluster "$cluster" -o "$tmp/dumpjob" \
   --dump-after place --dump-dir "$tmp/dumps/new"
@@ -187,6 +213,13 @@ grep -q '^   1\. add-init-op' "$tmp/out" && grep -q '^   2\. sparse-allgather' "
 rm -rf "$tmp/nojob"
 expect 2 "$parallax" transform "$example" --cluster "$cluster" -o "$tmp/nojob" --strategy fastest
 expect_stderr_line "parallax: error: --strategy: unknown strategy 'fastest' (expected auto, allreduce, ps or hybrid)"
+# A sync method is not a preset: the error points to --sparse.
+expect 2 "$parallax" transform "$example" --cluster "$cluster" -o "$tmp/nojob" --strategy allgather
+expect_stderr_line "parallax: error: --strategy: unknown strategy 'allgather' (expected auto, allreduce, ps or hybrid); 'allgather' is a method for sparse gradients, not a preset: use --sparse allgather"
+expect 2 "$parallax" transform "$example" --cluster "$cluster" -o "$tmp/nojob" --strategy densify
+expect_stderr_line "parallax: error: --strategy: unknown strategy 'densify' (expected auto, allreduce, ps or hybrid); 'densify' is a method for sparse gradients, not a preset: use --sparse dense"
+expect 2 "$parallax" transform "$example" --cluster "$cluster" -o "$tmp/nojob" --sparse gather
+expect_stderr_line "parallax: error: --sparse: unknown method 'gather' (expected ps, allgather or dense)"
 expect 2 "$parallax" transform "$example" --cluster "$cluster" -o "$tmp/nojob" --disable-pass bogus
 grep -q "^parallax: error: --disable-pass: unknown pass 'bogus'; the passes are: add-init-op, sparse-allgather, " "$tmp/err" && pass || fail "$(cat "$tmp/err")"
 expect 2 "$parallax" transform "$example" -o "$tmp/nojob"
@@ -307,6 +340,73 @@ expect 0 "$parallax" run "$graph" --feed "x=$tmp/x.npy" --feed "y=$tmp/y.npy" --
   --eval-feed "x=$tmp/x.npy" --eval-feed "y=$tmp/y.npy" --threads 1
 grep -q "^eval: 64 examples, accuracy .* (argmax of 'logits:0' vs 'y:0'), loss " "$tmp/out" \
   && pass || fail "no eval line: $(cat "$tmp/out")"
+
+# Progress: where the run starts and what it writes first, then lines with the epoch, the
+# share done, elapsed time and ETA; the evaluation in the metrics file.
+rm -rf "$tmp/evck" "$tmp/ev.jsonl"
+pushd "$tmp" >/dev/null || exit 1
+expect 0 "$parallax" run "$graph" --feed "x=$tmp/x.npy" --feed "y=$tmp/y.npy" --steps 16 --log-every 4 \
+  --checkpoint-dir evck --metrics ev.jsonl --eval-feed "x=$tmp/x.npy" --eval-feed "y=$tmp/y.npy" --threads 1
+popd >/dev/null || exit 1
+[[ "$(head -n 2 "$tmp/out")" == "training steps 0 -> 16: batch 8
+writing checkpoints to $tmp/evck (at the end, newest 3 kept); metrics to $tmp/ev.jsonl" ]] \
+  && pass || fail "run's first lines: $(head -n 3 "$tmp/out")"
+grep -q '^step 8/16  loss [0-9.]*  [0-9.]* examples/s  epoch 1.00  50%  elapsed [0-9.]*s  ETA [0-9.]*s$' "$tmp/out" \
+  && pass || fail "progress line: $(grep '^step 8/' "$tmp/out")"
+grep -q '^trained steps 0 -> 16 (batch 8): loss [0-9.]* -> [0-9.]*, [0-9.]* examples/s in [0-9.]*s$' "$tmp/out" \
+  && pass || fail "run's summary: $(grep '^trained' "$tmp/out")"
+run_accuracy=$(grep -o 'accuracy [0-9.]*' "$tmp/out" | awk '{print $2}')
+python3 - "$tmp/ev.jsonl" "$run_accuracy" <<'PY' && pass || fail "metrics with the evaluation: $(tail -n 2 "$tmp/ev.jsonl")"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+steps, ev = lines[:-1], lines[-1]
+assert [l["step"] for l in steps] == [4, 8, 12, 16], steps
+assert all(l["world_size"] == 1 and l["global_examples_per_sec"] == l["examples_per_sec"] and l["elapsed"] >= 0 for l in steps)
+e = ev["eval"]
+assert ev["step"] == 16 and e["examples"] == 64 and "%.4f" % e["accuracy"] == sys.argv[2], ev
+assert sum(c["examples"] for c in e["classes"]) == 64 and len(e["classes"]) == 3, e
+assert abs(sum(c["correct"] for c in e["classes"]) / 64 - e["accuracy"]) < 1e-12, e
+PY
+
+# parallax eval: the same numbers from the checkpoint alone; --json; bad input.
+expect 0 "$parallax" eval "$graph" --checkpoint "$tmp/evck" --feed "x=$tmp/x.npy" --feed "y=$tmp/y.npy"
+grep -q "^evaluated $tmp/evck/checkpoint-16.safetensors (the newest checkpoint in $tmp/evck) with $graph on 64 examples$" "$tmp/out" &&
+  grep -q "^accuracy $run_accuracy (argmax of 'logits:0' vs 'y:0'), loss [0-9.]*$" "$tmp/out" &&
+  [[ $(grep -c '^ *[0-2]  ' "$tmp/out") -eq 3 ]] && pass || fail "eval: $(cat "$tmp/out")"
+expect 0 "$parallax" eval "$graph" --checkpoint "$tmp/evck" --feed "x=$tmp/x.npy" --feed "y=$tmp/y.npy" --json
+python3 - "$tmp/out" "$tmp/ev.jsonl" <<'PY' && pass || fail "eval --json: $(head -c 400 "$tmp/out")"
+import json, sys
+got = json.load(open(sys.argv[1]))
+want = [json.loads(l) for l in open(sys.argv[2])][-1]["eval"]
+assert got["checkpoint_format"] == "safetensors" and got["examples"] == 64
+assert got["accuracy"] == want["accuracy"] and got["classes"] == want["classes"], (got, want)
+assert abs(got["loss"] - want["loss"]) < 1e-9, (got["loss"], want["loss"])
+PY
+expect 2 "$parallax" eval "$graph" --checkpoint "$tmp/evck"
+expect_stderr_line "parallax: error: eval: --feed NAME=SRC is required (the labelled examples to evaluate on)"
+expect 2 "$parallax" eval "$graph" --checkpoint "$tmp/no_ck" --feed "x=$tmp/x.npy" --feed "y=$tmp/y.npy"
+expect_stderr_line "parallax: error: $tmp/no_ck: no such file, directory or checkpoint prefix ($tmp/no_ck.index does not exist)"
+rm -rf "$tmp/other_ck"
+expect 0 "$parallax" models export softmax -o "$tmp/other.pb" --force
+expect 0 "$parallax" run "$tmp/other.pb" --synthetic --steps 1 --checkpoint-dir "$tmp/other_ck" --threads 1
+expect 2 "$parallax" eval "$graph" --checkpoint "$tmp/other_ck" --feed "x=$tmp/x.npy" --feed "y=$tmp/y.npy"
+[[ $(wc -l < "$tmp/err") -eq 1 ]] && grep -q "^parallax: error: --checkpoint $tmp/other_ck: .* not in it: " "$tmp/err" \
+  && pass || fail "eval of another graph's checkpoint: $(cat "$tmp/err")"
+expect 2 "$parallax" eval "$graph" --checkpoint "$tmp/evck" --feed "x=$tmp/x.npy"
+grep -q "^parallax: error: .*'y'" "$tmp/err" && pass || fail "eval without labels: $(cat "$tmp/err")"
+
+# On a terminal (script(1) gives one) progress is one line redrawn on stderr; --progress
+# chooses; launch asks rank 0 for the live line when it runs on a terminal.
+expect 2 "$parallax" run "$graph" --synthetic --steps 2 --progress sometimes
+expect_stderr_line "parallax: error: --progress sometimes: expected auto, live or lines"
+script -qec "$parallax run $graph --synthetic --steps 8 --log-every 4 --threads 1" /dev/null > "$tmp/tty.out"
+grep -q $'\r\033\[Kstep 4/8  loss' "$tmp/tty.out" && ! grep -q '^step 4/8' "$tmp/tty.out" &&
+  pass || fail "run on a terminal: no live line: $(cat -v "$tmp/tty.out" | head -c 400)"
+script -qec "$parallax run $graph --synthetic --steps 8 --log-every 4 --threads 1 --progress lines" /dev/null > "$tmp/tty.out"
+grep -q $'^step 4/8  loss' "$tmp/tty.out" && pass || fail "--progress lines on a terminal: $(cat -v "$tmp/tty.out" | head -c 400)"
+script -qec "$parallax launch $local_job --dry-run --steps 5" /dev/null > "$tmp/tty.out"
+grep -q -- "run $local_job --steps 5 --progress live"$'\r'"$" "$tmp/tty.out" && pass ||
+  fail "launch on a terminal: $(cat -v "$tmp/tty.out")"
 
 # The shared TensorBoard MNIST graph reads its input from a queue: feed the dequeue's outputs
 # with Fashion-MNIST. It has no initialisers, so it starts from a checkpoint written here.

@@ -41,6 +41,11 @@ Status StripHorovodAndReport(Graph& graph);
 StatusOr<std::vector<std::pair<std::string, std::string>>> ParseInputMap(
     const std::vector<std::string>& texts);
 
+// --strategy and --sparse as transform and verify take them; "" leaves a flag unset.
+// Errors name the flag; a sparse method given to --strategy gets a hint to --sparse.
+StatusOr<StrategyFlags> ParseStrategyFlags(const std::string& strategy,
+                                           const std::string& sparse);
+
 // "GPU 0 of host gpu-a": where the plan puts a GPU rank.
 std::string GpuPlacementText(const RankPlacement& rank);
 
@@ -71,6 +76,7 @@ Command AddLaunchCommand(CLI::App& app, std::vector<std::string> mpirun_args,
 // `*failed` is set when the comparison ran and failed (exit status 1, no error line).
 Command AddVerifyCommand(CLI::App& app, bool* failed);
 Command AddCheckpointCommand(CLI::App& app);
+Command AddEvalCommand(CLI::App& app);
 
 }  // namespace parallax::cli
 

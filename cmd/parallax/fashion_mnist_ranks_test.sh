@@ -42,7 +42,8 @@ echo "== parallax verify on Fashion-MNIST (2 ranks x 128 vs 1 x 256, shuffled, 2
 run_flags=("${feeds[@]}" "${evals[@]}" --epochs 3 --seed 3 --log-every 100)
 "$parallax" run mlp.pb "${run_flags[@]}" --batch 256 >one.log 2>&1 || { cat one.log; exit 1; }
 "$parallax" transform mlp.pb --cluster "$cluster" --strategy allreduce -o job >/dev/null || exit 1
-"$parallax" launch job/ "${run_flags[@]}" --batch 128 >two.log 2>&1 || { cat two.log; exit 1; }
+"$parallax" launch job/ "${run_flags[@]}" --batch 128 --checkpoint-dir ck --metrics two.jsonl \
+  >two.log 2>&1 || { cat two.log; exit 1; }
 grep -E "trained|eval" one.log
 grep -E "trained|eval" two.log
 one=$(grep -Eo 'accuracy [0-9.]+' one.log | awk '{print $2}')
@@ -59,4 +60,37 @@ elif ! awk -v a="$one" -v b="$two" 'BEGIN { d = a - b; if (d < 0) d = -d;
   fail "accuracies $one (1 rank) and $two (2 ranks): need both >= 0.85, within 0.015"
 fi
 (( failed == 0 )) && echo "PASS 2 ranks reach the 1-rank accuracy ($two vs $one)"
+
+# The job's progress on rank 0: the job's shape and outputs first, the job's examples/s
+# with the epoch, share done and ETA, a summary; the metrics file has the world size,
+# the job's examples/s and the evaluation.
+grep -q "training steps 0 -> $steps_two on 2 ranks: batch 128 per rank, global batch 256" two.log &&
+  grep -q "writing checkpoints to $TMPDIR/ck (at the end, newest 3 kept); metrics to $TMPDIR/two.jsonl" two.log &&
+  grep -Eq "step 300/$steps_two  loss [0-9.]+  [0-9.]+ examples/s \(2 ranks\)  epoch 1\.28  42%  elapsed [0-9.]+s  ETA [0-9.hms]+$" two.log &&
+  grep -Eq "trained steps 0 -> $steps_two \(batch 128 per rank, global batch 256 on 2 ranks\): .* examples/s over all ranks in " two.log ||
+  fail "the job's progress: $(grep -v '^\[1,1\]' two.log | head -n 8)"
+python3 - two.jsonl "$two" <<'PY' || fail "the job's metrics file"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+steps, ev = lines[:-1], lines[-1]
+assert steps and all(l["world_size"] == 2 and abs(l["global_examples_per_sec"] - 2 * l["examples_per_sec"]) < 1e-6 for l in steps), steps[:2]
+assert "%.4f" % ev["eval"]["accuracy"] == sys.argv[2] and ev["eval"]["examples"] == 10000, ev
+assert sum(c["examples"] for c in ev["eval"]["classes"]) == 10000, ev
+PY
+
+# `parallax eval` of the job's checkpoint, with the job (its graph.pb) and with the
+# single-device graph: the accuracy the job printed after training, the same loss.
+for target in job/ mlp.pb; do
+  "$parallax" eval "$target" --checkpoint ck "${evals[@]/#--eval-feed/--feed}" --json >eval.json 2>eval.err ||
+    { cat eval.err; fail "parallax eval $target --checkpoint ck"; continue; }
+  python3 - eval.json two.jsonl <<'PY' || fail "parallax eval $target: $(head -c 300 eval.json)"
+import json, sys
+got = json.load(open(sys.argv[1]))
+want = [json.loads(l) for l in open(sys.argv[2])][-1]["eval"]
+assert got["checkpoint_format"] == "job" and got["examples"] == want["examples"], got
+assert got["accuracy"] == want["accuracy"] and got["classes"] == want["classes"], (got["accuracy"], want["accuracy"])
+assert abs(got["loss"] - want["loss"]) <= 1e-6 * abs(want["loss"]), (got["loss"], want["loss"])
+PY
+done
+(( failed == 0 )) && echo "PASS the job's progress, metrics and parallax eval of its checkpoint"
 (( failed == 0 ))

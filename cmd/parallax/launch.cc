@@ -5,6 +5,7 @@
 // after `--` go to mpirun. The exit status is the job's: 0, or 3 when a rank failed; a
 // SIGINT (Ctrl-C) or SIGTERM stops mpirun and every rank, and exits 130 or 143.
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -57,6 +58,15 @@ Command AddLaunchCommand(CLI::App& app, std::vector<std::string> mpirun_args,
     // The run flags, and `parallax -v launch`'s verbosity, which the ranks share.
     std::vector<std::string> run_args = sub->remaining();
     for (int i = 0; i < *verbosity; ++i) run_args.push_back("-v");
+    // The ranks' output reaches this terminal through mpirun's pipes: rank 0 is told to
+    // redraw one progress line when this process's stderr is a terminal.
+    const bool progress_given = std::any_of(run_args.begin(), run_args.end(), [](const auto& a) {
+      return a == "--progress" || a.starts_with("--progress=");
+    });
+    if (!progress_given && ::isatty(STDERR_FILENO) == 1) {
+      run_args.push_back("--progress");
+      run_args.push_back("live");
+    }
     const bool cpu_fallback =
         std::find(run_args.begin(), run_args.end(), "--cpu-fallback") != run_args.end();
     for (const RankPlacement& rank : plan.ranks) {

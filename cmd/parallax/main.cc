@@ -60,6 +60,25 @@ StatusOr<std::vector<std::pair<std::string, std::string>>> ParseInputMap(
   return pairs;
 }
 
+StatusOr<StrategyFlags> ParseStrategyFlags(const std::string& strategy,
+                                           const std::string& sparse) {
+  StrategyFlags flags;
+  if (!strategy.empty()) {
+    flags.preset = ParseStrategyKind(strategy);
+    if (!flags.preset) {
+      return InvalidArgumentError("--strategy: {}", UnknownStrategyMessage(strategy, "--sparse"));
+    }
+  }
+  if (!sparse.empty()) {
+    flags.sparse = ParseSparseMethod(sparse);
+    if (!flags.sparse) {
+      return InvalidArgumentError("--sparse: unknown method '{}' (expected ps, allgather or dense)",
+                                  sparse);
+    }
+  }
+  return flags;
+}
+
 std::string GpuPlacementText(const RankPlacement& rank) {
   return fmt::format("GPU {} of host {}", rank.device_index, rank.host);
 }
@@ -114,6 +133,7 @@ int Main(int argc, char** argv) {
       AddLaunchCommand(app, mpirun_args, &verbosity, &launch_interrupted_by),
       AddVerifyCommand(app, &verify_failed),
       AddCheckpointCommand(app),
+      AddEvalCommand(app),
   };
 
   try {

@@ -4,8 +4,9 @@
 // a transformed job, normally under mpirun (`parallax launch`): rank and size come from
 // the Communicator, the graph is JOB_DIR/rank-R.pb, the train op, init op and loss come
 // from the plan, and any error ends the whole job (Communicator::Abort, exit status 3).
-// Output: a line per --log-every steps on stdout (or a live progress line
-// on stderr when stderr is a terminal), then a summary on stdout.
+// Output (rank 0 of a job, or the process): where the run starts and what it writes, a
+// progress line per --log-every steps on stdout (or one live line redrawn on stderr:
+// --progress) with the job's examples/s, epoch, elapsed time and ETA, then a summary.
 #include <unistd.h>
 
 #include <cstdio>
@@ -33,11 +34,93 @@ std::string LossText(const std::optional<double>& loss) {
 // "300", or "?" when the run trains until its input pipeline ends.
 std::string TotalText(int64_t total) { return total < 0 ? "?" : std::to_string(total); }
 
+// "1h02m05s", "2m05s", "5.3s".
+std::string DurationText(double seconds) {
+  if (seconds < 59.95) return fmt::format("{:.1f}s", seconds);
+  const int64_t total = static_cast<int64_t>(seconds + 0.5);
+  const int64_t h = total / 3600, m = total / 60 % 60, s = total % 60;
+  if (h > 0) return fmt::format("{}h{:02}m{:02}s", h, m, s);
+  if (m > 0) return fmt::format("{}m{:02}s", m, s);
+  return fmt::format("{}s", s);
+}
+
+std::string AbsolutePath(const std::string& path) {
+  std::error_code error;
+  const std::filesystem::path absolute = std::filesystem::absolute(path, error);
+  return error ? path : absolute.lexically_normal().string();
+}
+
 struct RunOutput {
-  bool progress = false;  // a live line on stderr instead of lines on stdout
-  bool quiet = false;     // a job rank other than 0 without -v
-  std::string prefix;     // "rank R: " on the other ranks of a job
+  bool live = false;   // one redrawn progress line on stderr instead of lines on stdout
+  bool quiet = false;  // a job rank other than 0 without -v
+  std::string prefix;  // "rank R: " on the other ranks of a job
 };
+
+// Where the run starts and what it writes, once initialised (rank 0 of a job, or the
+// process).
+void PrintStart(const Trainer& trainer, const TrainerOptions& options) {
+  const int64_t batch = trainer.batch_size();
+  const std::string batch_text =
+      batch > 0 ? std::to_string(batch) : std::string("the input pipeline's");
+  const std::string target = trainer.total_steps() < 0 ? std::string("the input pipeline's end")
+                                                       : std::to_string(trainer.total_steps());
+  if (trainer.world_size() > 1) {
+    std::printf("training steps %lld -> %s on %d ranks: batch %s per rank, global batch %s\n",
+                static_cast<long long>(trainer.step()), target.c_str(), trainer.world_size(),
+                batch_text.c_str(),
+                batch > 0 ? std::to_string(batch * trainer.world_size()).c_str()
+                          : "the pipelines'");
+  } else {
+    std::printf("training steps %lld -> %s: batch %s\n", static_cast<long long>(trainer.step()),
+                target.c_str(), batch_text.c_str());
+  }
+  if (!trainer.resumed_from().empty()) {
+    std::printf("resumed from %s (step %lld)\n", trainer.resumed_from().c_str(),
+                static_cast<long long>(trainer.step()));
+  }
+  std::vector<std::string> outputs;
+  if (!options.checkpoint_dir.empty()) {
+    const std::string when =
+        options.checkpoint_every > 0
+            ? fmt::format("every {} steps and at the end", options.checkpoint_every)
+            : std::string("at the end");
+    const std::string kept = options.keep_checkpoints > 0
+                                 ? fmt::format(", newest {} kept", options.keep_checkpoints)
+                                 : std::string();
+    outputs.push_back(fmt::format("checkpoints to {} ({}{})", AbsolutePath(options.checkpoint_dir),
+                                  when, kept));
+  }
+  if (!options.metrics_path.empty()) {
+    outputs.push_back(fmt::format("metrics to {}", AbsolutePath(options.metrics_path)));
+  }
+  if (!options.summary_dir.empty()) {
+    outputs.push_back(fmt::format("TensorBoard events to {}", AbsolutePath(options.summary_dir)));
+  }
+  if (!outputs.empty()) std::printf("writing %s\n", fmt::format("{}", fmt::join(outputs, "; ")).c_str());
+  std::fflush(stdout);
+}
+
+// One progress line: "step 300/1000  loss 0.4123  2560.0 examples/s (4 ranks)  epoch 1.27
+// 30%  elapsed 1m02s  ETA 2m25s". Rank 0 of a job shows every rank's examples/s; another
+// rank (-v) its own.
+std::string ProgressLine(const StepReport& r, const std::string& prefix) {
+  const bool rank0 = prefix.empty();
+  std::string line = fmt::format("{}step {}/{}  loss {}  {:.1f} examples/s", prefix, r.step,
+                                 TotalText(r.total_steps), LossText(r.loss),
+                                 rank0 ? r.global_examples_per_sec : r.examples_per_sec);
+  if (rank0 && r.world_size > 1) line += fmt::format(" ({} ranks)", r.world_size);
+  if (r.epochs_done >= 0) line += fmt::format("  epoch {:.2f}", r.epochs_done);
+  if (r.total_steps > 0) {
+    line += fmt::format("  {}%", r.step * 100 / r.total_steps);
+  }
+  line += fmt::format("  elapsed {}", DurationText(r.elapsed_seconds));
+  if (r.total_steps > 0 && r.step > r.start_step) {
+    const double per_step = r.elapsed_seconds / static_cast<double>(r.step - r.start_step);
+    line += fmt::format("  ETA {}",
+                        DurationText(per_step * static_cast<double>(r.total_steps - r.step)));
+  }
+  return line;
+}
 
 Status TrainAndReport(const Graph& graph, const TrainerOptions& options, const RunOutput& out) {
   PX_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(graph, options));
@@ -54,35 +137,34 @@ Status TrainAndReport(const Graph& graph, const TrainerOptions& options, const R
     spdlog::info("{}feed {}", out.prefix, line);
   }
 
-  const bool progress = out.progress && !out.quiet;
+  const bool live = out.live && !out.quiet;
+  const bool rank0 = out.prefix.empty();
   // The communicator's traffic counters at the first report: the per-step figure is
   // taken from there to the end, past the initial broadcasts and the first step.
   const Communicator* comm = options.communicator;
   struct Counters {
     int64_t step = -1, bytes = 0, messages = 0;
   } first_report;
-  StatusOr<TrainSummary> summary = trainer->Run([&](const StepReport& r) {
-    if (comm != nullptr && first_report.step < 0) {
-      first_report = {r.step, comm->bytes_sent(), comm->messages_sent()};
-    }
-    if (out.quiet) return;
-    // The data position is the --feed data's; an in-graph pipeline keeps its own.
-    const std::string position =
-        trainer->pipeline_outputs().empty()
-            ? fmt::format("  epoch {} example {}", r.position.epoch, r.position.index)
-            : std::string();
-    const std::string line =
-        fmt::format("{}step {}/{}  loss {}  {:.1f} examples/s{}", out.prefix, r.step,
-                    TotalText(r.total_steps), LossText(r.loss), r.examples_per_sec, position);
-    if (progress) {
-      std::fprintf(stderr, "\r\033[K%s", line.c_str());
-      std::fflush(stderr);
-    } else {
-      std::printf("%s\n", line.c_str());
-      std::fflush(stdout);
-    }
-  });
-  if (progress) std::fprintf(stderr, "\r\033[K");
+  auto on_start = [&]() {
+    if (!out.quiet && rank0) PrintStart(*trainer, options);
+  };
+  StatusOr<TrainSummary> summary = trainer->Run(
+      [&](const StepReport& r) {
+        if (comm != nullptr && first_report.step < 0) {
+          first_report = {r.step, comm->bytes_sent(), comm->messages_sent()};
+        }
+        if (out.quiet) return;
+        const std::string line = ProgressLine(r, out.prefix);
+        if (live) {
+          std::fprintf(stderr, "\r\033[K%s", line.c_str());
+          std::fflush(stderr);
+        } else {
+          std::printf("%s\n", line.c_str());
+          std::fflush(stdout);
+        }
+      },
+      on_start);
+  if (live) std::fprintf(stderr, "\r\033[K");
   if (!summary.ok()) return summary.status();
   if (comm != nullptr && spdlog::get_level() <= spdlog::level::info) {
     // -v: what this rank handed to the transport (docs/comm.md, "Traffic counters").
@@ -103,21 +185,25 @@ Status TrainAndReport(const Graph& graph, const TrainerOptions& options, const R
   if (out.quiet) return Status::Ok();
 
   const char* prefix = out.prefix.c_str();
-  if (!summary->resumed_from.empty()) {
-    std::printf("%sresumed from %s (step %lld)\n", prefix, summary->resumed_from.c_str(),
-                static_cast<long long>(summary->start_step));
-  }
   if (summary->end_step == summary->start_step && summary->start_step >= trainer->total_steps()) {
     std::printf("%snothing to train: the run is at step %lld, the target is step %lld (--steps "
                 "counts from step 0; raise it to train more)\n",
                 prefix, static_cast<long long>(summary->start_step),
                 static_cast<long long>(trainer->total_steps()));
   }
-  std::printf("%strained steps %lld -> %lld (batch %lld): loss %s -> %s, %.1f examples/s\n",
+  const int world = trainer->world_size();
+  const std::string batch =
+      world > 1 && rank0
+          ? fmt::format("batch {} per rank, global batch {} on {} ranks", trainer->batch_size(),
+                        trainer->batch_size() * world, world)
+          : fmt::format("batch {}", trainer->batch_size());
+  std::printf("%strained steps %lld -> %lld (%s): loss %s -> %s, %.1f examples/s%s in %s\n",
               prefix, static_cast<long long>(summary->start_step),
-              static_cast<long long>(summary->end_step),
-              static_cast<long long>(trainer->batch_size()), LossText(summary->first_loss).c_str(),
-              LossText(summary->last_loss).c_str(), summary->examples_per_sec);
+              static_cast<long long>(summary->end_step), batch.c_str(),
+              LossText(summary->first_loss).c_str(), LossText(summary->last_loss).c_str(),
+              rank0 ? summary->global_examples_per_sec : summary->examples_per_sec,
+              world > 1 && rank0 ? " over all ranks" : "",
+              DurationText(summary->elapsed_seconds).c_str());
   if (!summary->last_checkpoint.empty()) {
     std::printf("%scheckpoint %s\n", prefix, summary->last_checkpoint.c_str());
   }
@@ -145,7 +231,7 @@ void TakeFromPlan(const Plan& plan, int rank, TrainerOptions* options) {
 // One rank of the job in `dir`. Returns only on success: every error after the
 // communicator exists ends the job through Communicator::Abort (exit status 3).
 Status RunJobRank(const std::string& dir, TrainerOptions options, bool threads_given,
-                  bool cpu_fallback) {
+                  bool cpu_fallback, bool live) {
   PX_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm, Communicator::FromMpi());
   auto run = [&]() -> Status {
     PX_ASSIGN_OR_RETURN(Plan plan, LoadPlan(dir));
@@ -177,7 +263,7 @@ Status RunJobRank(const std::string& dir, TrainerOptions options, bool threads_g
                  comm->size(), comm->kind(), comm->local_rank(), comm->local_size(), graph_path,
                  options.threads);
     RunOutput out;
-    out.progress = comm->size() == 1 && ::isatty(STDERR_FILENO) == 1;
+    out.live = live;
     out.quiet = comm->rank() != 0 && spdlog::get_level() > spdlog::level::info;
     if (comm->rank() != 0) out.prefix = fmt::format("rank {}: ", comm->rank());
     return TrainAndReport(graph, options, out);
@@ -198,7 +284,16 @@ struct RunFlags {
   bool no_shuffle = false;
   std::string resume;  // "" (not given), "always" (--resume), or "if-exists"
   bool cpu_fallback = false;
+  std::string progress = "auto";  // auto, live or lines
 };
+
+// Whether progress is one live line on stderr: --progress live, or auto on a terminal.
+StatusOr<bool> LiveProgress(const std::string& mode) {
+  if (mode == "live") return true;
+  if (mode == "lines") return false;
+  if (mode == "auto") return ::isatty(STDERR_FILENO) == 1;
+  return InvalidArgumentError("--progress {}: expected auto, live or lines", mode);
+}
 
 void RegisterRunFlags(CLI::App* sub, RunFlags* flags) {
   TrainerOptions& o = flags->options;
@@ -231,8 +326,16 @@ void RegisterRunFlags(CLI::App* sub, RunFlags* flags) {
   sub->add_option("--checkpoint-dir", o.checkpoint_dir, "write checkpoints here (at the end and "
                                                         "every --checkpoint-every steps)");
   sub->add_option("--checkpoint-every", o.checkpoint_every, "checkpoint every K steps");
+  sub->add_flag("--checkpoint-every-rank", o.checkpoint_every_rank,
+                "in a job, every rank writes its full copy of every variable (for comparing "
+                "the ranks' copies); by default what every rank holds identically is written "
+                "by rank 0 alone");
   sub->add_option("--keep-checkpoints", o.keep_checkpoints, "keep the newest K checkpoints "
                                                             "(default 3; 0 keeps all)");
+  sub->add_option("--progress", flags->progress,
+                  "auto, live or lines: progress as one line redrawn on stderr (live) or a "
+                  "line per --log-every steps on stdout (lines); auto: live on a terminal")
+      ->default_str("auto");
   sub->add_flag("--cpu-fallback", flags->cpu_fallback,
                 "a job rank the plan puts on a GPU trains on the CPU instead (warned in the "
                 "log and every metrics line); without it such a rank is an error");
@@ -294,14 +397,16 @@ Command AddRunCommand(CLI::App& app) {
   RegisterRunFlags(sub, flags.get());
   return Command{sub, [flags]() -> Status {
     PX_ASSIGN_OR_RETURN(TrainerOptions options, OptionsFromFlags(*flags));
+    PX_ASSIGN_OR_RETURN(const bool live, LiveProgress(flags->progress));
     if (IsJobDir(flags->graph)) {
       const bool threads_given = options.threads > 0;
-      return RunJobRank(flags->graph, std::move(options), threads_given, flags->cpu_fallback);
+      return RunJobRank(flags->graph, std::move(options), threads_given, flags->cpu_fallback,
+                        live);
     }
     PX_ASSIGN_OR_RETURN(Graph graph, LoadGraph(flags->graph));
     PX_RETURN_IF_ERROR(StripHorovodAndReport(graph));
     RunOutput out;
-    out.progress = ::isatty(STDERR_FILENO) == 1;
+    out.live = live;
     return TrainAndReport(graph, options, out);
   }};
 }
@@ -330,6 +435,7 @@ Status PreflightJobRun(const std::string& job, const std::vector<std::string>& r
                                 sub->remaining().front());
   }
   PX_ASSIGN_OR_RETURN(TrainerOptions options, OptionsFromFlags(flags));
+  PX_RETURN_IF_ERROR(LiveProgress(flags.progress).status());
   // Rank 0's trainer, planned as RunJobRank plans it (without the communicator): its
   // feeds, eval feeds and data files are checked and loaded here, once.
   PX_ASSIGN_OR_RETURN(Plan plan, LoadPlan(job));

@@ -36,6 +36,7 @@ struct TransformFlags {
   std::string cluster;
   std::string output;
   std::string strategy;  // "" = the cluster spec's
+  std::string sparse;    // "" = as the settings decide
   bool json = false;
   bool strict = false;
   bool force = false;
@@ -67,14 +68,9 @@ Status RunTransform(const TransformFlags& flags) {
   if (flags.output.empty()) return InvalidArgumentError("transform: -o (the output directory) is required");
 
   TransformOptions options;
-  if (!flags.strategy.empty()) {
-    options.strategy = ParseStrategyKind(flags.strategy);
-    if (!options.strategy) {
-      return InvalidArgumentError("--strategy: unknown strategy '{}' (expected auto, allreduce, ps "
-                                  "or hybrid)",
-                                  flags.strategy);
-    }
-  }
+  PX_ASSIGN_OR_RETURN(const StrategyFlags strategy, ParseStrategyFlags(flags.strategy, flags.sparse));
+  options.strategy = strategy.preset;
+  options.sparse = strategy.sparse;
   options.strict = flags.strict;
 
   // Inputs first, so that bad input never creates anything.
@@ -103,6 +99,7 @@ Status RunTransform(const TransformFlags& flags) {
   PX_RETURN_IF_ERROR(TransformEach(graph, plan, pipeline, run, [&](int rank, Graph&& rank_graph) {
     return writer->WriteRankGraph(rank, rank_graph);
   }));
+  PX_RETURN_IF_ERROR(writer->WriteSourceGraph(graph));
   PX_RETURN_IF_ERROR(writer->WriteJobFiles(plan, MpirunOptionsForThisMachine()));
   const std::string report = RenderReport(plan, writer->dir());
   PX_RETURN_IF_ERROR(writer->Commit());
@@ -131,7 +128,11 @@ Command AddTransformCommand(CLI::App& app) {
   sub->add_option("--cluster", flags->cluster, "cluster spec YAML (docs/cluster.md)");
   sub->add_option("-o,--output", flags->output, "the job directory to write (must not exist)");
   sub->add_option("--strategy", flags->strategy,
-                  "auto, allreduce, ps or hybrid; replaces the cluster spec's strategy.default");
+                  "auto, allreduce, ps or hybrid; replaces the cluster spec's strategy.default "
+                  "and wins over its strategy.dense/sparse (docs/strategy.md)");
+  sub->add_option("--sparse", flags->sparse,
+                  "ps, allgather or dense: how sparse gradients are synchronised; wins over "
+                  "--strategy and the spec's strategy.sparse");
   sub->add_flag("--json", flags->json, "print the plan as JSON (docs/transform.md) instead of the report");
   sub->add_flag("--strict", flags->strict,
                 "fail (exit 2) on any warning, and on ops without a CPU kernel");

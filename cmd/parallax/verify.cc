@@ -73,24 +73,10 @@ Command AddVerifyCommand(CLI::App& app, bool* failed) {
       PX_ASSIGN_OR_RETURN(FeedSpec spec, ParseFeedSpec(text, "--feed"));
       options.feeds.push_back(std::move(spec));
     }
-    if (!flags->strategy.empty()) {
-      options.strategy = ParseStrategyKind(flags->strategy);
-      if (!options.strategy) {
-        return InvalidArgumentError("--strategy: unknown strategy '{}' (expected auto, "
-                                    "allreduce, ps or hybrid)",
-                                    flags->strategy);
-      }
-    }
-    if (!flags->sparse.empty()) {
-      for (SparseMethod m : {SparseMethod::kPs, SparseMethod::kAllGather, SparseMethod::kDense}) {
-        if (SparseMethodName(m) == flags->sparse) options.sparse = m;
-      }
-      if (!options.sparse) {
-        return InvalidArgumentError("--sparse: unknown method '{}' (expected ps, allgather or "
-                                    "dense)",
-                                    flags->sparse);
-      }
-    }
+    PX_ASSIGN_OR_RETURN(const StrategyFlags strategy,
+                        ParseStrategyFlags(flags->strategy, flags->sparse));
+    options.strategy = strategy.preset;
+    options.sparse = strategy.sparse;
     PX_ASSIGN_OR_RETURN(options.input_map, ParseInputMap(flags->input_map));
     if (flags->partitions_option->count() > 0) options.partitions = flags->partitions;
     PX_ASSIGN_OR_RETURN(VerifyReport report, Verify(options));

@@ -93,6 +93,7 @@ export_model embedding --vocab 1000 --dim 16 --seq 4 --batch 0 -o emb.pb
 export_model embedding --vocab 1000 --dim 16 --seq 4 --batch 0 --optimizer adam --lr 0.01 \
   -o emb_adam.pb
 export_model mlp --widths 64 --batch 32 -o fixed.pb
+export_model mlp --widths 64 --batch 24 -o fixed24.pb
 export_model mlp --widths 64 --batch 0 --optimizer adam --clip-norm 0.05 -o mlp_clip.pb
 export_model embedding --vocab 1000 --dim 16 --seq 4 --batch 0 --optimizer adamw --lr 0.01 \
   --clip-norm 0.05 -o emb_adamw.pb
@@ -240,6 +241,13 @@ assert r["pass"] is True and all(v["compared"] for v in r["variables"])
 expect_error "fixed batch" 2 \
   "parallax: error: fixed.pb: placeholder 'x' (float [32,784]) fixes the batch dimension at 32, so one device cannot take the global batch of 2 x 32 = 64; use --accumulate (one device accumulates the ranks' 2 batches of 32), or export the graph with an open batch (\`parallax models export NAME --batch 0\`, or a placeholder of shape [-1, ...])" \
   fixed.pb --ranks 2 --synthetic
+# Without --batch the ranks train at the batch the graph fixes, and the message quotes it.
+expect_error "fixed batch, no --batch" 2 \
+  "parallax: error: fixed24.pb: placeholder 'x' (float [24,784]) fixes the batch dimension at 24, so one device cannot take the global batch of 3 x 24 = 72; use --accumulate (one device accumulates the ranks' 3 batches of 24), or export the graph with an open batch (\`parallax models export NAME --batch 0\`, or a placeholder of shape [-1, ...])" \
+  fixed24.pb --ranks 3 --synthetic
+expect_error "fixed batch, --batch 16" 2 \
+  "parallax: error: fixed.pb: placeholder 'x' (float [32,784]) fixes the batch dimension at 32, so one device cannot take the global batch of 2 x 16 = 32; use --accumulate (one device accumulates the ranks' 2 batches of 16), or export the graph with an open batch (\`parallax models export NAME --batch 0\`, or a placeholder of shape [-1, ...])" \
+  fixed.pb --ranks 2 --synthetic --batch 16
 expect_error "--accumulate: --batch other than a fixed placeholder's" 2 \
   "parallax: error: --batch 16 conflicts with placeholder 'x' (float [32,784]): it fixes the batch at 32" \
   fixed.pb --ranks 2 --synthetic --accumulate --batch 16

@@ -291,6 +291,39 @@ Status NoCheckpointToResume(const std::string& dir) {
                        dir);
 }
 
+void WriteEvalFields(const EvalResult& eval, JsonWriter& json) {
+  json.Field("examples", eval.examples).Key("accuracy");
+  if (eval.accuracy) json.Double(*eval.accuracy);
+  else json.Null();
+  json.Key("loss");
+  if (eval.loss) json.Double(*eval.loss);
+  else json.Null();
+  if (!eval.prediction.empty()) json.Field("prediction", eval.prediction);
+  if (!eval.class_examples.empty()) {
+    json.Key("classes").BeginArray();
+    for (size_t c = 0; c < eval.class_examples.size(); ++c) {
+      json.BeginObject()
+          .Field("class", static_cast<int64_t>(c))
+          .Field("examples", eval.class_examples[c])
+          .Field("correct", eval.class_correct[c])
+          .EndObject();
+    }
+    json.EndArray();
+  }
+}
+
+int Trainer::world_size() const {
+  return options_.communicator != nullptr ? options_.communicator->size() : 1;
+}
+
+double Trainer::EpochsDone(const DataPosition& position) const {
+  if (!pipeline_outputs_.empty() && !has_columns_) return -1;
+  const int64_t per_epoch = sampler_->examples_per_epoch();
+  if (per_epoch <= 0) return -1;
+  return static_cast<double>(position.epoch) +
+         static_cast<double>(position.index) / static_cast<double>(per_epoch);
+}
+
 StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const Graph& graph, TrainerOptions options) {
   std::unique_ptr<Trainer> trainer(new Trainer(graph, std::move(options)));
   PX_RETURN_IF_ERROR(trainer->Plan());
@@ -558,9 +591,10 @@ Status Trainer::Initialize() {
     // A job checkpoint written by another number of ranks (rank 0's newest file says):
     // every rank reads all the old ranks' files of the newest step that they all wrote,
     // reassembles the parameter-server variables from their row ranges and takes the rows
-    // it owns in this job's plan (job_checkpoint.h; the directory must be shared between
-    // the hosts); the replicated variables are rank 0's. The data position is converted
-    // between shard sizes below.
+    // it owns in this job's plan (job_checkpoint.h); the replicated variables are rank
+    // 0's. The data position is converted between shard sizes below. Either way the
+    // directory must be shared between the hosts: a rank of the same rank count reads the
+    // variables its own file leaves to rank 0's (ReadRankFile).
     int64_t old_job_size = 0;
     std::optional<SafetensorsContents> resliced;
     std::optional<std::string> latest;
@@ -612,11 +646,18 @@ Status Trainer::Initialize() {
       }
     }
     if (latest) {
+      // Not re-sliced: this rank's file, completed from rank 0's when it leaves the
+      // replicated variables to it (job_checkpoint.h, "replicated-once"; messages then
+      // name both files).
+      RankFileContents own;
+      if (!resliced) {
+        PX_ASSIGN_OR_RETURN(own, ReadRankFile(*latest));
+      }
       PX_ASSIGN_OR_RETURN(CheckpointState state,
                           resliced ? RestoreCheckpointFrom(*resliced, *latest, variables_,
                                                            executor_->variables())
-                                   : RestoreCheckpoint(*latest, variables_,
-                                                       executor_->variables()));
+                                   : RestoreCheckpointFrom(own.contents, own.source, variables_,
+                                                           executor_->variables()));
       if (auto size = state.extra.find("job_size");
           !resliced && options_.communicator != nullptr && size != state.extra.end() &&
           size->second != std::to_string(options_.communicator->size())) {
@@ -702,8 +743,9 @@ Status Trainer::Initialize() {
 
 Status Trainer::RestoreInitCheckpoint() {
   const std::string& path = options_.init_checkpoint;
+  const std::string& flag = options_.init_checkpoint_flag;
   StatusOr<std::unique_ptr<NamedTensorReader>> opened = OpenNamedTensors(path);
-  if (!opened.ok()) return opened.status().WithPrefix("--init-checkpoint");
+  if (!opened.ok()) return opened.status().WithPrefix(flag);
   const NamedTensorReader& reader = **opened;
   // Checks every variable before touching the store: all or nothing.
   std::vector<std::string> missing;
@@ -714,25 +756,25 @@ Status Trainer::RestoreInitCheckpoint() {
       continue;
     }
     StatusOr<Tensor> value = reader.Read(v.name);
-    if (!value.ok()) return value.status().WithPrefix("--init-checkpoint");
+    if (!value.ok()) return value.status().WithPrefix(flag);
     bool fits = value->dtype() == v.dtype && (!v.known_shape || value->rank() ==
                                                                     static_cast<int>(v.dims.size()));
     for (size_t d = 0; fits && v.known_shape && d < v.dims.size(); ++d) {
       fits = v.dims[d] < 0 || v.dims[d] == value->dim(static_cast<int>(d));
     }
     if (!fits) {
-      return InvalidArgumentError("--init-checkpoint {}: tensor '{}' is {}{}, the graph's variable "
+      return InvalidArgumentError("{} {}: tensor '{}' is {}{}, the graph's variable "
                                   "is {}{}",
-                                  path, v.name, DataTypeShortName(value->dtype()),
+                                  flag, path, v.name, DataTypeShortName(value->dtype()),
                                   value->shape().DebugString(), DataTypeShortName(v.dtype),
                                   v.known_shape ? TensorShape(v.dims).DebugString() : "[?]");
     }
     values.emplace_back(executor_->variables().Slot(v.store_key), std::move(value).value());
   }
   if (!missing.empty()) {
-    return InvalidArgumentError("--init-checkpoint {}: {} of the graph's {} variables {} not in it: "
+    return InvalidArgumentError("{} {}: {} of the graph's {} variables {} not in it: "
                                 "{}",
-                                path, missing.size(), variables_.size(),
+                                flag, path, missing.size(), variables_.size(),
                                 missing.size() == 1 ? "is" : "are",
                                 fmt::join(missing.begin(),
                                           missing.begin() + std::min<size_t>(missing.size(), 10),
@@ -903,19 +945,11 @@ StatusOr<std::vector<std::pair<std::string, Tensor>>> Trainer::MicroBatchFeeds(
 
 StatusOr<std::optional<double>> Trainer::Step() {
   RunRequest request;
-  if (!pipeline_outputs_.empty()) {
-    StatusOr<std::vector<Tensor>> input = InputRun();
-    if (!input.ok()) return input.status().WithPrefix(fmt::format("step {}", step_ + 1));
-    for (size_t i = 0; i < pipeline_outputs_.size(); ++i) {
-      request.feeds.emplace_back(pipeline_outputs_[i], std::move((*input)[i]));
-    }
-  }
-  if (has_columns_ || pipeline_outputs_.empty()) {
-    const std::vector<int64_t> ids = sampler_->Next(feeder_->batch_size());
-    PX_ASSIGN_OR_RETURN(auto feeds, feeder_->Feeds(ids));
-    for (auto& feed : feeds) request.feeds.push_back(std::move(feed));
-  }
-  for (const auto& literal : literal_feeds_) request.feeds.push_back(literal);
+  std::vector<int64_t> ids;  // the batch's examples of the fed columns
+  if (has_columns_ || pipeline_outputs_.empty()) ids = sampler_->Next(feeder_->batch_size());
+  StatusOr<std::vector<std::pair<std::string, Tensor>>> feeds = MicroBatchFeeds(ids);
+  if (!feeds.ok()) return feeds.status().WithPrefix(fmt::format("step {}", step_ + 1));
+  request.feeds = std::move(feeds).value();
   // The graph's summaries, at the steps that report.
   const int64_t next = step_ + 1;
   const bool summarise = events_ && !summaries_.empty() &&
@@ -955,15 +989,24 @@ StatusOr<std::string> Trainer::CheckpointTo(const std::string& dir) {
   for (const auto& [stream, position] : executor_->session().random().Positions()) {
     state.extra.emplace(std::string(kRandomMetadataPrefix) + stream, std::to_string(position));
   }
+  // In a job with a plan, what every rank holds identically is written by rank 0 alone
+  // (job_checkpoint.h, "replicated-once"); the other ranks write their partitions and
+  // per-rank state.
+  std::vector<CheckpointVariable> written = variables_;
   if (Communicator* comm = options_.communicator) {
     state.extra.insert({{"job_rank", std::to_string(comm->rank())},
                         {"job_size", std::to_string(comm->size())}});
-    if (options_.plan != nullptr) {
-      state.extra.merge(RowRanges(*options_.plan, comm->rank(), variables_));
+    const parallax::Plan* plan = options_.plan;
+    if (plan != nullptr) state.extra.merge(RowRanges(*plan, comm->rank(), variables_));
+    const bool once = plan != nullptr && !options_.checkpoint_every_rank;
+    state.extra.emplace(kJobLayoutKey, once ? kLayoutReplicatedOnce : kLayoutEveryRank);
+    if (once && comm->rank() != 0) {
+      std::erase_if(written, [&](const CheckpointVariable& v) {
+        return plan->IdenticalOnEveryRank(v.name);
+      });
     }
   }
-  return SaveCheckpoint(dir, variables_, executor_->variables(), state,
-                        options_.keep_checkpoints);
+  return SaveCheckpoint(dir, written, executor_->variables(), state, options_.keep_checkpoints);
 }
 
 StatusOr<SafetensorsContents> Trainer::ContentsForThisRank(const JobCheckpoint& job) const {
@@ -1036,8 +1079,10 @@ StatusOr<std::optional<double>> Trainer::JobLoss(std::optional<double> loss) {
   return std::optional<double>(t.data<double>()[0]);
 }
 
-StatusOr<TrainSummary> Trainer::Run(const std::function<void(const StepReport&)>& on_report) {
+StatusOr<TrainSummary> Trainer::Run(const std::function<void(const StepReport&)>& on_report,
+                                    const std::function<void()>& on_start) {
   PX_RETURN_IF_ERROR(Initialize());
+  if (on_start) on_start();
   TrainSummary summary;
   summary.start_step = step_;
   summary.resumed_from = resumed_from_;
@@ -1082,19 +1127,29 @@ StatusOr<TrainSummary> Trainer::Run(const std::function<void(const StepReport&)>
   auto report = [&](std::optional<double> loss) -> Status {
     const Clock::time_point now = Clock::now();
     const double seconds = std::chrono::duration<double>(now - window_start).count();
+    const double examples_per_sec =
+        seconds > 0 ? window_steps * static_cast<double>(batch_size()) / seconds : 0;
+    const DataPosition position = sampler_->position();
     StepReport r{.step = step_,
                  .total_steps = total_steps_,
+                 .start_step = summary.start_step,
                  .loss = loss,
-                 .examples_per_sec =
-                     seconds > 0 ? window_steps * static_cast<double>(batch_size()) / seconds : 0,
+                 .examples_per_sec = examples_per_sec,
+                 .global_examples_per_sec = examples_per_sec * world_size(),
+                 .world_size = world_size(),
+                 .elapsed_seconds = std::chrono::duration<double>(now - start).count(),
                  .wall_time = WallTime(),
-                 .position = sampler_->position()};
+                 .position = position,
+                 .epochs_done = EpochsDone(position)};
     if (metrics != nullptr) {
       JsonWriter json(0);
       json.BeginObject().Field("step", r.step).Key("loss");
       if (loss) json.Double(*loss);
       else json.Null();
       json.Key("examples_per_sec").Double(r.examples_per_sec);
+      json.Key("global_examples_per_sec").Double(r.global_examples_per_sec);
+      json.Field("world_size", r.world_size);
+      json.Key("elapsed").Double(r.elapsed_seconds);
       json.Key("wall_time").Double(r.wall_time);
       if (!options_.cpu_fallback_from.empty()) {
         json.Field("cpu_fallback_from", options_.cpu_fallback_from);
@@ -1162,15 +1217,25 @@ StatusOr<TrainSummary> Trainer::Run(const std::function<void(const StepReport&)>
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   summary.end_step = step_;
+  summary.elapsed_seconds = seconds;
   summary.examples_per_sec =
       seconds > 0
           ? static_cast<double>(step_ - summary.start_step) * static_cast<double>(batch_size()) / seconds
           : 0;
+  summary.global_examples_per_sec = summary.examples_per_sec * world_size();
   if (!options_.checkpoint_dir.empty() && saved_step != step_ && step_ > summary.start_step) {
     PX_ASSIGN_OR_RETURN(summary.last_checkpoint, Checkpoint());
   }
   if (!options_.eval_feeds.empty()) {
     PX_ASSIGN_OR_RETURN(summary.eval, Evaluate());
+    if (metrics != nullptr) {
+      JsonWriter json(0);
+      json.BeginObject().Field("step", step_).Key("eval").BeginObject();
+      WriteEvalFields(*summary.eval, json);
+      json.EndObject().EndObject();
+      std::fprintf(metrics, "%s\n", json.str().c_str());
+      std::fflush(metrics);
+    }
   }
   return summary;
 }
@@ -1214,8 +1279,8 @@ StatusOr<EvalResult> Trainer::Evaluate() {
     request.fetches.push_back(logits);
     request.fetches.push_back(labels);
   }
-  int64_t correct = 0, batches = 0;
-  double loss_sum = 0;
+  int64_t correct = 0;
+  double loss_sum = 0;  // each batch's mean loss times its examples
   for (int64_t begin = 0; begin < n; begin += batch) {
     const int64_t end = std::min(n, begin + batch);
     if (end - begin < batch && feeder.batch_fixed()) break;  // a fixed batch cannot be partial
@@ -1226,7 +1291,7 @@ StatusOr<EvalResult> Trainer::Evaluate() {
     if (!out.ok()) return out.status().WithPrefix("evaluation");
     size_t next = 0;
     if (!loss_.empty()) {
-      if (auto l = MeanValue(out->at(next))) loss_sum += *l;
+      if (auto l = MeanValue(out->at(next))) loss_sum += *l * static_cast<double>(end - begin);
       ++next;
     }
     if (!logits.empty()) {
@@ -1241,14 +1306,27 @@ StatusOr<EvalResult> Trainer::Evaluate() {
       } else {
         actual = ArgMaxRows(truth);
       }
+      const int64_t classes = out->at(next).rank() >= 1
+                                  ? out->at(next).dim(out->at(next).rank() - 1)
+                                  : 0;
+      if (result.class_examples.empty()) {
+        result.class_examples.assign(static_cast<size_t>(classes), 0);
+        result.class_correct.assign(static_cast<size_t>(classes), 0);
+      }
       for (size_t i = 0; i < predicted.size() && i < actual.size(); ++i) {
-        correct += predicted[i] == actual[i] ? 1 : 0;
+        const bool right = predicted[i] == actual[i];
+        correct += right ? 1 : 0;
+        if (actual[i] >= 0 && actual[i] < static_cast<int64_t>(result.class_examples.size())) {
+          ++result.class_examples[static_cast<size_t>(actual[i])];
+          result.class_correct[static_cast<size_t>(actual[i])] += right ? 1 : 0;
+        }
       }
     }
     result.examples += end - begin;
-    ++batches;
   }
-  if (batches > 0 && !loss_.empty()) result.loss = loss_sum / static_cast<double>(batches);
+  if (result.examples > 0 && !loss_.empty()) {
+    result.loss = loss_sum / static_cast<double>(result.examples);
+  }
   if (!logits.empty() && result.examples > 0) {
     result.accuracy = static_cast<double>(correct) / static_cast<double>(result.examples);
   }

@@ -35,9 +35,14 @@
 //  - a *job rank* (options.communicator set, `parallax run job/`): the device gets the
 //    communicator (the rank graph's collectives use it), the loss reported is the mean
 //    over ranks (one scalar all-reduce at report, first and last steps), and checkpoints
-//    go to CHECKPOINT_DIR/rank-R/ (each rank its own variables, with job_rank, job_size
-//    and the row ranges of parameter-server storage in the metadata); a resume restores the
-//    newest step that every rank has. A checkpoint of another rank count is restored from
+//    go to CHECKPOINT_DIR/rank-R/ in the "replicated-once" layout (job_checkpoint.h): the
+//    variables every rank holds identically (all-reduced, all-gathered, densified, and
+//    their optimizer slots: Plan::IdenticalOnEveryRank) in rank 0's file only; every
+//    rank's file has its parameter-server rows, its other variables (local state) and
+//    its own training state, with job_rank, job_size, job_layout and the row ranges in
+//    the metadata. A resume restores the newest step that every rank has, each rank from
+//    its own file and what that file lacks from rank 0's (ReadRankFile: the directory
+//    must be readable by every rank). A checkpoint of another rank count is restored from
 //    all the old ranks' files (job_checkpoint.h): replicated variables from rank 0's,
 //    parameter-server variables reassembled and re-sliced for this job's plan, the data
 //    position converted between shard sizes.
@@ -60,6 +65,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/base/json_writer.h"
 #include "lib/base/status.h"
 #include "lib/graph/graph.h"
 #include "lib/plan/plan.h"
@@ -105,6 +111,10 @@ struct TrainerOptions {
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;  // 0: only at the end
   int keep_checkpoints = kDefaultKeepCheckpoints;
+  // In a job, every rank writes its own copy of every variable (job_layout "every-rank")
+  // instead of leaving what every rank holds identically to rank 0: for `parallax verify`,
+  // which compares every rank's copy.
+  bool checkpoint_every_rank = false;
   bool resume = false;          // a checkpoint to resume must exist ...
   bool resume_if_exists = false;  // ... unless this is set (then: the init op)
   // Start from this checkpoint (a TF prefix or directory with a `checkpoint` file, or
@@ -113,6 +123,7 @@ struct TrainerOptions {
   // where the path they name is missing; otherwise every variable is restored from it
   // by name after initialisation, and a missing or mis-shaped one is an error.
   std::string init_checkpoint;
+  std::string init_checkpoint_flag = "--init-checkpoint";  // names it in messages
   int threads = 0;             // <= 0: one per core
   ShardSpec shard;
   InputOptions input;          // in-graph pipelines: --input-dir/--input-map (shard: set here)
@@ -129,29 +140,47 @@ Status NoCheckpointToResume(const std::string& dir);
 
 struct StepReport {
   int64_t step = 0;         // steps completed
-  int64_t total_steps = 0;
-  std::optional<double> loss;
-  double examples_per_sec = 0;  // over the steps since the previous report
+  int64_t total_steps = 0;  // < 0: until the in-graph pipeline ends
+  int64_t start_step = 0;   // the step this run started at (a resumed run's checkpoint)
+  std::optional<double> loss;  // in a job: the mean over ranks
+  double examples_per_sec = 0;  // this rank's, over the steps since the previous report
+  // Every rank's: examples_per_sec × world_size (the ranks step in lockstep with the same
+  // batch).
+  double global_examples_per_sec = 0;
+  int world_size = 1;
+  double elapsed_seconds = 0;   // since this run started (initialisation excluded)
   double wall_time = 0;         // seconds since the Unix epoch
-  DataPosition position;
+  DataPosition position;        // this rank's position in its shard of the --feed data
+  // Epochs of the --feed data read so far, with the fraction of the current one (every
+  // shard advances alike); < 0 when the data comes from an in-graph pipeline.
+  double epochs_done = -1;
 };
 
 struct EvalResult {
   int64_t examples = 0;
   std::optional<double> accuracy;  // when logits and labels were identified
-  std::optional<double> loss;      // mean over batches, when a loss is known
+  std::optional<double> loss;      // mean over examples, when a loss is known
   std::string prediction;          // "argmax of 'logits:0' vs 'y:0'"
+  // Per class (the label's index, 0 .. the logits' width - 1), when accuracy is known:
+  // examples whose label is the class, and how many of those were predicted right.
+  std::vector<int64_t> class_examples, class_correct;
 };
 
 struct TrainSummary {
   int64_t start_step = 0;
   int64_t end_step = 0;
   std::optional<double> first_loss, last_loss;
-  double examples_per_sec = 0;
+  double examples_per_sec = 0;         // this rank's
+  double global_examples_per_sec = 0;  // every rank's
+  double elapsed_seconds = 0;
   std::string resumed_from;     // the checkpoint restored, if any
   std::string last_checkpoint;  // the checkpoint written last, if any
   std::optional<EvalResult> eval;
 };
+
+// An evaluation's fields, into an open JSON object: examples, accuracy, loss (null when
+// unknown), prediction and classes ([{class, examples, correct}], when known).
+void WriteEvalFields(const EvalResult& eval, JsonWriter& json);
 
 class Trainer {
  public:
@@ -170,8 +199,11 @@ class Trainer {
   // Writes a checkpoint of the current step; returns its path.
   StatusOr<std::string> Checkpoint();
   // Initialize(), steps to total_steps() with logs, metrics and checkpoints, then the
-  // evaluation when eval feeds were given. `on_report` sees every log_every-th step.
-  StatusOr<TrainSummary> Run(const std::function<void(const StepReport&)>& on_report = nullptr);
+  // evaluation when eval feeds were given. `on_start` is called once initialised (step()
+  // and resumed_from() then say where the run starts), `on_report` at every
+  // log_every-th step and the last.
+  StatusOr<TrainSummary> Run(const std::function<void(const StepReport&)>& on_report = nullptr,
+                             const std::function<void()>& on_start = nullptr);
   // One pass over the eval feeds in file order.
   StatusOr<EvalResult> Evaluate();
 
@@ -193,6 +225,10 @@ class Trainer {
   const std::string& fingerprint() const { return fingerprint_; }
 
   Executor& executor() { return *executor_; }
+  int world_size() const;  // the job's ranks; 1 outside a job
+  // The checkpoint Initialize() restored ("" when it ran the init op).
+  const std::string& resumed_from() const { return resumed_from_; }
+  const TrainerOptions& options() const { return options_; }
   int64_t step() const { return step_; }
   // < 0: until the in-graph input pipeline ends.
   int64_t total_steps() const { return total_steps_; }
@@ -224,6 +260,8 @@ class Trainer {
   Status InitializeRemainingVariables();
   // Every variable from options_.init_checkpoint, by name (see TrainerOptions).
   Status RestoreInitCheckpoint();
+  // StepReport::epochs_done at `position`.
+  double EpochsDone(const DataPosition& position) const;
   // The random stream index of this trainer's steps: its rank in a job, else 0.
   int StepStreamIndex() const;
   // MakeIterator of the in-graph pipelines; with `replay`, then `step_` input runs.

@@ -242,7 +242,10 @@ TEST_CASE("training on files: the loss falls, metrics are JSON lines, evaluation
   CHECK(t->executor().variables().Find("global_step")->DebugString() == "int64[] {80}");
   StatusOr<std::string> metrics = ReadFileToString(o.metrics_path);
   REQUIRE(metrics.ok());
-  CHECK(std::count(metrics->begin(), metrics->end(), '\n') == 10);
+  // The 10 reports, then the evaluation.
+  CHECK(std::count(metrics->begin(), metrics->end(), '\n') == 11);
+  CHECK(metrics->find("\n{\"step\":80,\"eval\":{\"examples\":64,\"accuracy\":") !=
+        std::string::npos);
   CHECK(metrics->starts_with("{\"step\":8,\"loss\":"));
   CHECK(metrics->find("\"examples_per_sec\":") != std::string::npos);
   CHECK(metrics->find("\"wall_time\":") != std::string::npos);
@@ -252,6 +255,22 @@ TEST_CASE("training on files: the loss falls, metrics are JSON lines, evaluation
   INFO("accuracy " << *summary->eval->accuracy);
   CHECK(*summary->eval->accuracy > 0.7);
   CHECK(summary->eval->prediction == "argmax of 'logits:0' vs 'y:0'");
+  // Per class: the labels' counts, and the right predictions adding up to the accuracy.
+  REQUIRE(summary->eval->class_examples.size() == 3);
+  int64_t examples = 0, correct = 0;
+  for (size_t c = 0; c < 3; ++c) {
+    examples += summary->eval->class_examples[c];
+    correct += summary->eval->class_correct[c];
+    CHECK(summary->eval->class_correct[c] <= summary->eval->class_examples[c]);
+  }
+  CHECK(examples == 64);
+  CHECK(static_cast<double>(correct) / 64 == *summary->eval->accuracy);
+  // The reports carry the run's shape: one rank, the epochs read, the time.
+  CHECK(reports.back().world_size == 1);
+  CHECK(reports.back().global_examples_per_sec == reports.back().examples_per_sec);
+  CHECK(reports.back().epochs_done == 10.0);
+  CHECK(reports[3].epochs_done == 4.0);
+  CHECK(reports.back().elapsed_seconds >= reports.front().elapsed_seconds);
 }
 
 // All variables of two executors, bit for bit.

@@ -124,6 +124,10 @@ Status JobWriter::WriteRankGraph(int rank, const Graph& graph) {
   return WriteFile(RankGraphFile(rank), SerializeGraphDef(graph));
 }
 
+Status JobWriter::WriteSourceGraph(const Graph& graph) {
+  return WriteFile(kSourceGraphFile, SerializeGraphDef(graph));
+}
+
 Status JobWriter::Commit() {
   if (committed_) return Status::Ok();
   std::error_code ec;

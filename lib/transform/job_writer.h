@@ -2,6 +2,8 @@
 //
 //   job/plan.yaml    the Plan (plan_io.h)
 //   job/rank-R.pb    one binary GraphDef per rank
+//   job/graph.pb     the single-device graph the plan was made from, as analysed (Horovod
+//                    ops stripped): what `parallax eval JOB` evaluates a checkpoint with
 //   job/report.txt   the decisions for people (report.h)
 //   job/hostfile     the cluster's hosts in OpenMPI's format, one rank per slot
 //   job/launch.sh    the exact mpirun command line (executable)
@@ -40,6 +42,7 @@ inline constexpr std::string_view kPlanFile = "plan.yaml";
 inline constexpr std::string_view kReportFile = "report.txt";
 inline constexpr std::string_view kHostfileFile = "hostfile";
 inline constexpr std::string_view kLaunchFile = "launch.sh";
+inline constexpr std::string_view kSourceGraphFile = "graph.pb";
 std::string RankGraphFile(int rank);  // "rank-3.pb"
 
 class JobWriter {
@@ -61,6 +64,8 @@ class JobWriter {
   Status WriteFile(std::string_view name, std::string_view contents, bool executable = false);
   // rank-R.pb, the rank's binary GraphDef. Thread-safe.
   Status WriteRankGraph(int rank, const Graph& graph);
+  // graph.pb, the single-device graph.
+  Status WriteSourceGraph(const Graph& graph);
   // plan.yaml, report.txt, hostfile and launch.sh.
   Status WriteJobFiles(const Plan& plan, const MpirunOptions& launch);
 

@@ -208,7 +208,7 @@ std::string Tail(const std::string& path, size_t max_lines) {
 }
 
 // The cluster verify runs on: localhost with N CPU ranks, the strategy from --cluster
-// (its hosts ignored) and the flags.
+// (its hosts ignored) and --partitions.
 StatusOr<ClusterSpec> VerifyCluster(const VerifyOptions& o) {
   ClusterSpec spec;
   if (!o.cluster.empty()) {
@@ -220,7 +220,6 @@ StatusOr<ClusterSpec> VerifyCluster(const VerifyOptions& o) {
   host.device = DeviceKind::kCpu;
   host.cpus = o.ranks;
   spec.hosts = {host};
-  if (o.sparse) spec.strategy.sparse = *o.sparse;
   if (o.partitions) spec.strategy.partitions = *o.partitions;
   return spec;
 }
@@ -395,6 +394,7 @@ StatusOr<VerifyReport> Verify(const VerifyOptions& o) {
   PX_ASSIGN_OR_RETURN(RankLayout layout, LayoutRanks(cluster));
   TransformOptions transform;
   transform.strategy = o.strategy;
+  transform.sparse = o.sparse;
   transform.source_fingerprint = fingerprint;
   PX_ASSIGN_OR_RETURN(Plan plan, BuildPlan(graph, analysis, cluster, layout, transform));
 
@@ -428,12 +428,13 @@ StatusOr<VerifyReport> Verify(const VerifyOptions& o) {
       report.notes.push_back(fmt::format("{}: one device dequeues {} = {} x {} examples per step",
                                          pipeline->description, batch * o.ranks, o.ranks, batch));
     }
-  } else if (fixed && o.accumulate) {
-    if (o.batch > 0 && o.batch != fixed->size) {
+  } else if (fixed) {
+    if (o.accumulate && o.batch > 0 && o.batch != fixed->size) {
       return InvalidArgumentError("--batch {} conflicts with {}: it fixes the batch at {}",
                                   o.batch, fixed->target.DebugString(), fixed->size);
     }
-    batch = fixed->size;
+    // The ranks train at the graph's batch; without --batch so does the message below.
+    if (o.accumulate || o.batch <= 0) batch = fixed->size;
   }
   report.batch = batch;
   report.global_batch = batch * o.ranks;
@@ -646,6 +647,8 @@ StatusOr<VerifyReport> Verify(const VerifyOptions& o) {
     run.run_args.push_back(std::to_string(batch));
   }
   if (!o.shuffle) run.run_args.push_back("--no-shuffle");
+  // Every rank's copy of the replicated variables is compared, so every rank writes one.
+  run.run_args.push_back("--checkpoint-every-rank");
   if (init) run.run_args.push_back("--resume");
   if (init_tf) {
     run.run_args.push_back("--init-checkpoint");
@@ -672,7 +675,8 @@ StatusOr<VerifyReport> Verify(const VerifyOptions& o) {
 
   // Compare. ReadJobCheckpoint reassembles the parameter-server variables (and checks
   // their rows); it keeps rank 0's copy of a replicated one, and verify wants every
-  // rank's, so those are read from each file.
+  // rank's, so those are read from each file (the ranks ran with --checkpoint-every-rank:
+  // each file holds its rank's own copy; ReadRankFile reads either layout).
   PX_ASSIGN_OR_RETURN(SafetensorsContents want, ReadSafetensors(single_checkpoint));
   StatusOr<JobCheckpoint> job = ReadJobCheckpoint(ranks_dir, o.steps);
   if (!job.ok()) {
@@ -682,8 +686,8 @@ StatusOr<VerifyReport> Verify(const VerifyOptions& o) {
   }
   std::vector<SafetensorsContents> got;
   for (const std::string& path : job->files) {
-    PX_ASSIGN_OR_RETURN(SafetensorsContents contents, ReadSafetensors(path));
-    got.push_back(std::move(contents));
+    PX_ASSIGN_OR_RETURN(RankFileContents file, ReadRankFile(path));
+    got.push_back(std::move(file.contents));
   }
   report.pass = true;
   for (const auto& [name, y] : want.tensors) {

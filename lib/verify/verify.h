@@ -92,10 +92,10 @@ struct VerifyOptions {
                                 // get the cores divided by N, as `parallax run JOB_DIR`
   double tolerance = kDefaultVerifyTolerance;
   // Strategy: the cluster spec's `strategy` section (hosts are replaced by localhost with
-  // N CPU ranks), then these overrides of it.
+  // N CPU ranks), and these flags, which win over it as transform's do.
   std::string cluster;                     // "" : the defaults (auto, average)
   std::optional<StrategyKind> strategy;    // --strategy
-  std::optional<SparseMethod> sparse;      // --sparse: strategy.sparse
+  std::optional<SparseMethod> sparse;      // --sparse
   std::optional<int> partitions;           // --partitions: strategy.partitions
   // One device trains N micro-batches of b per step (each rank's examples), its gradients
   // combined as the plan's reduction and applied once (accumulate.h), instead of one batch

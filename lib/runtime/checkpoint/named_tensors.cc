@@ -9,6 +9,7 @@
 
 #include "lib/base/file.h"
 #include "lib/runtime/checkpoint/checkpoint.h"
+#include "lib/runtime/checkpoint/job_checkpoint.h"
 #include "lib/runtime/checkpoint/safetensors.h"
 #include "lib/runtime/checkpoint/tf_checkpoint.h"
 
@@ -97,7 +98,12 @@ class SafetensorsNamedTensors final : public NamedTensorReader {
 }  // namespace
 
 std::string_view CheckpointFormatName(CheckpointFormat format) {
-  return format == CheckpointFormat::kTensorFlow ? "tensorflow" : "safetensors";
+  switch (format) {
+    case CheckpointFormat::kTensorFlow: return "tensorflow";
+    case CheckpointFormat::kSafetensors: return "safetensors";
+    case CheckpointFormat::kJob: return "job";
+  }
+  return "?";
 }
 
 StatusOr<CheckpointLocation> ResolveCheckpoint(const std::string& path) {
@@ -120,8 +126,14 @@ StatusOr<CheckpointLocation> ResolveCheckpoint(const std::string& path) {
     if (newest) {
       return CheckpointLocation{F::kSafetensors, *newest, "the newest checkpoint in " + path};
     }
+    PX_ASSIGN_OR_RETURN(std::optional<int64_t> job_step, NewestCompleteJobStep(path));
+    if (job_step) {
+      return CheckpointLocation{F::kJob, path,
+                                fmt::format("the job checkpoint of step {} in {}", *job_step, path)};
+    }
     return InvalidArgumentError("{}: a directory without a TensorFlow `checkpoint` file, SavedModel "
-                                "variables or `parallax run` checkpoints",
+                                "variables or `parallax run` checkpoints (of one process or of a "
+                                "job's ranks)",
                                 path);
   }
   if (IsFile(path)) {
@@ -161,7 +173,14 @@ StatusOr<std::unique_ptr<NamedTensorReader>> OpenNamedTensors(const CheckpointLo
     return std::unique_ptr<NamedTensorReader>(
         std::make_unique<TfNamedTensors>(location, std::move(reader)));
   }
-  PX_ASSIGN_OR_RETURN(SafetensorsContents contents, ReadSafetensors(location.path));
+  SafetensorsContents contents;
+  if (location.format == CheckpointFormat::kJob) {
+    PX_ASSIGN_OR_RETURN(JobCheckpoint job, ReadJobCheckpoint(location.path));
+    contents.tensors = std::move(job.variables);
+    contents.metadata = std::move(job.metadata);
+  } else {
+    PX_ASSIGN_OR_RETURN(contents, ReadSafetensors(location.path));
+  }
   return std::unique_ptr<NamedTensorReader>(
       std::make_unique<SafetensorsNamedTensors>(location, std::move(contents)));
 }

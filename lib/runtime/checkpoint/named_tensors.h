@@ -6,6 +6,8 @@
 //     Estimator model_dir): the prefix its model_checkpoint_path names;
 //   - a SavedModel directory (D/variables/variables.index) or its variables/ directory;
 //   - a directory of `parallax run` checkpoints (checkpoint-<step>.safetensors): the newest;
+//   - a job's checkpoint directory (DIR/rank-R/checkpoint-<step>.safetensors): the newest
+//     step every rank wrote, read as the full single-device variables (job_checkpoint.h);
 //   - a TensorFlow prefix P (P.index exists), or the file P.index or P.data-* itself;
 //   - a `checkpoint` state file: the prefix it names;
 //   - a safetensors file, recognised by its content (an 8-byte header length, then '{').
@@ -29,14 +31,15 @@
 
 namespace parallax {
 
-enum class CheckpointFormat { kTensorFlow, kSafetensors };
+// kJob: a job checkpoint directory, its ranks' safetensors files read as one.
+enum class CheckpointFormat { kTensorFlow, kSafetensors, kJob };
 
-// "tensorflow", "safetensors".
+// "tensorflow", "safetensors", "job".
 std::string_view CheckpointFormatName(CheckpointFormat format);
 
 struct CheckpointLocation {
   CheckpointFormat format = CheckpointFormat::kTensorFlow;
-  std::string path;  // the TF prefix, or the safetensors file
+  std::string path;  // the TF prefix, the safetensors file, or the job checkpoint directory
   // How `path` was found from what the user named, for messages and `checkpoint ls`:
   // "" when named directly, else e.g. "from ck/checkpoint".
   std::string found;

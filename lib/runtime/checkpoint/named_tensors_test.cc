@@ -84,7 +84,7 @@ TEST_CASE("what a user names resolves to one checkpoint") {
   fs::create_directories(dir + "/empty");
   CHECK(ResolveError(dir + "/empty") ==
         dir + "/empty: a directory without a TensorFlow `checkpoint` file, SavedModel variables or "
-              "`parallax run` checkpoints");
+              "`parallax run` checkpoints (of one process or of a job's ranks)");
   std::ofstream(dir + "/notes.txt") << "hello\n";
   CHECK(ResolveError(dir + "/notes.txt") ==
         dir + "/notes.txt: not a checkpoint: neither a TensorFlow checkpoint file (PREFIX.index, "
