@@ -214,9 +214,12 @@ StatusOr<Dataset> DatasetOf(const std::vector<Feeder::Binding>& bindings) {
   return dataset;
 }
 
-// PARALLAX_TEST_FAIL_AT_STEP=R:S[:error] -> S when this is rank R, else -1; `error`
-// says whether to fail with an error instead of SIGKILL.
-int64_t FailAtStep(int rank, bool* error) {
+// How PARALLAX_TEST_FAIL_AT_STEP fails a rank.
+enum class InjectedFailure { kKill, kError, kStop };
+
+// PARALLAX_TEST_FAIL_AT_STEP=R:S[:error|:stop] -> S when this is rank R, else -1; *how:
+// SIGKILL (no mode), an error, or SIGSTOP.
+int64_t FailAtStep(int rank, InjectedFailure* how) {
   const char* text = std::getenv("PARALLAX_TEST_FAIL_AT_STEP");
   if (text == nullptr) return -1;
   int r = -1;
@@ -224,7 +227,10 @@ int64_t FailAtStep(int rank, bool* error) {
   char mode[16] = {};
   const int n = std::sscanf(text, "%d:%lld:%15s", &r, &s, mode);
   if (n < 2 || r != rank) return -1;
-  *error = n == 3 && std::strcmp(mode, "error") == 0;
+  *how = n < 3                              ? InjectedFailure::kKill
+         : std::strcmp(mode, "error") == 0 ? InjectedFailure::kError
+         : std::strcmp(mode, "stop") == 0  ? InjectedFailure::kStop
+                                           : InjectedFailure::kKill;
   return s;
 }
 
@@ -587,104 +593,51 @@ Status Trainer::Initialize() {
   // the steps draw each rank's own numbers (dropout masks, samplers): random.h.
   executor_->session().random().set_stream_index(0);
   if (options_.resume) {
-    Communicator* comm = options_.communicator;
-    // A job checkpoint written by another number of ranks (rank 0's newest file says):
-    // every rank reads all the old ranks' files of the newest step that they all wrote,
-    // reassembles the parameter-server variables from their row ranges and takes the rows
-    // it owns in this job's plan (job_checkpoint.h); the replicated variables are rank
-    // 0's. The data position is converted between shard sizes below. Either way the
-    // directory must be shared between the hosts: a rank of the same rank count reads the
-    // variables its own file leaves to rank 0's (ReadRankFile).
-    int64_t old_job_size = 0;
-    std::optional<SafetensorsContents> resliced;
-    std::optional<std::string> latest;
-    if (comm != nullptr) {
-      PX_ASSIGN_OR_RETURN(std::optional<int64_t> size,
-                          JobSizeOfNewestCheckpoint(options_.checkpoint_dir));
-      old_job_size = size.value_or(0);
-      if (old_job_size > 0 && old_job_size != comm->size()) {
-        PX_ASSIGN_OR_RETURN(JobCheckpoint job, ReadJobCheckpoint(options_.checkpoint_dir));
-        PX_ASSIGN_OR_RETURN(resliced, ContentsForThisRank(job));
-        old_job_size = job.job_size;
-        latest = job.files[0];
-      }
-    }
-    if (!resliced) {
-      PX_ASSIGN_OR_RETURN(latest, LatestCheckpoint(RankCheckpointDir()));
-    }
-    if (!resliced && comm != nullptr) {
-      // One consistent job checkpoint: the newest step that every rank has (a rank that
-      // died while the others wrote step k leaves k incomplete; k is then skipped).
-      PX_ASSIGN_OR_RETURN(auto list, ListCheckpoints(RankCheckpointDir()));
-      const int64_t mine = list.empty() ? -1 : list.back().first;
-      Communicator::ScopedLabel label(comm, "the checkpoint step to resume from");
-      Tensor common = Tensor::Scalar<int64_t>(mine);
-      PX_RETURN_IF_ERROR(comm->AllReduce(common, ReduceOp::kMin));
-      const int64_t step = common.data<int64_t>()[0];
-      const bool have = step < 0 || std::any_of(list.begin(), list.end(),
-                                                [&](const auto& c) { return c.first == step; });
-      Tensor everyone = Tensor::Scalar<int64_t>(have ? 1 : 0);
-      PX_RETURN_IF_ERROR(comm->AllReduce(everyone, ReduceOp::kMin));
-      if (everyone.data<int64_t>()[0] == 0) {
-        return FailedPreconditionError("{}: no checkpoint step is on every rank (step {} is "
-                                       "the newest of one rank but missing on another)",
-                                       options_.checkpoint_dir, step);
-      }
-      if (step < 0) {
-        if (mine >= 0) {
-          spdlog::warn("rank {}: ignoring {} (another rank has no checkpoint)", comm->rank(),
-                       list.back().second);
-        }
-        latest.reset();
-      } else {
-        latest = CheckpointPath(RankCheckpointDir(), step);
-        if (step != mine) {
-          spdlog::warn("rank {}: resuming from step {}, the newest checkpoint every rank has "
-                       "(this rank also has step {})",
-                       comm->rank(), step, mine);
-        }
-      }
-    }
-    if (latest) {
-      // Not re-sliced: this rank's file, completed from rank 0's when it leaves the
-      // replicated variables to it (job_checkpoint.h, "replicated-once"; messages then
-      // name both files).
-      RankFileContents own;
-      if (!resliced) {
-        PX_ASSIGN_OR_RETURN(own, ReadRankFile(*latest));
-      }
+    // The newest checkpoint that reads back (a job: the newest complete step every rank
+    // reads). A job checkpoint written by another number of ranks is re-sliced: every
+    // rank reads all the old ranks' files of that step, reassembles the parameter-server
+    // variables from their row ranges and takes the rows it owns in this job's plan
+    // (job_checkpoint.h); the replicated variables are rank 0's; the data position is
+    // converted between shard sizes below. Either way the directory must be shared
+    // between the hosts: a rank of the same rank count reads the variables its own file
+    // leaves to rank 0's (ReadRankFile).
+    PX_ASSIGN_OR_RETURN(std::optional<ResumePoint> point, options_.communicator != nullptr
+                                                              ? JobResumePoint()
+                                                              : ProcessResumePoint());
+    if (point) {
+      const bool resliced = point->old_job_size > 0;
+      const std::string& latest = point->path;
       PX_ASSIGN_OR_RETURN(CheckpointState state,
-                          resliced ? RestoreCheckpointFrom(*resliced, *latest, variables_,
-                                                           executor_->variables())
-                                   : RestoreCheckpointFrom(own.contents, own.source, variables_,
-                                                           executor_->variables()));
+                          RestoreCheckpointFrom(point->contents, point->source, variables_,
+                                                executor_->variables()));
       if (auto size = state.extra.find("job_size");
           !resliced && options_.communicator != nullptr && size != state.extra.end() &&
           size->second != std::to_string(options_.communicator->size())) {
         return FailedPreconditionError("{}: written by a job of {} ranks, this job has {}",
-                                       *latest, size->second, options_.communicator->size());
+                                       latest, size->second, options_.communicator->size());
       }
       if (resliced) {
         // The examples of the epoch read so far, over all shards, in the new shard size.
-        const int64_t read = state.position.index * old_job_size;
+        const int64_t read = state.position.index * point->old_job_size;
         const int64_t size = options_.communicator->size();
         if (read % size != 0) {
           spdlog::warn("{}: {} examples of epoch {} were read by {} ranks; {} ranks continue "
                        "after {} of them",
-                       *latest, read, state.position.epoch, old_job_size, size,
+                       latest, read, state.position.epoch, point->old_job_size, size,
                        read / size * size);
         }
         state.position.index = read / size;
-        spdlog::info("{}: written by {} ranks, restored on {}", *latest, old_job_size, size);
+        spdlog::info("{}: written by {} ranks, restored on {}", latest, point->old_job_size,
+                     size);
       }
       if (!resliced && !state.graph_fingerprint.empty() &&
           state.graph_fingerprint != fingerprint_) {
         spdlog::warn("{}: written for a graph with fingerprint {}, this graph's is {}; variables "
                      "match by name, dtype and shape",
-                     *latest, state.graph_fingerprint, fingerprint_);
+                     latest, state.graph_fingerprint, fingerprint_);
       }
       if (state.shuffle_seed != sampler_->seed() || state.shuffle != sampler_->shuffle()) {
-        spdlog::info("{}: continuing with the checkpoint's shuffling (seed {}, {})", *latest,
+        spdlog::info("{}: continuing with the checkpoint's shuffling (seed {}, {})", latest,
                      state.shuffle_seed, state.shuffle ? "shuffled" : "file order");
         PX_ASSIGN_OR_RETURN(Sampler sampler,
                             Sampler::Create(num_examples_, state.shuffle_seed, state.shuffle,
@@ -692,16 +645,16 @@ Status Trainer::Initialize() {
         sampler_.emplace(std::move(sampler));
       }
       Status seek = sampler_->Seek(state.position);
-      if (!seek.ok()) return seek.WithPrefix(*latest);
+      if (!seek.ok()) return seek.WithPrefix(latest);
       step_ = state.step;
-      resumed_from_ = *latest;
+      resumed_from_ = latest;
       // The streams of unseeded random ops continue with the checkpoint's run seed.
       if (auto seed = state.extra.find("random_seed"); seed != state.extra.end()) {
         executor_->session().random().set_run_seed(std::stoull(seed->second));
       }
       executor_->session().random().Restore(RandomPositionsOf(state.extra));
       spdlog::info("restored {} variables from {} (step {}, epoch {}, index {})", variables_.size(),
-                   *latest, state.step, state.position.epoch, state.position.index);
+                   latest, state.step, state.position.epoch, state.position.index);
       if (const std::string dir = SaveRestoredDir(); !dir.empty()) {
         PX_RETURN_IF_ERROR(CheckpointTo(RankDir(dir)).status());
       }
@@ -1061,6 +1014,111 @@ StatusOr<SafetensorsContents> Trainer::ContentsForThisRank(const JobCheckpoint& 
   return out;
 }
 
+StatusOr<std::optional<Trainer::ResumePoint>> Trainer::ProcessResumePoint() {
+  PX_ASSIGN_OR_RETURN(auto files, ListCheckpoints(options_.checkpoint_dir));
+  std::vector<Status> unreadable;  // newest first; warned about once an older one reads
+  for (auto it = files.rbegin(); it != files.rend(); ++it) {
+    // ReadRankFile: a plain file as read, a job's rank file completed from rank 0's.
+    StatusOr<RankFileContents> read = ReadRankFile(it->second);
+    if (!read.ok()) {
+      unreadable.push_back(read.status());
+      continue;
+    }
+    for (const Status& skipped : unreadable) {
+      spdlog::warn("{}; skipped: resuming from {}", skipped.message(), it->second);
+    }
+    return std::optional<ResumePoint>(ResumePoint{
+        .path = it->second, .source = read->source, .contents = std::move(read->contents)});
+  }
+  if (!unreadable.empty()) return unreadable.front();  // none reads: the newest one's error
+  return std::optional<ResumePoint>();
+}
+
+StatusOr<std::optional<Trainer::ResumePoint>> Trainer::JobResumePoint() {
+  Communicator* comm = options_.communicator;
+  const std::string& dir = options_.checkpoint_dir;
+  const auto rank_dir = [&](int rank) {
+    return (std::filesystem::path(dir) / fmt::format("rank-{}", rank)).string();
+  };
+  PX_ASSIGN_OR_RETURN(const CompleteJobSteps steps, FindCompleteJobSteps(dir));
+  if (steps.complete.empty() && !steps.incomplete.empty()) {
+    return NewestCompleteJobStep(dir).status();  // names the newest step's missing file
+  }
+  if (steps.complete.empty()) {
+    // Rank 0 has no checkpoint. When another rank has, rank 0's files are gone or not
+    // visible to it: starting over from the init op would silently drop the job's
+    // training, so it is an error naming the rank.
+    PX_ASSIGN_OR_RETURN(auto own_files, ListCheckpoints(RankCheckpointDir()));
+    const Tensor mine = Tensor::FromVector<int64_t>({static_cast<int64_t>(own_files.size())},
+                                                    TensorShape({1}));
+    Tensor counts;
+    {
+      Communicator::ScopedLabel label(comm, "the number of checkpoint files of every rank");
+      PX_RETURN_IF_ERROR(comm->AllGatherV(mine, &counts));
+    }
+    for (int r = 1; r < comm->size(); ++r) {
+      const int64_t count = counts.data<int64_t>()[r];
+      if (count > 0) {
+        return FailedPreconditionError(
+            "{}: rank 0 has no checkpoint to resume from, but rank {} has {} in {}: a job "
+            "resumes from a step that every rank wrote (are rank 0's files deleted, or is {} "
+            "not shared with its host?)",
+            rank_dir(0), r, count, rank_dir(r), dir);
+      }
+    }
+    return std::optional<ResumePoint>();
+  }
+  std::vector<std::string> skipped;  // newer steps than the one restored, for rank 0's log
+  for (const IncompleteJobStep& step : steps.incomplete) {
+    if (step.step > steps.complete.front().step) {
+      skipped.push_back(fmt::format("step {} is incomplete ({})", step.step, step.problem));
+    }
+  }
+  for (const JobStep& candidate : steps.complete) {
+    // Read on every rank, then agreed on: every rank takes the same branch in the same
+    // order, so the collectives below match.
+    auto read = [&]() -> StatusOr<ResumePoint> {
+      if (candidate.job_size == comm->size()) {
+        const std::string path = CheckpointPath(RankCheckpointDir(), candidate.step);
+        PX_ASSIGN_OR_RETURN(RankFileContents own, ReadRankFile(path));
+        return ResumePoint{.path = path, .source = own.source, .contents = std::move(own.contents)};
+      }
+      PX_ASSIGN_OR_RETURN(JobCheckpoint job, ReadJobCheckpoint(dir, candidate.step));
+      return ResumePoint{.path = job.files[0], .source = job.files[0], .old_job_size = job.job_size,
+                         .job = std::move(job)};
+    };
+    StatusOr<ResumePoint> point = read();
+    if (!point.ok()) {
+      spdlog::warn("rank {}: {}; skipping step {}: resuming from an older complete step if "
+                   "every rank reads one",
+                   comm->rank(), point.status().message(), candidate.step);
+    }
+    Tensor everyone = Tensor::Scalar<int64_t>(point.ok() ? 1 : 0);
+    {
+      Communicator::ScopedLabel label(comm, "whether every rank reads the checkpoint step");
+      PX_RETURN_IF_ERROR(comm->AllReduce(everyone, ReduceOp::kMin));
+    }
+    if (everyone.data<int64_t>()[0] == 1) {
+      if (!skipped.empty() && comm->rank() == 0) {
+        spdlog::warn("{}: resuming from step {}, the newest step that every rank wrote and "
+                     "reads back ({})",
+                     dir, candidate.step, fmt::join(skipped, "; "));
+      }
+      if (point->job) {
+        // A plan that cannot take the checkpoint is an error, not a reason to skip it.
+        PX_ASSIGN_OR_RETURN(point->contents, ContentsForThisRank(*point->job));
+        point->job.reset();
+      }
+      return std::optional<ResumePoint>(*std::move(point));
+    }
+    skipped.push_back(fmt::format("step {} does not read back on every rank (see the ranks' "
+                                  "warnings)",
+                                  candidate.step));
+  }
+  return FailedPreconditionError("{}: no complete checkpoint step reads back on every rank ({})",
+                                 dir, fmt::join(skipped, "; "));
+}
+
 std::string Trainer::RankCheckpointDir() const { return RankDir(options_.checkpoint_dir); }
 
 std::string Trainer::RankDir(const std::string& dir) const {
@@ -1119,9 +1177,9 @@ StatusOr<TrainSummary> Trainer::Run(const std::function<void(const StepReport&)>
   Clock::time_point window_start = start;
   int64_t window_steps = 0;
   int64_t saved_step = -1;
-  bool fail_with_error = false;
+  InjectedFailure injected = InjectedFailure::kKill;
   const int64_t fail_at = FailAtStep(
-      options_.communicator != nullptr ? options_.communicator->rank() : 0, &fail_with_error);
+      options_.communicator != nullptr ? options_.communicator->rank() : 0, &injected);
   // Reports step_ (loss: this rank's; a collective in a job, so every rank reports the
   // same steps).
   auto report = [&](std::optional<double> loss) -> Status {
@@ -1174,14 +1232,17 @@ StatusOr<TrainSummary> Trainer::Run(const std::function<void(const StepReport&)>
                           .count();
       std::fprintf(stderr, "parallax: PARALLAX_TEST_FAIL_AT_STEP: %s before step %lld at unix "
                            "ms %lld\n",
-                   fail_with_error ? "failing" : "killing this rank",
+                   injected == InjectedFailure::kError  ? "failing"
+                   : injected == InjectedFailure::kStop ? "stopping this rank"
+                                                        : "killing this rank",
                    static_cast<long long>(fail_at), static_cast<long long>(ms));
       std::fflush(stderr);
-      if (fail_with_error) {
+      if (injected == InjectedFailure::kError) {
         return InternalError("PARALLAX_TEST_FAIL_AT_STEP: injected failure before step {}",
                              fail_at);
       }
-      std::raise(SIGKILL);
+      // SIGSTOP stops every thread, the communicator's watchdog too (its heartbeat).
+      std::raise(injected == InjectedFailure::kStop ? SIGSTOP : SIGKILL);
     }
     StatusOr<std::optional<double>> stepped = Step();
     if (!stepped.ok() && stepped.status().code() == StatusCode::kOutOfRange &&

@@ -24,7 +24,8 @@
 //    only those), in dependency order, then the initializers of the in-graph pipeline
 //    (MakeIterator).
 //  - *resume* restores every variable and the data position from the newest checkpoint
-//    instead of running the init op; an in-graph pipeline is initialised and replayed:
+//    that reads back (a corrupt newer one is skipped with a warning naming it) instead
+//    of running the init op; an in-graph pipeline is initialised and replayed:
 //    its input run is repeated once per step already trained, so it continues exactly
 //    where it was. The random streams continue from the checkpoint's positions (random.h),
 //    so with deterministic kernels the resumed run is bit-identical to an uninterrupted
@@ -40,9 +41,12 @@
 //    their optimizer slots: Plan::IdenticalOnEveryRank) in rank 0's file only; every
 //    rank's file has its parameter-server rows, its other variables (local state) and
 //    its own training state, with job_rank, job_size, job_layout and the row ranges in
-//    the metadata. A resume restores the newest step that every rank has, each rank from
-//    its own file and what that file lacks from rank 0's (ReadRankFile: the directory
-//    must be readable by every rank). A checkpoint of another rank count is restored from
+//    the metadata. A resume restores the newest step that every rank has and reads back
+//    (each step judged by the job size that wrote it; a corrupt newer file is skipped
+//    with a warning naming it; a rank without any file while others have files is an
+//    error naming it, not a fresh start), each rank from its own file and what that file
+//    lacks from rank 0's (ReadRankFile: the directory must be readable by every rank).
+//    A checkpoint of another rank count is restored from
 //    all the old ranks' files (job_checkpoint.h): replicated variables from rank 0's,
 //    parameter-server variables reassembled and re-sliced for this job's plan, the data
 //    position converted between shard sizes.
@@ -53,7 +57,8 @@
 //    0's random numbers (a planted bug for verify's tests).
 //  - test hook: PARALLAX_TEST_FAIL_AT_STEP=R:S makes rank R (0 when not a job) kill
 //    itself with SIGKILL before step S; R:S:error makes Run return an error there
-//    instead (for failure tests; never set it otherwise).
+//    instead, R:S:stop stops the process with SIGSTOP (for failure tests; never set it
+//    otherwise).
 #ifndef PARALLAX_LIB_RUNTIME_TRAINER_H_
 #define PARALLAX_LIB_RUNTIME_TRAINER_H_
 
@@ -254,6 +259,27 @@ class Trainer {
   // they are, each local storage "V/parallax/local" the rows of the reassembled V that
   // this rank owns in options_.plan. Errors name the checkpoint and the variable.
   StatusOr<SafetensorsContents> ContentsForThisRank(const JobCheckpoint& job) const;
+  // A checkpoint to resume from, read: its tensors and metadata as this rank restores
+  // them.
+  struct ResumePoint {
+    std::string path;     // this rank's file, or rank 0's of a re-sliced step
+    std::string source;   // what messages name (the file, or the files read)
+    SafetensorsContents contents;
+    int64_t old_job_size = 0;  // re-sliced from a job of this many ranks; 0: not re-sliced
+    std::optional<JobCheckpoint> job;  // re-sliced: the job read, until `contents` is taken
+  };
+  // Outside a job: the newest checkpoint in the directory that reads back, older ones
+  // in turn when the newer do not (a warning names each skipped file); nullopt when there
+  // is none; the newest's error when none reads.
+  StatusOr<std::optional<ResumePoint>> ProcessResumePoint();
+  // In a job (collective): the newest complete step that every rank reads back, judged
+  // by each step's own job size (FindCompleteJobSteps): this job's size restores each
+  // rank's file of that step, another re-slices it. A step that does not read on some
+  // rank is skipped with a warning naming the file on that rank. Errors: no complete
+  // step (naming the newest step's missing file: the rank and its directory); rank 0
+  // without a checkpoint while another rank has some; no complete step that reads back.
+  // nullopt when no rank has a checkpoint.
+  StatusOr<std::optional<ResumePoint>> JobResumePoint();
   // The mean of `loss` over the job's ranks (collective); `loss` itself outside a job.
   StatusOr<std::optional<double>> JobLoss(std::optional<double> loss);
   // Runs the initializers of the variables still uninitialised, in dependency order.

@@ -371,6 +371,49 @@ node { name: "x_drop" op: "Mul" input: "dropout/scaled" input: "dropout/mask" at
   return std::move(g).value();
 }
 
+TEST_CASE("a corrupt newest checkpoint: resume takes the one before it, bit-identical") {
+  Graph graph = LoadTestGraph();
+  SKIP_WITHOUT_KERNELS(graph);
+  const std::string dir = testing::TempDir();
+  const Data data = WriteData(dir);
+  TrainerOptions whole = Options(data);
+  whole.steps = 22;
+  std::unique_ptr<Trainer> a = MakeTrainer(graph, whole);
+  REQUIRE(a->Run().ok());
+
+  TrainerOptions first = whole;
+  first.steps = 11;
+  first.checkpoint_dir = dir + "/ck";
+  first.checkpoint_every = 4;
+  REQUIRE(MakeTrainer(graph, first)->Run().ok());  // steps 4, 8 and 11
+  // One bit of step 11's data flipped (the file's last byte is a tensor's).
+  const std::string newest = first.checkpoint_dir + "/checkpoint-11.safetensors";
+  StatusOr<std::string> bytes = ReadFileToString(newest);
+  REQUIRE(bytes.ok());
+  bytes->back() = static_cast<char>(bytes->back() ^ 0x01);
+  REQUIRE(WriteFileAtomically(newest, *bytes).ok());
+
+  TrainerOptions second = first;
+  second.steps = 22;
+  second.resume = true;
+  std::unique_ptr<Trainer> c = MakeTrainer(graph, second);
+  StatusOr<TrainSummary> rest = c->Run();
+  REQUIRE(rest.ok());
+  CHECK(rest->start_step == 8);
+  CHECK(rest->resumed_from == first.checkpoint_dir + "/checkpoint-8.safetensors");
+  CheckSameVariables(*a, *c);
+
+  // When no checkpoint reads back, the newest one's error.
+  auto kept = ListCheckpoints(first.checkpoint_dir);
+  REQUIRE(kept.ok());
+  CHECK(kept->back().first == 22);
+  for (const auto& [step, path] : *kept) REQUIRE(WriteFileAtomically(path, "garbage").ok());
+  CHECK(MakeTrainer(graph, second)->Initialize().message() ==
+        first.checkpoint_dir +
+            "/checkpoint-22.safetensors: truncated safetensors file: 7 bytes, the header length "
+            "alone takes 8");
+}
+
 TEST_CASE("resume with dropout is bit-identical: the random streams continue") {
   Graph graph = LoadDropoutGraph();
   SKIP_WITHOUT_KERNELS(graph);

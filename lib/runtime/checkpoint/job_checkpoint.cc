@@ -127,40 +127,56 @@ StatusOr<Tensor> SliceRows(const Tensor& full, std::span<const RowRange> ranges)
   return out;
 }
 
-StatusOr<std::optional<int64_t>> JobSizeOfNewestCheckpoint(const std::string& dir) {
-  const std::string rank0 = (std::filesystem::path(dir) / "rank-0").string();
-  PX_ASSIGN_OR_RETURN(std::optional<std::string> newest, LatestCheckpoint(rank0));
-  if (!newest) return std::optional<int64_t>();
-  PX_ASSIGN_OR_RETURN(const auto metadata, ReadSafetensorsMetadata(*newest));
+StatusOr<int64_t> JobSizeOfStep(const std::string& dir, int64_t step) {
+  const std::string path = RankFile(dir, 0, step);
+  PX_ASSIGN_OR_RETURN(const auto metadata, ReadSafetensorsMetadata(path));
   auto it = metadata.find("job_size");
-  if (it == metadata.end()) return std::optional<int64_t>();
+  if (it == metadata.end()) return 1;
   std::optional<int64_t> size = ParseInt(it->second);
   if (!size || *size < 1) {
-    return InvalidArgumentError("{}: __metadata__ 'job_size' is '{}', not a rank count", *newest,
+    return InvalidArgumentError("{}: __metadata__ 'job_size' is '{}', not a rank count", path,
                                 it->second);
   }
-  return size;
+  return *size;
 }
 
-StatusOr<std::optional<int64_t>> NewestCompleteJobStep(const std::string& dir) {
-  PX_ASSIGN_OR_RETURN(std::optional<int64_t> size, JobSizeOfNewestCheckpoint(dir));
+StatusOr<CompleteJobSteps> FindCompleteJobSteps(const std::string& dir) {
+  CompleteJobSteps out;
   PX_ASSIGN_OR_RETURN(auto steps,
                       ListCheckpoints((std::filesystem::path(dir) / "rank-0").string()));
-  if (steps.empty()) return std::optional<int64_t>();
-  const int64_t job_size = size.value_or(1);
-  std::string first_missing;  // of the newest step
   for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
-    bool everywhere = true;
-    for (int64_t r = 1; r < job_size && everywhere; ++r) {
-      const std::string file = RankFile(dir, r, it->first);
-      everywhere = std::filesystem::exists(file);
-      if (!everywhere && first_missing.empty()) first_missing = file;
+    const int64_t step = it->first;
+    StatusOr<int64_t> size = JobSizeOfStep(dir, step);
+    if (!size.ok()) {
+      out.incomplete.push_back({step, 0, size.status().message()});
+      continue;
     }
-    if (everywhere) return std::optional<int64_t>(it->first);
+    std::string missing;
+    for (int64_t r = 1; r < *size && missing.empty(); ++r) {
+      const std::string file = RankFile(dir, r, step);
+      if (!std::filesystem::exists(file)) missing = file;
+    }
+    if (missing.empty()) {
+      out.complete.push_back({step, *size});
+    } else {
+      out.incomplete.push_back({step, *size, fmt::format("{} is missing", missing)});
+    }
+  }
+  return out;
+}
+
+StatusOr<std::optional<JobStep>> NewestCompleteJobStep(const std::string& dir) {
+  PX_ASSIGN_OR_RETURN(const CompleteJobSteps steps, FindCompleteJobSteps(dir));
+  if (!steps.complete.empty()) return std::optional<JobStep>(steps.complete.front());
+  if (steps.incomplete.empty()) return std::optional<JobStep>();
+  const IncompleteJobStep& newest = steps.incomplete.front();
+  if (newest.job_size == 0) {
+    return FailedPreconditionError("{}: no checkpoint step is complete (the newest: {})", dir,
+                                   newest.problem);
   }
   return FailedPreconditionError("{}: no checkpoint step is on every one of the {} ranks that "
-                                 "wrote it ({} is missing)",
-                                 dir, job_size, first_missing);
+                                 "wrote it ({})",
+                                 dir, newest.job_size, newest.problem);
 }
 
 StatusOr<RankFileContents> ReadRankFile(const std::string& path) {
@@ -200,11 +216,11 @@ StatusOr<RankFileContents> ReadRankFile(const std::string& path) {
 }
 
 StatusOr<JobCheckpoint> ReadJobCheckpoint(const std::string& dir) {
-  PX_ASSIGN_OR_RETURN(std::optional<int64_t> step, NewestCompleteJobStep(dir));
-  if (!step) {
+  PX_ASSIGN_OR_RETURN(std::optional<JobStep> newest, NewestCompleteJobStep(dir));
+  if (!newest) {
     return FailedPreconditionError("{}: no job checkpoint (no file in {}/rank-0)", dir, dir);
   }
-  return ReadJobCheckpoint(dir, *step);
+  return ReadJobCheckpoint(dir, newest->step);
 }
 
 StatusOr<JobCheckpoint> ReadJobCheckpoint(const std::string& dir, int64_t step) {

@@ -102,14 +102,38 @@ struct JobCheckpoint {
   std::map<std::string, std::string> metadata;
 };
 
-// The job_size of the newest file in DIR/rank-0; nullopt when there is none or it is not
-// a job's (no `job_size`).
-StatusOr<std::optional<int64_t>> JobSizeOfNewestCheckpoint(const std::string& dir);
+// A step of a job checkpoint and the number of ranks of the job that wrote it.
+struct JobStep {
+  int64_t step = 0;
+  int64_t job_size = 1;
+  friend bool operator==(const JobStep&, const JobStep&) = default;
+};
+struct IncompleteJobStep {
+  int64_t step = 0;
+  int64_t job_size = 0;  // 0: rank 0's header could not be read
+  std::string problem;   // "D/rank-1/checkpoint-40.safetensors is missing", or the read error
+};
+struct CompleteJobSteps {
+  std::vector<JobStep> complete;             // newest first
+  std::vector<IncompleteJobStep> incomplete;  // newest first
+};
 
-// The newest step of which every rank 0 .. job_size-1 of the job that wrote rank 0's
-// newest file has a file; nullopt when DIR/rank-0 has no checkpoint.
-// FailedPrecondition when no step is complete.
-StatusOr<std::optional<int64_t>> NewestCompleteJobStep(const std::string& dir);
+// The job_size of step `step` in DIR: rank 0's file of that step says (its header alone is
+// read); 1 for a file without `job_size` (not a job's).
+StatusOr<int64_t> JobSizeOfStep(const std::string& dir, int64_t step);
+
+// Every step of DIR/rank-0, each judged by its own job size: complete when every rank
+// 0 .. job_size-1 of the job that wrote it has a file of that step. Directories hold
+// steps of several jobs after a resume on another rank count (a 3-rank job's incomplete
+// step 30 above a 2-rank job's complete step 20). Whether the files read back whole is
+// not checked here (the header of rank 0's is read).
+StatusOr<CompleteJobSteps> FindCompleteJobSteps(const std::string& dir);
+
+// The newest complete step (FindCompleteJobSteps); nullopt when DIR/rank-0 has no
+// checkpoint. FailedPrecondition when no step is complete, naming the newest step's
+// problem: `D: no checkpoint step is on every one of the 3 ranks that wrote it
+// (D/rank-2/checkpoint-30.safetensors is missing)`.
+StatusOr<std::optional<JobStep>> NewestCompleteJobStep(const std::string& dir);
 
 // A checkpoint file as its rank holds it (see the file comment).
 struct RankFileContents {

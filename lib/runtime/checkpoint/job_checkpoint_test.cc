@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include "lib/base/file.h"
 #include "lib/runtime/checkpoint/checkpoint.h"
 #include "lib/runtime/checkpoint/safetensors.h"
 #include "lib/testing/testdata.h"
@@ -29,15 +30,15 @@ struct RankFile {
 };
 
 // `layout`: the job_layout metadata of every file; "" writes none (files written before
-// the key existed).
+// the key existed). `job_size`: 0 for ranks.size() (every rank wrote its file).
 void WriteJob(const std::string& dir, int64_t step, const std::vector<RankFile>& ranks,
-              std::string_view layout = "") {
+              std::string_view layout = "", size_t job_size = 0) {
   for (size_t r = 0; r < ranks.size(); ++r) {
     SafetensorsContents contents;
     contents.tensors = ranks[r].tensors;
     contents.metadata = {{"format", "parallax-checkpoint-1"}, {"step", std::to_string(step)},
                          {"job_rank", std::to_string(r)},
-                         {"job_size", std::to_string(ranks.size())}};
+                         {"job_size", std::to_string(job_size > 0 ? job_size : ranks.size())}};
     if (!layout.empty()) contents.metadata["job_layout"] = std::string(layout);
     for (const auto& [name, ranges] : ranks[r].rows) contents.metadata["rows:" + name] = ranges;
     const std::string rank_dir = fmt::format("{}/rank-{}", dir, r);
@@ -92,7 +93,7 @@ TEST_CASE("ReadJobCheckpoint reassembles partitioned variables") {
   // rank 0's newest file (step 20) says 1 rank: step 20 is complete for that job.
   auto newest = NewestCompleteJobStep(dir);
   REQUIRE(newest.ok());
-  CHECK(newest->value() == 20);
+  CHECK(newest->value() == JobStep{20, 1});
 
   auto job = ReadJobCheckpoint(dir, 10);
   REQUIRE(job.ok());
@@ -103,6 +104,37 @@ TEST_CASE("ReadJobCheckpoint reassembles partitioned variables") {
   CHECK(SameBytes(job->variables.at("V"), Rows({0, 1, 2, 3, 4})));
   CHECK(SameBytes(job->variables.at("S"), Rows({0, 1, 2, 3, 4})));
   CHECK(SameBytes(job->variables.at("b"), Tensor::FromVector<float>({7, 8}, {2})));
+}
+
+TEST_CASE("each step is judged complete by its own job size") {
+  const std::string dir = testing::TempDir();
+  const auto three = ThreeRanks();
+  // A 2-rank job wrote steps 10 and 20; resumed on 3 ranks, it wrote step 30 on ranks 0
+  // and 1 only (rank 2 died): 30 is incomplete, 20 is the newest complete step, on 2 ranks.
+  WriteJob(dir, 10, {three[0], three[1]});
+  WriteJob(dir, 20, {three[0], three[1]});
+  WriteJob(dir, 30, {three[0], three[1]}, "", 3);
+  auto steps = FindCompleteJobSteps(dir);
+  REQUIRE(steps.ok());
+  CHECK(steps->complete == std::vector<JobStep>{{20, 2}, {10, 2}});
+  REQUIRE(steps->incomplete.size() == 1);
+  CHECK(steps->incomplete[0].step == 30);
+  CHECK(steps->incomplete[0].job_size == 3);
+  CHECK(steps->incomplete[0].problem == dir + "/rank-2/checkpoint-30.safetensors is missing");
+  CHECK(NewestCompleteJobStep(dir)->value() == JobStep{20, 2});
+  CHECK(JobSizeOfStep(dir, 30).value() == 3);
+  // Once the 3-rank job completes a step, that one is the newest.
+  WriteJob(dir, 40, three);
+  CHECK(NewestCompleteJobStep(dir)->value() == JobStep{40, 3});
+  // A rank 0 file whose header cannot be read makes its step incomplete, not an error.
+  REQUIRE(WriteFileAtomically(CheckpointPath(dir + "/rank-0", 50), "garbage").ok());
+  CHECK(NewestCompleteJobStep(dir)->value() == JobStep{40, 3});
+  std::filesystem::remove_all(dir + "/rank-1");
+  std::filesystem::remove_all(dir + "/rank-2");
+  CHECK(NewestCompleteJobStep(dir).status().message() ==
+        dir + ": no checkpoint step is complete (the newest: " + dir +
+            "/rank-0/checkpoint-50.safetensors: truncated safetensors file: 7 bytes, the "
+            "header length alone takes 8)");
 }
 
 TEST_CASE("ReadJobCheckpoint errors") {

@@ -126,10 +126,10 @@ StatusOr<CheckpointLocation> ResolveCheckpoint(const std::string& path) {
     if (newest) {
       return CheckpointLocation{F::kSafetensors, *newest, "the newest checkpoint in " + path};
     }
-    PX_ASSIGN_OR_RETURN(std::optional<int64_t> job_step, NewestCompleteJobStep(path));
+    PX_ASSIGN_OR_RETURN(std::optional<JobStep> job_step, NewestCompleteJobStep(path));
     if (job_step) {
-      return CheckpointLocation{F::kJob, path,
-                                fmt::format("the job checkpoint of step {} in {}", *job_step, path)};
+      return CheckpointLocation{
+          F::kJob, path, fmt::format("the job checkpoint of step {} in {}", job_step->step, path)};
     }
     return InvalidArgumentError("{}: a directory without a TensorFlow `checkpoint` file, SavedModel "
                                 "variables or `parallax run` checkpoints (of one process or of a "

@@ -5,6 +5,7 @@
 #include <set>
 #include <vector>
 
+#include "lib/base/crc32c.h"
 #include "lib/base/file.h"
 #include "lib/base/json_writer.h"
 #include "lib/ops/dtypes.h"
@@ -83,13 +84,19 @@ std::string_view SafetensorsDtypeName(DataType dtype) {
 }
 
 StatusOr<std::string> EncodeSafetensors(const SafetensorsContents& contents) {
+  // The data section is the tensors in name order: its checksum goes into the metadata.
+  uint32_t crc = 0;
+  for (const auto& [name, tensor] : contents.tensors) {
+    crc = Crc32cExtend(crc, std::string_view(static_cast<const char*>(tensor.raw_data()),
+                                             tensor.bytes()));
+  }
+  std::map<std::string, std::string> metadata = contents.metadata;
+  metadata[std::string(kDataChecksumKey)] = fmt::format("{:08x}", crc);
   JsonWriter json(0);
   json.BeginObject();
-  if (!contents.metadata.empty()) {
-    json.Key("__metadata__").BeginObject();
-    for (const auto& [key, value] : contents.metadata) json.Field(key, value);
-    json.EndObject();
-  }
+  json.Key("__metadata__").BeginObject();
+  for (const auto& [key, value] : metadata) json.Field(key, value);
+  json.EndObject();
   uint64_t offset = 0;
   for (const auto& [name, tensor] : contents.tensors) {
     const std::string_view dtype = SafetensorsDtypeName(tensor.dtype());
@@ -205,6 +212,16 @@ StatusOr<SafetensorsContents> DecodeSafetensors(std::string_view bytes, std::str
     return InvalidArgumentError("{}: {} bytes after the last tensor's data", source,
                                 data.size() - cursor);
   }
+  if (auto it = contents.metadata.find(std::string(kDataChecksumKey));
+      it != contents.metadata.end()) {
+    const std::string actual = fmt::format("{:08x}", Crc32c(data));
+    if (it->second != actual) {
+      return InvalidArgumentError("{}: corrupt: the data section's CRC-32C is {}, the header's "
+                                  "'{}' says '{}' (bytes changed after the file was written)",
+                                  source, actual, kDataChecksumKey, it->second);
+    }
+    contents.metadata.erase(it);
+  }
   for (const Entry& e : entries) {
     Tensor tensor(e.dtype, e.shape);
     if (e.end > e.begin) std::memcpy(tensor.raw_data(), data.data() + e.begin, e.end - e.begin);
@@ -245,6 +262,7 @@ StatusOr<std::map<std::string, std::string>> ReadSafetensorsMetadata(const std::
   if (const JsonValue* value = header.Find("__metadata__")) {
     PX_RETURN_IF_ERROR(ReadMetadata(*value, path, &metadata));
   }
+  metadata.erase(std::string(kDataChecksumKey));  // checked by a full read only
   return metadata;
 }
 

@@ -8,11 +8,17 @@
 // little-endian, row-major elements at [begin, end) relative to the section's start.
 // Dtypes: F32 F64 I32 I64 U8 BOOL. Metadata maps strings to strings.
 //
+// Checksum: the writer puts the data section's CRC-32C (8 hex digits) into the metadata
+// as `data_crc32c`; a full read checks it when present (files from elsewhere have none)
+// and leaves it out of the metadata it returns, so that bytes flipped on disk or in
+// transit are an error naming the file rather than silently different tensors.
+//
 // Reading validates everything a corrupt or hostile file could get wrong — a header
 // length beyond the file, JSON that does not parse, entries without dtype, shape or
 // data_offsets, offsets outside the data, overlapping or gapped tensors, a byte count
-// that does not match dtype x shape, bytes after the last tensor — and reports the
-// first problem as one line naming the file and the tensor.
+// that does not match dtype x shape, bytes after the last tensor, a data section whose
+// checksum differs — and reports the first problem as one line naming the file and the
+// tensor.
 #ifndef PARALLAX_LIB_RUNTIME_CHECKPOINT_SAFETENSORS_H_
 #define PARALLAX_LIB_RUNTIME_CHECKPOINT_SAFETENSORS_H_
 
@@ -24,6 +30,9 @@
 #include "lib/runtime/tensor.h"
 
 namespace parallax {
+
+// The metadata key of the data section's CRC-32C (see the file comment).
+inline constexpr std::string_view kDataChecksumKey = "data_crc32c";
 
 // Headers larger than this are refused before parsing (the reference implementation's
 // limit).
@@ -45,7 +54,8 @@ StatusOr<SafetensorsContents> DecodeSafetensors(std::string_view bytes, std::str
 // Writes atomically (temporary sibling, then rename).
 Status WriteSafetensors(const std::string& path, const SafetensorsContents& contents);
 StatusOr<SafetensorsContents> ReadSafetensors(const std::string& path);
-// The __metadata__ alone, reading only the header (the same header checks and errors).
+// The __metadata__ alone, reading only the header (the same header checks and errors;
+// the checksum is not checked, nor returned).
 StatusOr<std::map<std::string, std::string>> ReadSafetensorsMetadata(const std::string& path);
 
 }  // namespace parallax

@@ -125,6 +125,25 @@ TEST_CASE("every corruption is one line naming the file and the tensor") {
   }
 }
 
+TEST_CASE("the data section's checksum: written, checked, not returned as metadata") {
+  StatusOr<std::string> bytes = EncodeSafetensors(Sample());
+  REQUIRE(bytes.ok());
+  CHECK(bytes->find("\"data_crc32c\":\"") != std::string::npos);
+  // One flipped bit in a tensor's bytes (the last byte of the file is data).
+  std::string flipped = *bytes;
+  flipped.back() = static_cast<char>(flipped.back() ^ 0x10);
+  const std::string message = Message(flipped);
+  CHECK(message.starts_with("ck.safetensors: corrupt: the data section's CRC-32C is "));
+  CHECK(message.ends_with(" (bytes changed after the file was written)"));
+  // A file written elsewhere, without the key, reads as before.
+  StatusOr<SafetensorsContents> plain =
+      DecodeSafetensors(File(R"({"a":{"data_offsets":[0,4],"shape":[],"dtype":"I32"}})",
+                             std::string("\x01\x00\x00\x00", 4)),
+                        "x");
+  REQUIRE(plain.ok());
+  CHECK(plain->metadata.empty());
+}
+
 TEST_CASE("ReadSafetensorsMetadata reads the header alone, with the reader's header errors") {
   const std::string path = testing::TempDir() + "/meta.safetensors";
   SafetensorsContents contents;

@@ -28,9 +28,9 @@
 //
 // Errors: bad arguments (a dtype that cannot be reduced, counts that do not match size())
 // are returned before anything is sent, so they are the same on every rank when the
-// inputs are. A collective that does not complete in time ends the job (see
-// mpi_communicator.h); a rank that fails for any other reason calls Abort so that the
-// others do not wait for it.
+// inputs are. A collective that does not complete in time, or a rank that stops (its
+// heartbeat goes silent), ends the job (see mpi_communicator.h); a rank that fails for
+// any other reason calls Abort so that the others do not wait for it.
 #ifndef PARALLAX_LIB_RUNTIME_COMM_COMMUNICATOR_H_
 #define PARALLAX_LIB_RUNTIME_COMM_COMMUNICATOR_H_
 
@@ -60,8 +60,8 @@ class Communicator {
  public:
   virtual ~Communicator() = default;
 
-  // MpiCommunicator when this process was started by mpirun (OMPI_COMM_WORLD_SIZE is
-  // set), else a LocalCommunicator. Initialises MPI once per process. Defined in
+  // MpiCommunicator when this process was started by mpirun or a PMIx launcher such as
+  // srun --mpi=pmix (OMPI_COMM_WORLD_SIZE or PMIX_RANK is set), else a LocalCommunicator. Initialises MPI once per process. Defined in
   // mpi_communicator.cc: link //lib/runtime/comm:mpi_communicator to use it.
   static StatusOr<std::unique_ptr<Communicator>> FromMpi();
 

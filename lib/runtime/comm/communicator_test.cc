@@ -1,5 +1,6 @@
 // Single-process tests of the Communicator: LocalCommunicator, FromMpi outside mpirun and
-// the watchdog's options. The multi-process tests are mpi_communicator_mpitest.cc.
+// the MPI options (collective timeout, heartbeat, wait policy). The multi-process tests
+// are mpi_communicator_mpitest.cc.
 #include "lib/runtime/comm/communicator.h"
 
 #include <cstdlib>
@@ -15,6 +16,7 @@ namespace {
 
 TEST_CASE("FromMpi outside mpirun gives a LocalCommunicator of one rank") {
   unsetenv("OMPI_COMM_WORLD_SIZE");
+  unsetenv("PMIX_RANK");
   StatusOr<std::unique_ptr<Communicator>> comm = Communicator::FromMpi();
   REQUIRE(comm.ok());
   CHECK((*comm)->kind() == "local");
@@ -167,6 +169,41 @@ TEST_CASE("MpiOptions read PARALLAX_COLLECTIVE_TIMEOUT_S") {
                       bad));
   }
   unsetenv("PARALLAX_COLLECTIVE_TIMEOUT_S");
+}
+
+TEST_CASE("MpiOptions read the heartbeat and the wait policy") {
+  for (const char* name : {"PARALLAX_HEARTBEAT_TIMEOUT_S", "PARALLAX_HEARTBEAT_INTERVAL_S",
+                           "PARALLAX_COLLECTIVE_WAIT"}) {
+    unsetenv(name);
+  }
+  REQUIRE(MpiOptions::FromEnvironment().ok());
+  CHECK(MpiOptions::FromEnvironment()->heartbeat_timeout_s == 20);
+  CHECK(MpiOptions::FromEnvironment()->heartbeat_interval_s == 1);
+  CHECK(MpiOptions::FromEnvironment()->sleep_while_waiting);
+  setenv("PARALLAX_HEARTBEAT_TIMEOUT_S", "3", 1);
+  setenv("PARALLAX_HEARTBEAT_INTERVAL_S", "0.5", 1);
+  setenv("PARALLAX_COLLECTIVE_WAIT", "spin", 1);
+  REQUIRE(MpiOptions::FromEnvironment().ok());
+  CHECK(MpiOptions::FromEnvironment()->heartbeat_timeout_s == 3);
+  CHECK(MpiOptions::FromEnvironment()->heartbeat_interval_s == 0.5);
+  CHECK(!MpiOptions::FromEnvironment()->sleep_while_waiting);
+  setenv("PARALLAX_HEARTBEAT_TIMEOUT_S", "0", 1);  // off: any interval
+  setenv("PARALLAX_HEARTBEAT_INTERVAL_S", "10", 1);
+  CHECK(MpiOptions::FromEnvironment().ok());
+  setenv("PARALLAX_HEARTBEAT_TIMEOUT_S", "15", 1);
+  CHECK(MpiOptions::FromEnvironment().status().message() ==
+        "PARALLAX_HEARTBEAT_TIMEOUT_S=15 must be at least twice PARALLAX_HEARTBEAT_INTERVAL_S=10 "
+        "(a heartbeat may come up to one interval late)");
+  setenv("PARALLAX_HEARTBEAT_TIMEOUT_S", "soon", 1);
+  CHECK(MpiOptions::FromEnvironment().status().message() ==
+        "PARALLAX_HEARTBEAT_TIMEOUT_S='soon': expected a number of seconds >= 0 (0: no "
+        "heartbeat)");
+  unsetenv("PARALLAX_HEARTBEAT_TIMEOUT_S");
+  unsetenv("PARALLAX_HEARTBEAT_INTERVAL_S");
+  setenv("PARALLAX_COLLECTIVE_WAIT", "busy", 1);
+  CHECK(MpiOptions::FromEnvironment().status().message() ==
+        "PARALLAX_COLLECTIVE_WAIT='busy': expected sleep (the default) or spin");
+  unsetenv("PARALLAX_COLLECTIVE_WAIT");
 }
 
 }  // namespace

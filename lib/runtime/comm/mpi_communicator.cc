@@ -1,10 +1,14 @@
 #include "lib/runtime/comm/mpi_communicator.h"
 
 #include <mpi.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <climits>
 #include <cmath>
 #include <condition_variable>
@@ -17,6 +21,7 @@
 #include <thread>
 
 #include "lib/ops/dtypes.h"
+#include "lib/runtime/comm/watchdog.h"
 
 namespace parallax {
 
@@ -27,6 +32,8 @@ namespace {
 
 constexpr int kQueryTag = 1;  // "where are you?" to a watchdog, carrying the asker's #N
 constexpr int kReplyTag = 2;  // its RankState
+constexpr int kHeartbeatTag = 3;  // "this process is alive", to the next rank
+constexpr int kLeavingTag = 4;    // "no more heartbeats: my communicator is closing"
 // Elements (AllReduce) or bytes (Broadcast) per MPI call; MPI counts are ints.
 constexpr int64_t kMaxChunk = int64_t{1} << 30;
 constexpr int kMaxBroadcastDims = 32;
@@ -130,22 +137,51 @@ class VLayout {
   MPI_Datatype row_type_ = MPI_DATATYPE_NULL;
 };
 
-// What a watchdog tells another rank's watchdog about its rank.
-struct RankState {
-  int64_t in_progress = 0;  // the collective it waits in (#N), 0 when none
-  int64_t completed = 0;    // collectives it has finished
-  char op[24] = {};
-  char label[216] = {};
-};
+// A gap this long between two watchdog ticks means this process was stopped (or not
+// scheduled): the silence of the others meanwhile was not witnessed (see TickStarted).
+constexpr int64_t kStalledNs = 1'000'000'000;
 
-void CopyTruncated(char* to, size_t capacity, std::string_view from) {
-  const size_t n = std::min(capacity - 1, from.size());
-  std::memcpy(to, from.data(), n);
-  to[n] = '\0';
+// Parking (see the header). A call that has waited kParkAfterNs is parked: its thread
+// gets kParkSignal, whose handler sleeps 1/8 of the time waited so far, between
+// kMinParkNs and kMaxParkNs; after it the thread polls MPI for about kParkWindowNs
+// before the next park.
+constexpr int64_t kParkAfterNs = 20'000'000;
+constexpr int64_t kMinParkNs = 1'000'000;
+constexpr int64_t kMaxParkNs = 20'000'000;
+constexpr int64_t kParkWindowNs = 200'000;
+int ParkSignal() { return SIGRTMAX - 3; }
+
+// The handler's state, process-wide (a signal handler sees only globals); lock-free
+// atomics, so async-signal-safe. (One communicator per process in practice; two parking
+// at once would share them: a park may come out shorter or longer, never stuck.)
+std::atomic<int64_t> g_park_ns{0};       // how long the next park sleeps
+std::atomic<bool> g_park_wanted{false};  // set by a watchdog, cleared when its call returns
+std::atomic<bool> g_parked{false};       // the handler is sleeping
+
+extern "C" void ParkHandler(int) {
+  const int saved_errno = errno;
+  g_parked.store(true);
+  if (g_park_wanted.load()) {
+    const int64_t ns = g_park_ns.load();
+    struct timespec sleep = {static_cast<time_t>(ns / 1'000'000'000),
+                             static_cast<long>(ns % 1'000'000'000)};
+    nanosleep(&sleep, nullptr);  // interrupted: a shorter park
+  }
+  g_parked.store(false);
+  errno = saved_errno;
 }
 
-std::string Describe(std::string_view op, std::string_view label) {
-  return label.empty() ? std::string(op) : fmt::format("{}; {}", op, label);
+// Installs ParkHandler once per process; false when the signal has another handler.
+bool InstallParkHandler() {
+  struct sigaction old = {};
+  if (sigaction(ParkSignal(), nullptr, &old) != 0) return false;
+  if (old.sa_handler == ParkHandler) return true;
+  if (old.sa_handler != SIG_DFL) return false;
+  struct sigaction action = {};
+  action.sa_handler = ParkHandler;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;  // interrupted system calls resume where they can
+  return sigaction(ParkSignal(), &action, nullptr) == 0;
 }
 
 }  // namespace
@@ -155,7 +191,7 @@ std::string Describe(std::string_view op, std::string_view label) {
 struct MpiCommunicator::Impl {
   MpiOptions options;
   MPI_Comm comm = MPI_COMM_NULL;  // collectives
-  MPI_Comm side = MPI_COMM_NULL;  // watchdog queries and replies
+  MPI_Comm side = MPI_COMM_NULL;  // watchdog queries, replies and heartbeats
   bool thread_multiple = false;
   int rank = 0;
   int size = 1;
@@ -173,6 +209,26 @@ struct MpiCommunicator::Impl {
   bool stop = false;
   std::thread watchdog;
 
+  // The thread in the call in progress, for parking; whether parking is on.
+  std::atomic<pthread_t> caller{};
+  bool park = false;
+
+  // Watchdog thread only: when it last ran, and when it found it had been stopped.
+  int64_t last_tick_ns = 0;
+  int64_t resumed_ns = 0;
+
+  // The heartbeat (watchdog thread only): this rank tells the next rank, and hears the
+  // previous one (ranks in a ring).
+  bool heartbeat = false;
+  int64_t last_sent_ns = 0;
+  int64_t last_heard_ns = 0;
+  bool previous_left = false;  // the previous rank said it is leaving: no more heartbeats
+  const int64_t heartbeat_payload = 0;  // the bytes of every heartbeat (eager sends)
+  int64_t asked_number = 0;             // the bytes of this rank's "where are you?"
+
+  int next() const { return (rank + 1) % size; }
+  int previous() const { return (rank + size - 1) % size; }
+
   // Marks one Communicator call as the collective in progress, for the watchdog.
   class Watch {
    public:
@@ -180,11 +236,15 @@ struct MpiCommunicator::Impl {
       number_ = impl.completed.load(std::memory_order_relaxed) + 1;
       impl.op.store(op, std::memory_order_relaxed);
       impl.started_ns.store(NowNs(), std::memory_order_relaxed);
+      impl.caller.store(pthread_self(), std::memory_order_relaxed);
       impl.in_progress.store(number_, std::memory_order_release);
     }
     ~Watch() {
       impl_.completed.store(number_, std::memory_order_release);
-      impl_.in_progress.store(0, std::memory_order_release);
+      // Sequentially consistent with Park's: a park that arrives after this call
+      // returned does not sleep.
+      impl_.in_progress.store(0);
+      g_park_wanted.store(false);
     }
     Watch(const Watch&) = delete;
     Watch& operator=(const Watch&) = delete;
@@ -204,6 +264,27 @@ struct MpiCommunicator::Impl {
     return state;
   }
 
+  // "is waiting in collective #12 (all-reduce; ...) for 19.6 s", or "is busy outside
+  // collectives (11 finished)": where this rank is, for messages.
+  std::string WhereThisRankIs() {
+    const RankState mine = LocalState();
+    if (mine.in_progress == 0) {
+      return fmt::format("is busy outside collectives ({} finished)", mine.completed);
+    }
+    const double waited =
+        static_cast<double>(NowNs() - started_ns.load(std::memory_order_relaxed)) * 1e-9;
+    return fmt::format("is waiting in collective #{} ({}) for {:.1f} s", mine.in_progress,
+                       DescribeCollective(mine.op, mine.label), waited);
+  }
+
+  // Prints `message` as this rank's error and ends the job (exit status 3).
+  [[noreturn]] void EndJob(const std::string& message) {
+    std::fprintf(stderr, "parallax: error: rank %d: %s\n", rank, message.c_str());
+    std::fflush(stderr);
+    if (thread_multiple) MPI_Abort(MPI_COMM_WORLD, 3);
+    std::_Exit(3);  // mpirun ends the other ranks when one exits with an error
+  }
+
   // Replies to every query waiting on the side communicator.
   void AnswerQueries() {
     for (;;) {
@@ -218,116 +299,244 @@ struct MpiCommunicator::Impl {
         return;
       }
       RankState state = LocalState();
+      state.asked = asked;
       // Small enough to go eagerly: never waits for the asker.
       MPI_Send(&state, sizeof state, MPI_BYTE, status.MPI_SOURCE, kReplyTag, side);
     }
   }
 
+  // Receives whatever the previous rank sent: heartbeats (it is alive) and its leaving.
+  void HearPrevious(int64_t now) {
+    for (const int tag : {kHeartbeatTag, kLeavingTag}) {
+      for (;;) {
+        int flag = 0;
+        if (MPI_Iprobe(previous(), tag, side, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS ||
+            !flag) {
+          break;
+        }
+        int64_t payload = 0;
+        if (MPI_Recv(&payload, 1, MPI_INT64_T, previous(), tag, side, MPI_STATUS_IGNORE) !=
+            MPI_SUCCESS) {
+          break;
+        }
+        last_heard_ns = now;
+        if (tag == kLeavingTag) previous_left = true;
+      }
+    }
+  }
+
+  // Sends this rank's heartbeat when one is due, and ends the job when the previous rank
+  // has been silent for longer than the heartbeat timeout.
+  void Heartbeat() {
+    const int64_t now = NowNs();
+    if (static_cast<double>(now - last_sent_ns) * 1e-9 >= options.heartbeat_interval_s) {
+      MPI_Request request = MPI_REQUEST_NULL;
+      // Eager (8 bytes): completes without the receiver; the request is not kept.
+      if (MPI_Isend(&heartbeat_payload, 1, MPI_INT64_T, next(), kHeartbeatTag, side,
+                    &request) == MPI_SUCCESS) {
+        MPI_Request_free(&request);
+      }
+      last_sent_ns = now;
+    }
+    HearPrevious(now);
+    const double silent = static_cast<double>(now - last_heard_ns) * 1e-9;
+    if (previous_left || silent <= options.heartbeat_timeout_s) return;
+    EndJob(fmt::format("no heartbeat from rank {} for {:.1f} s (PARALLAX_HEARTBEAT_TIMEOUT_S="
+                       "{:g}): it is stopped (SIGSTOP, a debugger) or frozen, or its host or "
+                       "the network to it is down; this rank {}",
+                       previous(), silent, options.heartbeat_timeout_s, WhereThisRankIs()));
+  }
+
+  // Called at every watchdog tick. After a gap longer than kStalledNs this process was
+  // stopped (SIGSTOP, Ctrl-Z of the whole job) or not scheduled: the others' silence and
+  // the waits meanwhile were not witnessed, so the heartbeat and the collective timeout
+  // count from now; a rank that resumes never accuses the ranks it could not hear.
+  void TickStarted(int64_t now) {
+    if (last_tick_ns != 0 && now - last_tick_ns > kStalledNs) {
+      last_heard_ns = now;
+      resumed_ns = now;
+    }
+    last_tick_ns = now;
+  }
+
+  // Parks the thread of call #number, which has waited `waited_ns`: signals it, and its
+  // handler sleeps (see the header). Returns when the watchdog should tick next: after
+  // the park and a short window in which the thread polls MPI; 0 when the call returned.
+  std::chrono::nanoseconds Park(int64_t number, int64_t waited_ns) {
+    // Still sleeping (the tick came early): look again once it may have woken.
+    if (g_parked.load()) return std::chrono::nanoseconds(kParkWindowNs);
+    const int64_t park_ns = std::clamp(waited_ns / 8, kMinParkNs, kMaxParkNs);
+    g_park_ns.store(park_ns);
+    g_park_wanted.store(true);
+    if (in_progress.load() != number) {  // returned meanwhile (Watch's destructor)
+      g_park_wanted.store(false);
+      return std::chrono::nanoseconds(0);
+    }
+    pthread_kill(caller.load(std::memory_order_relaxed), ParkSignal());
+    return std::chrono::nanoseconds(park_ns + kParkWindowNs);
+  }
+
   void WatchdogLoop() {
-    const auto interval = std::chrono::duration<double>(options.watchdog_interval_s);
+    const auto interval = std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::duration<double>(options.watchdog_interval_s));
+    std::chrono::nanoseconds next = interval;
     std::unique_lock<std::mutex> lock(wake_mutex);
     while (!stop) {
-      wake.wait_for(lock, interval);
+      wake.wait_for(lock, next);
       if (stop) break;
       lock.unlock();
+      const int64_t now = NowNs();
+      TickStarted(now);
       if (thread_multiple) AnswerQueries();
+      if (heartbeat) Heartbeat();
+      next = interval;
       const int64_t number = in_progress.load(std::memory_order_acquire);
       if (number != 0) {
-        // started_ns may already be a later collective's: that only shortens `waited`.
-        const double waited =
-            static_cast<double>(NowNs() - started_ns.load(std::memory_order_relaxed)) * 1e-9;
-        if (waited > options.collective_timeout_s &&
+        // started_ns may already be a later collective's: that only shortens the waits.
+        const int64_t started = started_ns.load(std::memory_order_relaxed);
+        const double waited = static_cast<double>(now - std::max(started, resumed_ns)) * 1e-9;
+        if (options.collective_timeout_s > 0 && waited > options.collective_timeout_s &&
             in_progress.load(std::memory_order_acquire) == number) {
           TimedOut(number);
+        }
+        if (park && now - started > kParkAfterNs) {
+          const std::chrono::nanoseconds parked = Park(number, now - started);
+          if (parked.count() > 0) next = parked;
         }
       }
       lock.lock();
     }
   }
 
-  // Finds where the other ranks are, prints which are missing and ends the job.
-  [[noreturn]] void TimedOut(int64_t number) {
-    const RankState mine = LocalState();
-    std::string message = fmt::format("collective #{} ({}) timed out after {:g} s", number,
-                                      Describe(mine.op, mine.label), options.collective_timeout_s);
+  // Waits up to the diagnosis grace for collective #number to complete on this rank,
+  // answering other ranks' queries meanwhile. True when it did.
+  bool CompletesWithinGrace(int64_t number) {
+    const int64_t deadline = NowNs() + static_cast<int64_t>(options.diagnosis_grace_s * 1e9);
+    while (completed.load(std::memory_order_acquire) < number && NowNs() < deadline) {
+      TickStarted(NowNs());
+      if (thread_multiple) AnswerQueries();
+      if (heartbeat) Heartbeat();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return completed.load(std::memory_order_acquire) >= number;
+  }
+
+  // Finds where the other ranks are and ends the job with a line naming the missing ones
+  // (watchdog.h). Returns, with a warning, when collective #number completed during the
+  // diagnosis: the ranks it waited for arrived just at the deadline.
+  void TimedOut(int64_t number) {
+    const RankState before = LocalState();
+    std::string message =
+        fmt::format("collective #{} ({}) timed out after {:g} s", number,
+                    DescribeCollective(before.op, before.label), options.collective_timeout_s);
     if (!thread_multiple) {
-      message += ": the missing ranks cannot be named (MPI was initialised without "
-                 "MPI_THREAD_MULTIPLE)";
-    } else {
-      std::vector<std::optional<RankState>> states(static_cast<size_t>(size));
-      states[static_cast<size_t>(rank)] = mine;
-      std::vector<MPI_Request> queries(static_cast<size_t>(size), MPI_REQUEST_NULL);
-      const int64_t asked = number;  // lives until MPI_Abort
-      for (int r = 0; r < size; ++r) {
-        if (r != rank) {
-          MPI_Isend(&asked, 1, MPI_INT64_T, r, kQueryTag, side, &queries[static_cast<size_t>(r)]);
-        }
-      }
-      const int64_t deadline =
-          NowNs() + static_cast<int64_t>(options.diagnosis_grace_s * 1e9);
-      int answered = 1;
-      while (answered < size && NowNs() < deadline) {
-        AnswerQueries();  // ranks that timed out too are asking us
-        int flag = 0;
-        MPI_Status status;
-        if (MPI_Iprobe(MPI_ANY_SOURCE, kReplyTag, side, &flag, &status) == MPI_SUCCESS && flag) {
-          RankState state;
-          if (MPI_Recv(&state, sizeof state, MPI_BYTE, status.MPI_SOURCE, kReplyTag, side,
-                       MPI_STATUS_IGNORE) == MPI_SUCCESS) {
-            auto& slot = states[static_cast<size_t>(status.MPI_SOURCE)];
-            if (!slot) ++answered;
-            slot = state;
-          }
-        } else {
-          std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        }
-      }
-      std::vector<std::string> missing;
-      std::vector<int> waiting;
-      for (int r = 0; r < size; ++r) {
-        const auto& state = states[static_cast<size_t>(r)];
-        if (state && state->in_progress == number) {
-          waiting.push_back(r);
-        } else if (!state) {
-          missing.push_back(
-              fmt::format("rank {} (no answer: it died, or is stuck outside MPI)", r));
-        } else if (state->in_progress == 0) {
-          missing.push_back(fmt::format("rank {} (busy outside collectives, {} finished)", r,
-                                        state->completed));
-        } else {
-          missing.push_back(fmt::format("rank {} (waiting in collective #{} ({}) instead)", r,
-                                        state->in_progress,
-                                        Describe(state->op, state->label)));
-        }
-      }
-      if (missing.empty()) {
-        message += ": every rank is waiting in it (MPI made no progress)";
-      } else {
-        message += fmt::format(": missing {}; {} {} waiting in it", fmt::join(missing, ", "),
-                               waiting.size() == 1 ? "rank" : "ranks", fmt::join(waiting, ", "));
+      EndJob(message + ": the missing ranks cannot be named (MPI was initialised without "
+                       "MPI_THREAD_MULTIPLE)");
+    }
+    // Replies to an earlier diagnosis that came too late are dropped below by their #N.
+    std::vector<std::optional<RankState>> answers(static_cast<size_t>(size));
+    asked_number = number;
+    for (int r = 0; r < size; ++r) {
+      if (r == rank) continue;
+      MPI_Request query = MPI_REQUEST_NULL;
+      // Eager (8 bytes, asked_number outlives it): completes without the receiver.
+      if (MPI_Isend(&asked_number, 1, MPI_INT64_T, r, kQueryTag, side, &query) ==
+          MPI_SUCCESS) {
+        MPI_Request_free(&query);
       }
     }
-    std::fprintf(stderr, "parallax: error: rank %d: %s\n", rank, message.c_str());
-    std::fflush(stderr);
-    if (thread_multiple) MPI_Abort(MPI_COMM_WORLD, 3);
-    std::_Exit(3);  // mpirun ends the other ranks when one exits with an error
+    const int64_t deadline = NowNs() + static_cast<int64_t>(options.diagnosis_grace_s * 1e9);
+    int answered = 1;
+    while (answered < size && NowNs() < deadline) {
+      TickStarted(NowNs());
+      AnswerQueries();  // ranks that timed out too are asking us
+      if (heartbeat) Heartbeat();
+      int flag = 0;
+      MPI_Status status;
+      if (MPI_Iprobe(MPI_ANY_SOURCE, kReplyTag, side, &flag, &status) == MPI_SUCCESS && flag) {
+        RankState state;
+        if (MPI_Recv(&state, sizeof state, MPI_BYTE, status.MPI_SOURCE, kReplyTag, side,
+                     MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+            state.asked == number) {
+          auto& slot = answers[static_cast<size_t>(status.MPI_SOURCE)];
+          if (!slot) ++answered;
+          slot = state;
+        }
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
+    // Judged by where this rank is now, after the answers (watchdog.h).
+    TimeoutVerdict verdict = DiagnoseTimeout(number, rank, LocalState(), answers);
+    if (verdict.kind == TimeoutVerdict::kEveryoneArrived && CompletesWithinGrace(number)) {
+      verdict.kind = TimeoutVerdict::kCompleted;
+    }
+    if (verdict.kind == TimeoutVerdict::kCompleted) {
+      std::fprintf(stderr,
+                   "parallax: warning: rank %d: collective #%lld (%s) completed only after the "
+                   "collective timeout (%g s): the ranks it waited for arrived just at the "
+                   "deadline; the job goes on\n",
+                   rank, static_cast<long long>(number),
+                   DescribeCollective(before.op, before.label).c_str(),
+                   options.collective_timeout_s);
+      std::fflush(stderr);
+      return;
+    }
+    if (verdict.kind == TimeoutVerdict::kEveryoneArrived) {
+      EndJob(fmt::format("{}: {}, but it does not complete (MPI made no progress)", message,
+                         verdict.detail));
+    }
+    EndJob(fmt::format("{}: {}", message, verdict.detail));
   }
 };
 
 // ---- Options ----
 
+namespace {
+
+// The seconds in environment variable `name` (>= 0), or `fallback` when it is unset or
+// empty.
+StatusOr<double> SecondsFromEnvironment(const char* name, double fallback,
+                                        std::string_view zero_means) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return fallback;
+  char* end = nullptr;
+  const double seconds = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !std::isfinite(seconds) || seconds < 0) {
+    return InvalidArgumentError("{}='{}': expected a number of seconds >= 0 (0: {})", name, text,
+                                zero_means);
+  }
+  return seconds;
+}
+
+}  // namespace
+
 StatusOr<MpiOptions> MpiOptions::FromEnvironment() {
   MpiOptions options;
-  const char* text = std::getenv("PARALLAX_COLLECTIVE_TIMEOUT_S");
-  if (text != nullptr && *text != '\0') {
-    char* end = nullptr;
-    const double seconds = std::strtod(text, &end);
-    if (end == text || *end != '\0' || !std::isfinite(seconds) || seconds < 0) {
-      return InvalidArgumentError("PARALLAX_COLLECTIVE_TIMEOUT_S='{}': expected a number of "
-                                  "seconds >= 0 (0: no timeout)",
-                                  text);
+  PX_ASSIGN_OR_RETURN(options.collective_timeout_s,
+                      SecondsFromEnvironment("PARALLAX_COLLECTIVE_TIMEOUT_S",
+                                             options.collective_timeout_s, "no timeout"));
+  PX_ASSIGN_OR_RETURN(options.heartbeat_timeout_s,
+                      SecondsFromEnvironment("PARALLAX_HEARTBEAT_TIMEOUT_S",
+                                             options.heartbeat_timeout_s, "no heartbeat"));
+  PX_ASSIGN_OR_RETURN(options.heartbeat_interval_s,
+                      SecondsFromEnvironment("PARALLAX_HEARTBEAT_INTERVAL_S",
+                                             options.heartbeat_interval_s, "every watchdog tick"));
+  if (options.heartbeat_timeout_s > 0 &&
+      options.heartbeat_timeout_s < 2 * options.heartbeat_interval_s) {
+    return InvalidArgumentError("PARALLAX_HEARTBEAT_TIMEOUT_S={:g} must be at least twice "
+                                "PARALLAX_HEARTBEAT_INTERVAL_S={:g} (a heartbeat may come up to "
+                                "one interval late)",
+                                options.heartbeat_timeout_s, options.heartbeat_interval_s);
+  }
+  if (const char* wait = std::getenv("PARALLAX_COLLECTIVE_WAIT"); wait != nullptr && *wait) {
+    const std::string_view mode = wait;
+    if (mode != "sleep" && mode != "spin") {
+      return InvalidArgumentError("PARALLAX_COLLECTIVE_WAIT='{}': expected sleep (the default) or "
+                                  "spin",
+                                  mode);
     }
-    options.collective_timeout_s = seconds;
+    options.sleep_while_waiting = mode == "sleep";
   }
   return options;
 }
@@ -405,7 +614,14 @@ StatusOr<std::unique_ptr<MpiCommunicator>> MpiCommunicator::Create(const MpiOpti
     for (int r = 0; r < state.size; ++r) communicator->host_of_[static_cast<size_t>(r)] = r / k;
   }
 
-  if (options.collective_timeout_s > 0) {
+  // The heartbeat needs MPI on the watchdog's thread.
+  state.heartbeat = options.heartbeat_timeout_s > 0 && state.thread_multiple && state.size > 1;
+  state.last_heard_ns = state.last_sent_ns = NowNs();
+  if (options.sleep_while_waiting && state.size > 1) {
+    std::lock_guard<std::mutex> lock(MpiStateMutex());
+    state.park = InstallParkHandler();
+  }
+  if (options.collective_timeout_s > 0 || state.heartbeat || state.park) {
     state.watchdog = std::thread([&state] { state.WatchdogLoop(); });
   }
   return communicator;
@@ -419,6 +635,14 @@ MpiCommunicator::~MpiCommunicator() {
     }
     impl_->wake.notify_all();
     impl_->watchdog.join();
+  }
+  if (impl_->heartbeat) {
+    // The next rank stops expecting heartbeats (it may still be busy, e.g. writing).
+    MPI_Request request = MPI_REQUEST_NULL;
+    if (MPI_Isend(&impl_->heartbeat_payload, 1, MPI_INT64_T, impl_->next(), kLeavingTag,
+                  impl_->side, &request) == MPI_SUCCESS) {
+      MPI_Request_free(&request);
+    }
   }
   if (impl_->side != MPI_COMM_NULL) MPI_Comm_free(&impl_->side);
   if (impl_->comm != MPI_COMM_NULL) MPI_Comm_free(&impl_->comm);
@@ -657,7 +881,8 @@ void MpiCommunicator::Abort(const Status& error, int exit_code) {
 // ---- Communicator::FromMpi ----
 
 StatusOr<std::unique_ptr<Communicator>> Communicator::FromMpi() {
-  if (std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr) {
+  // mpirun sets both; a direct launch through PMIx (srun --mpi=pmix) sets PMIX_RANK.
+  if (std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr && std::getenv("PMIX_RANK") == nullptr) {
     return std::unique_ptr<Communicator>(std::make_unique<LocalCommunicator>());
   }
   PX_ASSIGN_OR_RETURN(MpiOptions options, MpiOptions::FromEnvironment());

@@ -25,10 +25,45 @@
 //   parallax: error: rank 0: collective #12 (all-reduce; node 'w/parallax/allreduce'
 //   instance_key 7) timed out after 300 s: missing rank 2 (busy outside collectives, 11
 //   finished); ranks 0, 1, 3 are waiting in it
-// and ends the job with MPI_Abort (exit status 3). A rank that dies is caught sooner by
-// mpirun itself, which ends the job and names the process. When MPI was initialised
-// elsewhere without MPI_THREAD_MULTIPLE, the watchdog still ends a stuck job but cannot
-// name the missing ranks.
+// and ends the job with MPI_Abort (exit status 3). The verdict is taken on the answers and
+// on this rank's state read again after them (watchdog.h): when the missing ranks arrive
+// during the diagnosis and the collective completes, the job goes on with a warning
+// instead. A rank that dies is caught sooner by mpirun itself, which ends the job and
+// names the process. When MPI was initialised elsewhere without MPI_THREAD_MULTIPLE, the
+// watchdog still ends a stuck job but cannot name the missing ranks.
+//
+// Heartbeat (liveness, independent of compute). The ranks form a ring: every
+// heartbeat_interval_s (PARALLAX_HEARTBEAT_INTERVAL_S, default 1 s) each rank's watchdog
+// sends 8 bytes to the next rank over the second communicator, and receives the previous
+// rank's. A stopped process (SIGSTOP, a debugger, a frozen host) stops all its threads,
+// the watchdog too, so a silence longer than heartbeat_timeout_s
+// (PARALLAX_HEARTBEAT_TIMEOUT_S, default 20 s; 0: off) means the previous rank is stopped
+// or unreachable, however long its compute or I/O may legitimately take. The next rank
+// then ends the job with one line, e.g.
+//   parallax: error: rank 2: no heartbeat from rank 1 for 20.0 s
+//   (PARALLAX_HEARTBEAT_TIMEOUT_S=20): it is stopped (SIGSTOP, a debugger) or frozen, or
+//   its host or the network to it is down; this rank is waiting in collective #12
+//   (all-reduce; ...) for 19.6 s
+// Pending heartbeats are read just before that, so a rank that resumes at the deadline is
+// not named. A closing communicator tells the next rank, which stops listening. Needs
+// MPI_THREAD_MULTIPLE (off otherwise).
+//
+// A rank that was itself stopped (its watchdog saw a gap of over 1 s between two ticks:
+// SIGSTOP, Ctrl-Z of the whole job and `fg`) restarts both clocks, the heartbeat's and
+// the collective timeout's, instead of accusing the ranks it could not hear meanwhile.
+//
+// Waiting without spinning (parking). MPI's blocking collectives poll while they wait,
+// so a rank waiting for a slow or stopped rank keeps a core busy. The blocking calls
+// stay the fast path (same algorithms and bits, nothing added per call but the
+// watchdog's bookkeeping), and a call that has waited 20 ms is parked: the watchdog sends
+// its thread a signal (SIGRTMAX-3) whose handler sleeps 1/8 of the time waited so far
+// (1 to 20 ms), and then lets the thread poll MPI for ~0.2 ms before the next park. Where
+// the call waits does not matter: for a rank that has not arrived, or in the middle of a
+// transfer. A long wait W is lengthened by at most W/8 (never more than 20 ms); a rank
+// waiting for seconds uses ~1-2% of a core. The handler only sleeps (nanosleep: async-
+// signal-safe; errno kept; SA_RESTART), as if the scheduler had run another thread, and
+// a park that arrives after the call returned does not sleep. Off with
+// PARALLAX_COLLECTIVE_WAIT=spin, or when the signal already has another handler.
 #ifndef PARALLAX_LIB_RUNTIME_COMM_MPI_COMMUNICATOR_H_
 #define PARALLAX_LIB_RUNTIME_COMM_MPI_COMMUNICATOR_H_
 
@@ -50,8 +85,19 @@ struct MpiOptions {
   double watchdog_interval_s = 0.02;
   // How long a timed-out rank waits for the other ranks to say where they are.
   double diagnosis_grace_s = 1.0;
+  // How often this rank's watchdog sends its heartbeat to the next rank.
+  double heartbeat_interval_s = 1;
+  // How long a rank's watchdog waits for the previous rank's heartbeat before it ends
+  // the job; 0 turns the heartbeat off. At least twice heartbeat_interval_s.
+  double heartbeat_timeout_s = 20;
+  // true: a call that waits long is parked (above); false: MPI polls for as long as
+  // the call waits.
+  bool sleep_while_waiting = true;
 
-  // The defaults, with collective_timeout_s from PARALLAX_COLLECTIVE_TIMEOUT_S when set.
+  // The defaults, overridden by PARALLAX_COLLECTIVE_TIMEOUT_S, PARALLAX_HEARTBEAT_TIMEOUT_S,
+  // PARALLAX_HEARTBEAT_INTERVAL_S (seconds) and PARALLAX_COLLECTIVE_WAIT (sleep|spin)
+  // when set. Errors: a value that is not one of those, a heartbeat timeout under twice
+  // the interval.
   static StatusOr<MpiOptions> FromEnvironment();
 };
 

@@ -5,8 +5,11 @@
 //
 // `--fail=MODE` makes the last rank fail before a collective instead (the failure test):
 //   abort: it calls Communicator::Abort; exit: it exits with status 1 without MPI_Finalize;
-//   hang: it sleeps 60 s outside any collective (run with PARALLAX_COLLECTIVE_TIMEOUT_S=2).
+//   hang: it sleeps 60 s outside any collective (run with PARALLAX_COLLECTIVE_TIMEOUT_S=2);
+//   stop: it stops itself with SIGSTOP, every thread with it (run with a short
+//   PARALLAX_HEARTBEAT_TIMEOUT_S: the next rank names it).
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -489,6 +492,7 @@ int Run(int argc, char** argv) {
       if (fail == "exit") std::_Exit(1);
       if (fail == "exit0") std::_Exit(0);  // no MPI_Finalize: mpirun still ends the job
       if (fail == "hang") std::this_thread::sleep_for(std::chrono::seconds(60));
+      if (fail == "stop") std::raise(SIGSTOP);
     }
     Communicator::ScopedLabel label(&comm, "the failure test's second all-reduce");
     const Status status = comm.AllReduce(t, ReduceOp::kSum);
