@@ -6,7 +6,8 @@
 //   node2 slots=4 max_slots=8
 //   node3                    # slots default to 1
 //
-// and the command-line form `-H node1:4,node2:4,node3` (slots default to 1).
+// and the command-line form `-H node1:4,node2:4,node3` (slots default to 1). A batch
+// scheduler's allocation is read into the same type (scheduler_hosts.h).
 //
 // Terms: a *slot* is a place for one rank; `max_slots` is the most ranks mpirun may put
 // on the host when oversubscribing. Parallax reads the keywords `slots` and `max_slots`
@@ -31,10 +32,14 @@ struct HostfileEntry {
   int slots = 1;
   std::optional<int> max_slots;  // unset when not given
   int line = 0;                  // 1-based line in the file; 0 for -H
+  // The GPUs the host gives the job, where a scheduler says (SLURM_GPUS_PER_NODE); a
+  // hostfile never does. Unset when not known.
+  std::optional<int> gpus;
 };
 
 struct Hostfile {
-  std::string source;  // the file name as given, or "-H"
+  // The file name as given, "-H", or the scheduler's variable (scheduler_hosts.h).
+  std::string source;
   std::vector<HostfileEntry> hosts;  // in file order
 
   int total_slots() const;

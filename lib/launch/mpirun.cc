@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <climits>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -56,12 +57,14 @@ Hostfile PlanHostfile(const Plan& plan) {
   return hostfile;
 }
 
-std::vector<std::string> MpirunArgv(const Plan& plan, std::string_view job_dir,
-                                    const MpirunOptions& options) {
+std::vector<std::string> MpirunArgv(const Hostfile& hosts, std::string_view hostfile_path,
+                                    std::string_view job_dir, const MpirunOptions& options) {
   const std::string dir(job_dir);
-  std::vector<std::string> argv = {options.mpirun,  "-np",       std::to_string(plan.world_size()),
-                                   "--hostfile",    dir + "/hostfile",
-                                   "--map-by",      "slot",      "--bind-to", "none",
+  std::vector<std::string> argv = {options.mpirun,     "-np",
+                                   std::to_string(hosts.total_slots()),
+                                   "--hostfile",       std::string(hostfile_path),
+                                   "--map-by",         "slot",
+                                   "--bind-to",        "none",
                                    "--tag-output"};
   for (const std::string& name : options.forward_env) {
     argv.push_back("-x");
@@ -69,7 +72,7 @@ std::vector<std::string> MpirunArgv(const Plan& plan, std::string_view job_dir,
   }
   if (options.as_root) argv.push_back("--allow-run-as-root");
   int local_ranks = 0;
-  for (const HostfileEntry& host : PlanHostfile(plan).hosts) {
+  for (const HostfileEntry& host : hosts.hosts) {
     if (std::find(options.local_hosts.begin(), options.local_hosts.end(), host.name) !=
         options.local_hosts.end()) {
       local_ranks += host.slots;
@@ -84,22 +87,45 @@ std::vector<std::string> MpirunArgv(const Plan& plan, std::string_view job_dir,
   return argv;
 }
 
-Status CheckHostfileCoversPlan(const Plan& plan, const Hostfile& hostfile) {
-  for (const HostfileEntry& needed : PlanHostfile(plan).hosts) {
-    const HostfileEntry* given = hostfile.FindHost(needed.name);
-    if (given == nullptr) {
-      return InvalidArgumentError("{}: no host '{}', where the plan puts {} rank{}",
-                                  hostfile.source, needed.name, needed.slots,
-                                  needed.slots == 1 ? "" : "s");
-    }
-    const int capacity = std::max(given->slots, given->max_slots.value_or(0));
-    if (capacity < needed.slots) {
-      return InvalidArgumentError("{}: host '{}' has {} slot{} but the plan puts {} ranks on it",
-                                  hostfile.source, needed.name, capacity, capacity == 1 ? "" : "s",
-                                  needed.slots);
-    }
+std::vector<std::string> MpirunArgv(const Plan& plan, std::string_view job_dir,
+                                    const MpirunOptions& options) {
+  return MpirunArgv(PlanHostfile(plan), std::string(job_dir) + "/hostfile", job_dir, options);
+}
+
+std::string TemporaryFile::Pattern(std::string_view prefix) {
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string dir = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+  return fmt::format("{}/{}.XXXXXX", dir, prefix);
+}
+
+StatusOr<TemporaryFile> TemporaryFile::Create(std::string_view prefix, std::string_view contents) {
+  std::string path = Pattern(prefix);
+  const int fd = ::mkstemp(path.data());
+  if (fd < 0) {
+    return InternalError("cannot create a temporary file {}: {}", path, std::strerror(errno));
   }
-  return Status::Ok();
+  TemporaryFile file(path);  // removes it on any error below
+  size_t written = 0;
+  while (written < contents.size()) {
+    const ssize_t n = ::write(fd, contents.data() + written, contents.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = errno;
+      ::close(fd);
+      return InternalError("cannot write {}: {}", path, std::strerror(err));
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) return InternalError("cannot write {}: {}", path, std::strerror(errno));
+  return file;
+}
+
+TemporaryFile::TemporaryFile(TemporaryFile&& other) noexcept : path_(std::move(other.path_)) {
+  other.path_.clear();
+}
+
+TemporaryFile::~TemporaryFile() {
+  if (!path_.empty()) ::unlink(path_.c_str());
 }
 
 std::string ShellQuote(std::string_view word) {

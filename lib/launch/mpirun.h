@@ -1,24 +1,26 @@
 // Building and running the mpirun command line that starts a job's ranks.
 //
-// `parallax launch DIR --hostfile H` and the job's launch.sh run the same argv, built
-// here as a vector (never a shell string) the way Horovod's horovodrun does:
+// `parallax launch DIR` and the job's launch.sh run the same argv, built here as a vector
+// (never a shell string) the way Horovod's horovodrun does:
 //
-//   mpirun -np N --hostfile DIR/hostfile --map-by slot --bind-to none --tag-output
+//   mpirun -np N --hostfile HOSTFILE --map-by slot --bind-to none --tag-output
 //          -x PATH -x LD_LIBRARY_PATH [-x NCCL_*] [-x PARALLAX_*]
 //          [--allow-run-as-root] [--oversubscribe] [extra mpirun args]
 //          PARALLAX run DIR [run args]
 //
-// Terms: the plan fixes where each rank runs (host by host, DESIGN §3); the job's own
-// hostfile (DIR/hostfile) lists exactly those hosts and slots, so mpirun's by-slot
-// mapping starts rank r where the plan put it. A user's hostfile is checked to cover
-// the plan (every host present with enough slots). `--allow-run-as-root` is added only
-// when running as root, `--oversubscribe` only when this machine hosts more ranks than
-// it has cores.
+// Terms: the plan fixes how many ranks each of its hosts runs, host by host (DESIGN §3);
+// HOSTFILE lists the hosts those roles run on with slots = their ranks, in rank order,
+// so mpirun's by-slot mapping starts rank r where the plan put it. launch.sh names the
+// job's own hostfile (DIR/hostfile: the plan's hosts); `parallax launch` writes the hosts
+// the plan is bound to (host_binding.h) into a temporary hostfile. `--allow-run-as-root`
+// is added only when running as root, `--oversubscribe` only when this machine hosts
+// more ranks than it has cores.
 #ifndef PARALLAX_LIB_LAUNCH_MPIRUN_H_
 #define PARALLAX_LIB_LAUNCH_MPIRUN_H_
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "lib/base/status.h"
@@ -43,16 +45,37 @@ struct MpirunOptions {
 // NCCL_* and PARALLAX_* variable set in the environment.
 MpirunOptions MpirunOptionsForThisMachine();
 
-// The argv; `job_dir` is used as given (launch.sh passes a placeholder for "$job").
+// The argv for ranks on `hosts` (slots = ranks, in rank order), which mpirun reads from
+// the file `hostfile_path`; `job_dir` is used as given (launch.sh passes a placeholder for
+// "$job").
+std::vector<std::string> MpirunArgv(const Hostfile& hosts, std::string_view hostfile_path,
+                                    std::string_view job_dir, const MpirunOptions& options);
+// ... for the plan's own hosts, read from the job's hostfile (job_dir/hostfile).
 std::vector<std::string> MpirunArgv(const Plan& plan, std::string_view job_dir,
                                     const MpirunOptions& options);
 
-// The job's hostfile: the plan's hosts in rank order, slots = their ranks.
+// The job's hostfile: the plan's hosts in rank order, slots = their ranks (source "plan").
 Hostfile PlanHostfile(const Plan& plan);
 
-// OK when `hostfile` lists every host of the plan with at least as many slots (or
-// max_slots) as the plan puts ranks on it; the error names the hostfile and the host.
-Status CheckHostfileCoversPlan(const Plan& plan, const Hostfile& hostfile);
+// A file written in $TMPDIR (else /tmp) as PREFIX.XXXXXX, removed when the object is
+// destroyed: mpirun's hostfile for the hosts a job is bound to, while the job runs.
+class TemporaryFile {
+ public:
+  static StatusOr<TemporaryFile> Create(std::string_view prefix, std::string_view contents);
+  // The path pattern Create uses ("/tmp/parallax-hosts.XXXXXX"), for dry runs.
+  static std::string Pattern(std::string_view prefix);
+
+  TemporaryFile(TemporaryFile&& other) noexcept;
+  TemporaryFile& operator=(TemporaryFile&&) = delete;
+  TemporaryFile(const TemporaryFile&) = delete;
+  ~TemporaryFile();
+
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit TemporaryFile(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
 
 // `word` quoted for a POSIX shell when it needs quoting ('it'\''s').
 std::string ShellQuote(std::string_view word);

@@ -1,6 +1,7 @@
 #include "lib/launch/mpirun.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 
@@ -59,19 +60,34 @@ TEST_CASE("several hosts: remote hosts never trigger --oversubscribe") {
   CHECK(FormatHostfile(hostfile) == "node1 slots=4\nnode2 slots=4\nnode3 slots=4\n");
 }
 
-TEST_CASE("a user's hostfile must cover the plan") {
-  const Plan plan = PlanOn({{"node1", 4}, {"node2", 4}});
-  StatusOr<Hostfile> enough = ParseHostfile("node1 slots=4\nnode2 slots=2 max_slots=4\nnode3\n", "hosts");
-  REQUIRE(enough.ok());
-  CHECK(CheckHostfileCoversPlan(plan, *enough).ok());
-  StatusOr<Hostfile> small = ParseHostfile("node1 slots=4\nnode2 slots=2\n", "hosts");
-  REQUIRE(small.ok());
-  CHECK(CheckHostfileCoversPlan(plan, *small).message() ==
-        "hosts: host 'node2' has 2 slots but the plan puts 4 ranks on it");
-  StatusOr<Hostfile> other = ParseHostList("node1:4,node9:4");
-  REQUIRE(other.ok());
-  CHECK(CheckHostfileCoversPlan(plan, *other).message() ==
-        "-H: no host 'node2', where the plan puts 4 ranks");
+TEST_CASE("bound hosts: mpirun reads them from the file named, --oversubscribe by their names") {
+  const Plan plan = PlanOn({{"node1", 2}, {"node2", 2}});
+  StatusOr<Hostfile> hosts = ParseHostList("localhost:2,127.0.0.1:2");
+  REQUIRE(hosts.ok());
+  const std::vector<std::string> argv =
+      MpirunArgv(*hosts, "/tmp/parallax-hosts.a1b2c3", "/jobs/mlp", Plain());
+  CHECK(ShellLine(argv) ==
+        "mpirun -np 4 --hostfile /tmp/parallax-hosts.a1b2c3 --map-by slot --bind-to none "
+        "--tag-output -x PATH -x LD_LIBRARY_PATH --oversubscribe /opt/parallax/bin/parallax run "
+        "/jobs/mlp");
+  // The plan's own hosts, from the job's hostfile: the same line as before binding existed.
+  CHECK(MpirunArgv(plan, "/jobs/mlp", Plain()) ==
+        MpirunArgv(PlanHostfile(plan), "/jobs/mlp/hostfile", "/jobs/mlp", Plain()));
+}
+
+TEST_CASE("a temporary file holds its contents until it is destroyed") {
+  std::string path;
+  {
+    StatusOr<TemporaryFile> file = TemporaryFile::Create("parallax-test", "node1 slots=2\n");
+    REQUIRE(file.ok());
+    path = file->path();
+    CHECK(path.find("parallax-test.") != std::string::npos);
+    CHECK(*RunAndWait({"grep", "-qx", "node1 slots=2", path}) == 0);
+    TemporaryFile moved = std::move(*file);
+    CHECK(moved.path() == path);
+  }
+  CHECK(::access(path.c_str(), F_OK) != 0);
+  CHECK(TemporaryFile::Pattern("parallax-hosts").ends_with("/parallax-hosts.XXXXXX"));
 }
 
 TEST_CASE("RunForwardingSignals passes a SIGINT or SIGTERM on as SIGTERM and restores the "
