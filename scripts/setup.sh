@@ -44,6 +44,19 @@ PACKAGES=(
   # Collectives between ranks: OpenMPI 4.1 (mpirun, headers, libmpi).
   openmpi-bin
   libopenmpi-dev
+  # SLURM for `parallax launch --launcher srun` and its test, which runs a real SLURM on
+  # this machine: the controller and node daemons, srun/salloc/sbatch, munge for their
+  # authentication (the PMIx plugin srun wires MPI up with comes with them).
+  slurmctld
+  slurmd
+  slurm-client
+  munge
+  # Multi-host tests: hosts as network namespaces (`ip netns`, veth, bridge); their
+  # `unshare` is util-linux, always installed.
+  iproute2
+  # The fault test: a size-limited tmpfs (mount; usually installed) for a disk that fills
+  # up, and a private mount namespace (util-linux's unshare) that hides a rank's data.
+  mount
   # Real data for tests and examples (Fashion-MNIST as IDX files).
   dataset-fashion-mnist
   # Tests (Catch2 v2, header-only).

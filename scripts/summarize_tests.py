@@ -4,10 +4,12 @@
 Prints the failing targets, then one closing line `tests: N passed, M failed`, counting
 Catch2 test cases from each test target's test.log ("All tests passed (.. in N test
 cases)" or "test cases: N | P passed | F failed"). A test target whose log has no Catch2
-summary counts as one test; a test that crashed, timed out or failed to build counts as
+summary counts as one test: skipped when it passed with a line starting `SKIP ` and none
+starting `PASS ` (a script test that could not run here, e.g. without network
+namespaces), else passed; a test that crashed, timed out or failed to build counts as
 one failure; so does any other target that failed to build, and a Bazel exit code
-other than 0 (passed) or 3 (tests failed) when nothing else explains it. Exits 1 if
-anything failed.
+other than 0 (passed) or 3 (tests failed) when nothing else explains it. The closing
+line adds `, K skipped` when K > 0. Exits 1 if anything failed.
 
 Usage: summarize_tests.py BEP_JSON [BAZEL_EXIT_CODE]
 """
@@ -20,6 +22,8 @@ import urllib.request
 
 ALL_PASSED = re.compile(r"^All tests passed \(\d+ assertions? in (\d+) test cases?\)", re.M)
 CASES_LINE = re.compile(r"^test cases:(.*)$", re.M)
+SKIP_LINE = re.compile(r"^SKIP ", re.M)
+PASS_LINE = re.compile(r"^PASS ", re.M)
 
 
 def read_log(uri):
@@ -81,7 +85,7 @@ def main(argv):
         print("tests: 0 passed, 1 failed")
         return 1
 
-    passed = failed = 0
+    passed = failed = skipped = 0
     bad = []
     for label in sorted(test_targets | set(summaries)):
         status, logs = summaries.get(label, ("FAILED_TO_BUILD", []))
@@ -93,7 +97,12 @@ def main(argv):
             if not target_ok and not any(f for _, f in counts):
                 failed += 1  # e.g. crashed or timed out after its last summary
         elif target_ok:
-            passed += 1
+            texts = [read_log(u) for u in logs]
+            if any(SKIP_LINE.search(t) for t in texts) and not any(PASS_LINE.search(t)
+                                                                  for t in texts):
+                skipped += 1
+            else:
+                passed += 1
         else:
             failed += 1
         if not target_ok:
@@ -112,7 +121,8 @@ def main(argv):
         print("failing targets:")
         for line in bad:
             print(f"  {line}")
-    print(f"tests: {passed} passed, {failed} failed")
+    print(f"tests: {passed} passed, {failed} failed" +
+          (f", {skipped} skipped" if skipped else ""))
     return 1 if failed else 0
 
 

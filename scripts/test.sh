@@ -4,7 +4,8 @@
 # Installs missing Debian packages first (scripts/setup.sh), points the tests at the
 # shared test data beside the checkout, runs `bazel test //...` (or the targets/flags
 # given), and ends with one line `tests: N passed, M failed` counting Catch2 test cases
-# (a test target without a Catch2 summary, or one that failed to build, counts as one).
+# (a test target without a Catch2 summary, or one that failed to build, counts as one;
+# `, K skipped` follows for script tests that printed SKIP and could not run here).
 # Exits non-zero when anything failed or did not build.
 #
 # Environment: PARALLAX_SHARED_DIR overrides the shared folder (default ../shared beside

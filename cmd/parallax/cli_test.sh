@@ -113,8 +113,10 @@ grep -q -- "-x LD_LIBRARY_PATH .*-x PARALLAX_LAUNCH_SH_TEST .*run $job --steps 3
   pass || fail "launch.sh at run time: $(cat "$tmp/launch_sh.out")"
 ls -d "$tmp"/job.* 2>/dev/null | grep -q . && fail "temporary directories left: $(ls -d "$tmp"/job.*)" || pass
 
-# launch: the mpirun argv for one host and for several, run flags and mpirun args passed
-# on; a hostfile that does not cover the plan is bad input; a failing job exits 3.
+# launch: the host binding and the mpirun argv for one host and for several, run flags
+# and mpirun args passed on; hosts that cannot hold the plan are bad input; a failing job
+# exits 3. mpirun reads the bound hosts from a temporary hostfile (the dry run shows its
+# name pattern and its lines); launch_test runs jobs on hosts bound by every source.
 self=$(realpath "$parallax")
 local_job="$tmp/local_job"
 rm -rf "$local_job"
@@ -127,24 +129,32 @@ forwarded=$(env | cut -d= -f1 | grep -E '^(NCCL|PARALLAX)_' | sort | sed 's/^/ -
 # ones); launch.sh always names both.
 base_env=""
 for v in PATH LD_LIBRARY_PATH; do [[ -n "${!v+x}" ]] && base_env+=" -x $v"; done
-want="mpirun -np 2 --hostfile $local_job/hostfile --map-by slot --bind-to none --tag-output$base_env$forwarded$root_flag --mca btl self,tcp $self run $local_job --steps 5"
-[[ "$(cat "$tmp/out")" == "$want" ]] && pass || fail "launch --dry-run (one host): got '$(cat "$tmp/out")', want '$want'"
+hostfile_pattern="${TMPDIR:-/tmp}/parallax-hosts.XXXXXX"
+want="mpirun -np 2 --hostfile $hostfile_pattern --map-by slot --bind-to none --tag-output$base_env$forwarded$root_flag --mca btl self,tcp $self run $local_job --steps 5"
+[[ "$(tail -n 1 "$tmp/out")" == "$want" ]] && pass || fail "launch --dry-run (one host): got '$(tail -n 1 "$tmp/out")', want '$want'"
+want_binding="# hosts from the plan, bound in order (plan host -> host: ranks)
+#   host 0 (localhost) -> localhost: ranks 0-1 (2 of 2 slots)
+# mpirun reads them from a temporary hostfile, removed when it exits:
+#   localhost slots=2"
+[[ "$(head -n 4 "$tmp/out")" == "$want_binding" ]] && pass || fail "launch --dry-run binding: got '$(head -n 4 "$tmp/out")'"
 # `parallax -v launch`: the ranks log at the same level (-v passed on).
 expect 0 "$parallax" -v launch "$local_job" --dry-run --steps 5 -- --mca btl self,tcp
-[[ "$(cat "$tmp/out")" == "$want -v" ]] && pass || fail "-v launch --dry-run: got '$(cat "$tmp/out")', want '$want -v'"
+[[ "$(tail -n 1 "$tmp/out")" == "$want -v" ]] && pass || fail "-v launch --dry-run: got '$(tail -n 1 "$tmp/out")', want '$want -v'"
 # A relative job directory: the line names it absolutely, as launch.sh does.
 pushd "$tmp" >/dev/null || exit 1
 expect 0 "$parallax" launch local_job/ --dry-run --steps 5 -- --mca btl self,tcp
 popd >/dev/null || exit 1
-[[ "$(cat "$tmp/out")" == "$want" ]] && pass || fail "launch --dry-run (relative): got '$(cat "$tmp/out")', want '$want'"
+[[ "$(tail -n 1 "$tmp/out")" == "$want" ]] && pass || fail "launch --dry-run (relative): got '$(tail -n 1 "$tmp/out")', want '$want'"
 expect 0 "$parallax" launch "$job" --hostfile "$job/hostfile" --dry-run
-want="mpirun -np 4 --hostfile $job/hostfile --map-by slot --bind-to none --tag-output$base_env$forwarded$root_flag $self run $job"
-[[ "$(cat "$tmp/out")" == "$want" ]] && pass || fail "launch --dry-run (two hosts): got '$(cat "$tmp/out")', want '$want'"
+want="mpirun -np 4 --hostfile $hostfile_pattern --map-by slot --bind-to none --tag-output$base_env$forwarded$root_flag $self run $job"
+[[ "$(tail -n 1 "$tmp/out")" == "$want" ]] && pass || fail "launch --dry-run (two hosts): got '$(tail -n 1 "$tmp/out")', want '$want'"
+grep -qx "#   host 1 (node2) -> node2: ranks 2-3 (2 of 2 slots)" "$tmp/out" && pass ||
+  fail "launch --dry-run (two hosts): binding $(cat "$tmp/out")"
 printf 'node1 slots=2\n' > "$tmp/small.hosts"
 expect 2 "$parallax" launch "$job" --hostfile "$tmp/small.hosts" --dry-run
-expect_stderr_line "parallax: error: $tmp/small.hosts: no host 'node2', where the plan puts 2 ranks"
+expect_stderr_line "parallax: error: $tmp/small.hosts: 1 host (node1) for the plan's 2 hosts; give as many hosts, or transform the job for 1 host"
 expect 2 "$parallax" launch "$job" -H node1:2,node2:1 --dry-run
-expect_stderr_line "parallax: error: -H: host 'node2' has 1 slot but the plan puts 2 ranks on it"
+expect_stderr_line "parallax: error: -H: host 'node2' has 1 slot but plan host 1 (node2) has 2 ranks"
 expect 2 "$parallax" launch "$tmp/no_such_job" --dry-run
 # A job whose mpirun fails: exit 3, naming the job.
 mkdir -p "$tmp/fakebin"

@@ -67,11 +67,11 @@ Command AddInspectCommand(CLI::App& app);
 Command AddTransformCommand(CLI::App& app);
 Command AddRunCommand(CLI::App& app);
 Command AddModelsCommand(CLI::App& app);
-// `mpirun_args`: the words after `--` on a `parallax launch` command line.
-// `*interrupted_by` is set to the signal (SIGINT, SIGTERM) that stopped the job: the exit
-// status is then 128 + it (130, 143), as a shell's.
+// `launcher_args`: the words after `--` on a `parallax launch` command line (mpirun's or
+// srun's). `*interrupted_by` is set to the signal (SIGINT, SIGTERM) that stopped the job:
+// the exit status is then 128 + it (130, 143), as a shell's.
 // `*verbosity` (the global -v count, read when the command runs) is passed to the ranks.
-Command AddLaunchCommand(CLI::App& app, std::vector<std::string> mpirun_args,
+Command AddLaunchCommand(CLI::App& app, std::vector<std::string> launcher_args,
                          const int* verbosity, int* interrupted_by);
 // `*failed` is set when the comparison ran and failed (exit status 1, no error line).
 Command AddVerifyCommand(CLI::App& app, bool* failed);

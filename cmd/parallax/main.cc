@@ -108,8 +108,8 @@ int Main(int argc, char** argv) {
   int verbosity = 0;
   app.add_flag("-v,--verbose", verbosity, "more log output (-v info, -vv debug)");
 
-  // `parallax launch ... -- ARGS`: ARGS belong to mpirun; take them off before CLI11
-  // parses (it would treat them as positionals of the wrong command).
+  // `parallax launch ... -- ARGS`: ARGS belong to the launcher (mpirun or srun); take them
+  // off before CLI11 parses (it would treat them as positionals of the wrong command).
   std::vector<char*> args(argv, argv + argc);
   std::vector<std::string> mpirun_args;
   const auto launch = std::find_if(args.begin() + 1, args.end(),
