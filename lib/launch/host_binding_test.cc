@@ -5,35 +5,18 @@
 #include <catch2/catch.hpp>
 
 #include "lib/cluster/scheduler_hosts.h"
+#include "lib/launch/testing/plan_on_hosts.h"
 
 namespace parallax {
 namespace {
 
-// A plan with `hosts` (name, ranks), on CPUs or GPUs.
-Plan PlanOn(const std::vector<std::pair<std::string, int>>& hosts,
-            DeviceKind device = DeviceKind::kCpu) {
-  Plan plan;
-  int rank = 0;
-  for (const auto& [host, count] : hosts) {
-    for (int local = 0; local < count; ++local) {
-      RankPlacement r;
-      r.rank = rank++;
-      r.host = host;
-      r.local_rank = local;
-      r.local_size = count;
-      r.device = device;
-      r.device_index = local;
-      plan.ranks.push_back(r);
-    }
-  }
-  return plan;
-}
+using testing::PlanOnHosts;
 
 Hostfile Hosts(std::string_view list) { return *ParseHostList(list); }
 
 TEST_CASE("plan hosts are roles in rank order") {
   const std::vector<PlanHostRole> roles =
-      PlanHostRoles(PlanOn({{"node1", 4}, {"node2", 2}}, DeviceKind::kGpu));
+      PlanHostRoles(PlanOnHosts({{"node1", 4}, {"node2", 2}}, DeviceKind::kGpu));
   REQUIRE(roles.size() == 2);
   CHECK(roles[1].index == 1);
   CHECK(roles[1].name == "node2");
@@ -44,14 +27,14 @@ TEST_CASE("plan hosts are roles in rank order") {
 
 TEST_CASE("1, 2 and 3 plan hosts bound in order to names of this machine") {
   // One host: a plan made for node1 runs on localhost.
-  StatusOr<HostBinding> one = BindPlanHosts(PlanOn({{"node1", 2}}), Hosts("localhost:2"));
+  StatusOr<HostBinding> one = BindPlanHosts(PlanOnHosts({{"node1", 2}}), Hosts("localhost:2"));
   REQUIRE(one.ok());
   CHECK(one->Describe() ==
         std::vector<std::string>{"host 0 (node1) -> localhost: ranks 0-1 (2 of 2 slots)"});
   CHECK(FormatHostfile(one->BoundHostfile()) == "localhost slots=2\n");
   // Two hosts, the allocation's with more slots than needed.
   StatusOr<HostBinding> two =
-      BindPlanHosts(PlanOn({{"node1", 2}, {"node2", 1}}), Hosts("127.0.0.1:4,localhost:2"));
+      BindPlanHosts(PlanOnHosts({{"node1", 2}, {"node2", 1}}), Hosts("127.0.0.1:4,localhost:2"));
   REQUIRE(two.ok());
   CHECK(two->Describe() == std::vector<std::string>{
                                "host 0 (node1) -> 127.0.0.1: ranks 0-1 (2 of 4 slots)",
@@ -66,7 +49,7 @@ TEST_CASE("1, 2 and 3 plan hosts bound in order to names of this machine") {
     return std::nullopt;
   });
   REQUIRE(slurm.ok());
-  StatusOr<HostBinding> three = BindPlanHosts(PlanOn({{"a", 1}, {"b", 1}, {"c", 1}}), **slurm);
+  StatusOr<HostBinding> three = BindPlanHosts(PlanOnHosts({{"a", 1}, {"b", 1}, {"c", 1}}), **slurm);
   REQUIRE(three.ok());
   CHECK(three->source == "SLURM_JOB_NODELIST");
   CHECK(three->Describe() == std::vector<std::string>{
@@ -81,12 +64,12 @@ TEST_CASE("1, 2 and 3 plan hosts bound in order to names of this machine") {
 TEST_CASE("max_slots counts as room; GPUs are checked where the allocation knows them") {
   StatusOr<Hostfile> file = ParseHostfile("node1 slots=2 max_slots=4\n", "hosts");
   REQUIRE(file.ok());
-  CHECK(BindPlanHosts(PlanOn({{"x", 4}}), *file).ok());
+  CHECK(BindPlanHosts(PlanOnHosts({{"x", 4}}), *file).ok());
   Hostfile gpus = Hosts("g1:8,g2:8");
   gpus.source = "SLURM_JOB_NODELIST";
   gpus.hosts[0].gpus = 4;
   gpus.hosts[1].gpus = 2;
-  const Plan plan = PlanOn({{"node1", 4}, {"node2", 4}}, DeviceKind::kGpu);
+  const Plan plan = PlanOnHosts({{"node1", 4}, {"node2", 4}}, DeviceKind::kGpu);
   CHECK(BindPlanHosts(plan, gpus).status().message() ==
         "SLURM_JOB_NODELIST: host 'g2' has 2 GPUs but plan host 1 (node2) puts 4 ranks on GPUs");
   gpus.hosts[1].gpus = 4;
@@ -96,13 +79,13 @@ TEST_CASE("max_slots counts as room; GPUs are checked where the allocation knows
 }
 
 TEST_CASE("binding errors name the allocation's source and the host") {
-  const Plan plan = PlanOn({{"node1", 4}, {"node2", 4}});
+  const Plan plan = PlanOnHosts({{"node1", 4}, {"node2", 4}});
   CHECK(BindPlanHosts(plan, Hosts("n1:4,n2:2")).status().message() ==
         "-H: host 'n2' has 2 slots but plan host 1 (node2) has 4 ranks");
   CHECK(BindPlanHosts(plan, Hosts("n1:8")).status().message() ==
         "-H: 1 host (n1) for the plan's 2 hosts; give as many hosts, or transform the job for "
         "1 host");
-  const Plan wide = PlanOn({{"a", 1}, {"b", 1}, {"c", 1}, {"d", 1}, {"e", 1}, {"f", 1}});
+  const Plan wide = PlanOnHosts({{"a", 1}, {"b", 1}, {"c", 1}, {"d", 1}, {"e", 1}, {"f", 1}});
   CHECK(BindPlanHosts(wide, Hosts("n1,n2,n3,n4,n5")).status().message() ==
         "-H: 5 hosts (n1, n2, n3, n4, ... (5 hosts)) for the plan's 6 hosts; give as many "
         "hosts, or transform the job for 5 hosts");

@@ -5,24 +5,12 @@
 
 #include <catch2/catch.hpp>
 
+#include "lib/launch/testing/plan_on_hosts.h"
+
 namespace parallax {
 namespace {
 
-Plan PlanOn(const std::vector<std::pair<std::string, int>>& hosts) {
-  Plan plan;
-  int rank = 0;
-  for (const auto& [host, count] : hosts) {
-    for (int local = 0; local < count; ++local) {
-      RankPlacement r;
-      r.rank = rank++;
-      r.host = host;
-      r.local_rank = local;
-      r.local_size = count;
-      plan.ranks.push_back(r);
-    }
-  }
-  return plan;
-}
+using testing::PlanOnHosts;
 
 MpirunOptions Plain() {
   MpirunOptions options;
@@ -32,7 +20,8 @@ MpirunOptions Plain() {
 }
 
 TEST_CASE("one host: the argv Horovod would use, no root or oversubscribe flags") {
-  const std::vector<std::string> argv = MpirunArgv(PlanOn({{"localhost", 2}}), "/jobs/mlp", Plain());
+  const std::vector<std::string> argv =
+      MpirunArgv(PlanOnHosts({{"localhost", 2}}), "/jobs/mlp", Plain());
   CHECK(ShellLine(argv) ==
         "mpirun -np 2 --hostfile /jobs/mlp/hostfile --map-by slot --bind-to none --tag-output "
         "-x PATH -x LD_LIBRARY_PATH /opt/parallax/bin/parallax run /jobs/mlp");
@@ -44,7 +33,8 @@ TEST_CASE("root, oversubscribed local host, forwarded variables, extra and run a
   options.forward_env.push_back("NCCL_DEBUG");
   options.extra_mpirun_args = {"--mca", "btl", "self,tcp"};
   options.run_args = {"--steps", "20"};
-  const std::vector<std::string> argv = MpirunArgv(PlanOn({{"localhost", 4}}), "/jobs/a b", options);
+  const std::vector<std::string> argv =
+      MpirunArgv(PlanOnHosts({{"localhost", 4}}), "/jobs/a b", options);
   CHECK(ShellLine(argv) ==
         "mpirun -np 4 --hostfile '/jobs/a b/hostfile' --map-by slot --bind-to none --tag-output "
         "-x PATH -x LD_LIBRARY_PATH -x NCCL_DEBUG --allow-run-as-root --oversubscribe --mca btl "
@@ -52,7 +42,7 @@ TEST_CASE("root, oversubscribed local host, forwarded variables, extra and run a
 }
 
 TEST_CASE("several hosts: remote hosts never trigger --oversubscribe") {
-  const Plan plan = PlanOn({{"node1", 4}, {"node2", 4}, {"node3", 4}});
+  const Plan plan = PlanOnHosts({{"node1", 4}, {"node2", 4}, {"node3", 4}});
   const std::vector<std::string> argv = MpirunArgv(plan, "/shared/job", Plain());
   CHECK(argv[2] == "12");
   CHECK(std::find(argv.begin(), argv.end(), "--oversubscribe") == argv.end());
@@ -61,7 +51,7 @@ TEST_CASE("several hosts: remote hosts never trigger --oversubscribe") {
 }
 
 TEST_CASE("bound hosts: mpirun reads them from the file named, --oversubscribe by their names") {
-  const Plan plan = PlanOn({{"node1", 2}, {"node2", 2}});
+  const Plan plan = PlanOnHosts({{"node1", 2}, {"node2", 2}});
   StatusOr<Hostfile> hosts = ParseHostList("localhost:2,127.0.0.1:2");
   REQUIRE(hosts.ok());
   const std::vector<std::string> argv =

@@ -5,27 +5,12 @@
 #include <catch2/catch.hpp>
 
 #include "lib/launch/mpirun.h"
+#include "lib/launch/testing/plan_on_hosts.h"
 
 namespace parallax {
 namespace {
 
-Plan PlanOn(const std::vector<std::pair<std::string, int>>& hosts,
-            DeviceKind device = DeviceKind::kCpu) {
-  Plan plan;
-  int rank = 0;
-  for (const auto& [host, count] : hosts) {
-    for (int local = 0; local < count; ++local) {
-      RankPlacement r;
-      r.rank = rank++;
-      r.host = host;
-      r.local_rank = local;
-      r.local_size = count;
-      r.device = device;
-      plan.ranks.push_back(r);
-    }
-  }
-  return plan;
-}
+using testing::PlanOnHosts;
 
 SrunOptions Plain() {
   SrunOptions options;
@@ -35,7 +20,7 @@ SrunOptions Plain() {
 
 TEST_CASE("srun: hosts with equal ranks are a block distribution on the bound nodes") {
   StatusOr<HostBinding> binding =
-      BindPlanHosts(PlanOn({{"node1", 2}, {"node2", 2}}), *ParseHostList("n01:2,n02:2,n03:2"));
+      BindPlanHosts(PlanOnHosts({{"node1", 2}, {"node2", 2}}), *ParseHostList("n01:2,n02:2,n03:2"));
   REQUIRE(binding.ok());
   SrunOptions options = Plain();
   options.run_args = {"--steps", "20"};
@@ -49,7 +34,7 @@ TEST_CASE("srun: hosts with equal ranks are a block distribution on the bound no
 
 TEST_CASE("srun: hosts with other rank counts name each rank's node (arbitrary)") {
   StatusOr<HostBinding> binding =
-      BindPlanHosts(PlanOn({{"node1", 2}, {"node2", 1}}), *ParseHostList("n01:2,n02:2"));
+      BindPlanHosts(PlanOnHosts({{"node1", 2}, {"node2", 1}}), *ParseHostList("n01:2,n02:2"));
   REQUIRE(binding.ok());
   CHECK(ShellLine(SrunArgv(*binding, "/jobs/mlp", Plain())) ==
         "srun --mpi=pmix --nodes=2 --ntasks=3 --distribution=arbitrary --nodelist=n01,n01,n02 "
@@ -61,7 +46,7 @@ TEST_CASE("sbatch: the plan's shape, then the launch line") {
   const std::vector<std::string> launch = {"/opt/parallax/bin/parallax", "launch", "/jobs/my job",
                                            "--launcher", "srun", "--steps", "20"};
   const std::string cpu =
-      SbatchScript(PlanOn({{"node1", 2}, {"node2", 1}}), "parallax-mlp", "/home/me", launch);
+      SbatchScript(PlanOnHosts({{"node1", 2}, {"node2", 1}}), "parallax-mlp", "/home/me", launch);
   CHECK(cpu ==
         "#!/bin/sh\n"
         "# A Parallax job of 3 ranks on 2 hosts as a SLURM batch job: `sbatch THIS_FILE`.\n"
@@ -73,7 +58,8 @@ TEST_CASE("sbatch: the plan's shape, then the launch line") {
         "#SBATCH --ntasks-per-node=2\n"
         "exec /opt/parallax/bin/parallax launch '/jobs/my job' --launcher srun --steps 20\n");
   const std::string gpu =
-      SbatchScript(PlanOn({{"g1", 4}, {"g2", 4}}, DeviceKind::kGpu), "parallax-mlp", "/w", launch);
+      SbatchScript(PlanOnHosts({{"g1", 4}, {"g2", 4}}, DeviceKind::kGpu), "parallax-mlp", "/w",
+                   launch);
   CHECK(gpu.find("#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4\n"
                  "#SBATCH --gpus-per-node=4\nexec ") != std::string::npos);
 }
