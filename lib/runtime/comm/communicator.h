@@ -122,7 +122,9 @@ class Communicator {
   // traffic on a host (the parameter-server push's per-host aggregation). Test hook:
   // PARALLAX_TEST_RANKS_PER_HOST=K makes an MpiCommunicator report hosts of K consecutive
   // ranks (local rank, local size, host id, host_of) instead of the machines, so that
-  // multi-host code paths run on one machine; for tests only, never set it otherwise.
+  // multi-host code paths run on one machine; for tests only, never set it otherwise. It
+  // is needed only where network namespaces cannot be made: //cmd/parallax:multihost_test
+  // runs real hosts as namespaces.
   virtual int host_of(int rank) const { return rank == this->rank() ? host_id() : 0; }
 
   // The label of the collectives issued while a ScopedLabel lives (see the file comment).
