@@ -148,17 +148,17 @@ rank=$((RANDOM % 2))
 step=$((30 + RANDOM % 200))
 start=$(now_ms)
 PARALLAX_TEST_FAIL_AT_STEP=$rank:$step:stop timeout 120 "$parallax" launch job/ "${flags[@]}" \
-  --steps 100000 --checkpoint-dir stop --checkpoint-every "$every" >stop.log 2>&1 &
+  --steps 100000 --checkpoint-dir "$work/stop" --checkpoint-every "$every" >stop.log 2>&1 &
 launch_pid=$!
 cpu=none
 if wait_for_line stop.log 'stopping this rank before step'; then
-  cpu=$(waiting_cpu stop $((1 - rank)) "$(hook_ms stop.log)" 2 5)
+  cpu=$(waiting_cpu "$work/stop" $((1 - rank)) "$(hook_ms stop.log)" 2 5)
 fi
 wait "$launch_pid"
 rc=$?
 stopped_at=$(hook_ms stop.log)
 elapsed=$(( $(now_ms) - ${stopped_at:-$start} ))
-left=$(pgrep -f -- "--checkpoint-dir stop( |$)" | wc -l)
+left=$(pgrep -f -- "--checkpoint-dir $work/stop( |$)" | wc -l)
 echo "== 2a. rank $rank stopped before step $step: exit $rc, $elapsed ms after the stop;" \
      "the waiting rank used $cpu of a core"
 echo "   figure: stopped rank: the job ended $elapsed ms after the stop (heartbeat timeout" \
@@ -177,23 +177,23 @@ check_recovery "stopped rank" stop $((step - 1)) $(( (step - 1) / every * every 
 # not), heartbeat timeout 5 s.
 rank=$((RANDOM % 2))
 PARALLAX_HEARTBEAT_TIMEOUT_S=5 timeout 120 "$parallax" launch job/ "${flags[@]}" \
-  --steps 1000000 --checkpoint-dir xstop --checkpoint-every 1000 >xstop.log 2>&1 &
+  --steps 1000000 --checkpoint-dir "$work/xstop" --checkpoint-every 1000 >xstop.log 2>&1 &
 launch_pid=$!
 cpu=none
 stopped_at=
 if wait_for_line xstop.log 'training steps 0 ->'; then
   sleep "0.$((RANDOM % 10))$((RANDOM % 10))"
-  pid=$(rank_pid xstop "$rank")
+  pid=$(rank_pid "$work/xstop" "$rank")
   if [[ -n "$pid" ]]; then
     kill -STOP "$pid"
     stopped_at=$(now_ms)
-    cpu=$(waiting_cpu xstop $((1 - rank)) "$stopped_at" 1 3)
+    cpu=$(waiting_cpu "$work/xstop" $((1 - rank)) "$stopped_at" 1 3)
   fi
 fi
 wait "$launch_pid"
 rc=$?
 elapsed=$(( $(now_ms) - ${stopped_at:-0} ))
-left=$(pgrep -f -- "--checkpoint-dir xstop( |$)" | wc -l)
+left=$(pgrep -f -- "--checkpoint-dir $work/xstop( |$)" | wc -l)
 echo "== 2b. rank $rank stopped from outside: exit $rc, $elapsed ms after the stop; the" \
      "waiting rank used $cpu of a core"
 echo "   figure: rank stopped from outside: the job ended $elapsed ms after the stop" \

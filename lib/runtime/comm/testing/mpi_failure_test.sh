@@ -67,7 +67,11 @@ check abort '^parallax: error: rank 2: injected failure$' 3
 check exit 'Process name: \[\[[0-9]+,[0-9]+\],2\]'
 check exit0 'process rank 2 with PID'
 check hang "^parallax: error: rank [01]: collective #2 \(all-reduce; the failure test's second all-reduce\) timed out after 2 s: missing rank 2 \(busy outside collectives, 1 finished\); ranks 0, 1 waiting in it$" 3
+# Any failure status: rank 0 aborts with 3, but mpirun's kill sequence continues the
+# stopped rank (SIGCONT), which may die first of its peers' abort (a segfault in the
+# shared-memory transport, 139) and give mpirun its status. `parallax launch` reports
+# any failure as 3; the heartbeat's line is what is checked here.
 PARALLAX_COLLECTIVE_TIMEOUT_S=60 PARALLAX_HEARTBEAT_TIMEOUT_S=2 \
-  check stop "^parallax: error: rank 0: no heartbeat from rank 2 for 2\.[0-9] s \(PARALLAX_HEARTBEAT_TIMEOUT_S=2\): it is stopped \(SIGSTOP, a debugger\) or frozen, or its host or the network to it is down; this rank is waiting in collective #2 \(all-reduce; the failure test's second all-reduce\) for [0-9.]+ s$" 3
+  check stop "^parallax: error: rank 0: no heartbeat from rank 2 for 2\.[0-9] s \(PARALLAX_HEARTBEAT_TIMEOUT_S=2\): it is stopped \(SIGSTOP, a debugger\) or frozen, or its host or the network to it is down; this rank is waiting in collective #2 \(all-reduce; the failure test's second all-reduce\) for [0-9.]+ s$" ""
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]
