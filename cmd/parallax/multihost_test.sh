@@ -19,8 +19,8 @@
 #     hosts 2 and 1 runs its ranks there (by their links' bytes) and trains bit-identical
 #     to the job planned on the addresses;
 #  4. a whole host killed mid-job (every process in its namespace, MPI daemon included)
-#     ends the job within 10 s, non-zero, with a line naming the host, and no rank is
-#     left on the other host.
+#     under `parallax launch` ends the job within 10 s with launch's exit status 3 and a
+#     line naming the host, and no rank is left on the other host.
 #   multihost_test.sh PARALLAX CHECKPOINT_DIFF NETNS_CLUSTER_SH
 set -u
 parallax=$(realpath "$1")
@@ -192,15 +192,16 @@ else
 fi
 
 # --- 4. a whole host killed mid-job ---------------------------------------------------
-"${mpirun2[@]}" "$parallax" run job2/ "${flags[@]}" --steps 100000 --log-every 50 \
-  >kill.log 2>&1 &
+# Through `parallax launch`, as a user runs it: the job fails with launch's exit status 3.
+netns_run 0 timeout 120 "$parallax" launch job2/ "${flags[@]}" --steps 100000 --log-every 50 \
+  -- "${NETNS_MPIRUN_FLAGS[@]}" >kill.log 2>&1 &
 job_pid=$!
 for _ in $(seq 1 600); do  # until the job has trained 100 steps (60 s at most)
-  grep -q '^step 100/' kill.log && break
+  grep -q 'step 100/' kill.log && break
   kill -0 "$job_pid" 2>/dev/null || break
   sleep 0.1
 done
-if grep -q '^step 100/' kill.log; then
+if grep -q 'step 100/' kill.log; then
   killed_at=$(now_ms)
   netns_kill_host 1
   wait "$job_pid"
@@ -217,7 +218,8 @@ if grep -q '^step 100/' kill.log; then
   named=$(grep -E -m 1 "$host_re" kill.log)
   echo "== host 1 killed after step 100: exit status $rc after $elapsed ms; '$named';" \
     "processes left on host 0: $left"
-  if [[ $rc -ne 0 && $rc -ne 124 && $elapsed -le 10000 && -n $named && $left -eq 0 ]]; then
+  if [[ $rc -eq 3 && $elapsed -le 10000 && -n $named && $left -eq 0 ]] &&
+     grep -q "^parallax: error: job2/: the job failed: mpirun exited with status" kill.log; then
     pass "a killed host ends the job within 10 s ($elapsed ms), naming it"
   else
     grep -v '^step' kill.log | tail -n 20
