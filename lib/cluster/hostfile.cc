@@ -12,6 +12,7 @@ namespace parallax {
 using cluster_internal::ClosestWord;
 using cluster_internal::ParseInteger;
 using cluster_internal::Quoted;
+using cluster_internal::SplitCommas;
 
 int Hostfile::total_slots() const {
   int total = 0;
@@ -170,13 +171,8 @@ StatusOr<Hostfile> ParseHostList(std::string_view list) {
     return InvalidArgumentError("-H: no hosts (expected node1:4,node2:4)");
   }
   std::map<std::string, int> seen;
-  size_t start = 0;
   int index = 0;
-  while (start <= list.size()) {
-    size_t end = list.find(',', start);
-    if (end == std::string_view::npos) end = list.size();
-    const std::string_view item = list.substr(start, end - start);
-    start = end + 1;
+  for (const std::string_view item : SplitCommas(list)) {
     ++index;
     if (item.empty()) {
       return InvalidArgumentError("-H: entry {} of {} is empty", index, Quoted(list));

@@ -12,6 +12,7 @@ namespace parallax {
 
 using cluster_internal::ParseInteger;
 using cluster_internal::Quoted;
+using cluster_internal::SplitCommas;
 
 namespace {
 
@@ -67,12 +68,7 @@ Status ExpandItem(std::string_view item, std::string_view whole, std::string_vie
   const std::string_view prefix = item.substr(0, open);
   const std::string_view rest = item.substr(close + 1);
   const std::string_view ranges = item.substr(open + 1, close - open - 1);
-  size_t start = 0;
-  while (start <= ranges.size()) {
-    size_t end = ranges.find(',', start);
-    if (end == std::string_view::npos) end = ranges.size();
-    const std::string_view range = ranges.substr(start, end - start);
-    start = end + 1;
+  for (const std::string_view range : SplitCommas(ranges)) {
     const size_t dash = range.find('-');
     const std::string_view low = range.substr(0, dash);
     const std::string_view high = dash == std::string_view::npos ? low : range.substr(dash + 1);
@@ -118,12 +114,7 @@ std::optional<std::string> NonEmpty(const EnvLookup& env, std::string_view name)
 // GPUs per node from SLURM_GPUS_PER_NODE: "4", "a100:4", "a100:2,v100:2" (summed).
 StatusOr<int> GpusPerNode(std::string_view text) {
   int total = 0;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(',', start);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view item = text.substr(start, end - start);
-    start = end + 1;
+  for (const std::string_view item : SplitCommas(text)) {
     const size_t colon = item.rfind(':');
     const std::string_view count = colon == std::string_view::npos ? item : item.substr(colon + 1);
     const std::optional<int64_t> n = ParseInteger(count);
@@ -164,12 +155,7 @@ StatusOr<std::vector<std::string>> ExpandSlurmHostlist(std::string_view list,
 
 StatusOr<std::vector<int>> ExpandSlurmCounts(std::string_view text, std::string_view variable) {
   std::vector<int> counts;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(',', start);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view item = text.substr(start, end - start);
-    start = end + 1;
+  for (const std::string_view item : SplitCommas(text)) {
     // "N" or "N(xM)": N, M times.
     const size_t paren = item.find("(x");
     PX_ASSIGN_OR_RETURN(int count, CountOf(item.substr(0, paren), item, variable));

@@ -78,4 +78,18 @@ std::string Quoted(std::string_view word) {
   return text + "'";
 }
 
+std::vector<std::string_view> SplitCommas(std::string_view text) {
+  std::vector<std::string_view> items;
+  size_t start = 0;
+  while (true) {
+    const size_t end = text.find(',', start);
+    if (end == std::string_view::npos) {
+      items.push_back(text.substr(start));
+      return items;
+    }
+    items.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+}
+
 }  // namespace parallax::cluster_internal

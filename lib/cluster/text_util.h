@@ -25,6 +25,10 @@ std::optional<double> ParseNumber(std::string_view word);
 std::optional<std::string_view> ClosestWord(std::string_view word,
                                             const std::vector<std::string_view>& choices);
 
+// The items of a comma-separated list, empty ones included: "a,,b" -> {"a", "", "b"},
+// "" -> {""}. The views point into `text`.
+std::vector<std::string_view> SplitCommas(std::string_view text);
+
 // 'word' for a message: at most 40 characters, control characters shown as '?', so that
 // a binary file read by mistake still gives a one-line error.
 std::string Quoted(std::string_view word);
