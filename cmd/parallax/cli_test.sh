@@ -405,6 +405,22 @@ expect 2 "$parallax" eval "$graph" --checkpoint "$tmp/other_ck" --feed "x=$tmp/x
 expect 2 "$parallax" eval "$graph" --checkpoint "$tmp/evck" --feed "x=$tmp/x.npy"
 grep -q "^parallax: error: .*'y'" "$tmp/err" && pass || fail "eval without labels: $(cat "$tmp/err")"
 
+# A job written before graph.pb existed: eval uses the plan's source graph while its
+# fingerprint matches, and names what is wrong when it is gone or changed.
+rm -rf "$tmp/eval_job"
+cp "$graph" "$tmp/eval_source.pbtxt"
+expect 0 "$parallax" transform "$tmp/eval_source.pbtxt" --cluster "$tmp/local.yaml" -o "$tmp/eval_job"
+rm "$tmp/eval_job/graph.pb"
+expect 0 "$parallax" eval "$tmp/eval_job" --checkpoint "$tmp/evck" --feed "x=$tmp/x.npy" --feed "y=$tmp/y.npy"
+grep -q "^evaluated .* with $tmp/eval_source.pbtxt on 64 examples$" "$tmp/out" &&
+  grep -q "^accuracy $run_accuracy " "$tmp/out" && pass || fail "eval of a job without graph.pb: $(cat "$tmp/out")"
+echo "# edited" >> "$tmp/eval_source.pbtxt"
+expect 2 "$parallax" eval "$tmp/eval_job" --checkpoint "$tmp/evck" --feed "x=$tmp/x.npy" --feed "y=$tmp/y.npy"
+expect_stderr_line "parallax: error: $tmp/eval_job: no graph.pb in the job, and its source graph $tmp/eval_source.pbtxt has changed since the job was written; pass the single-device graph instead: parallax eval GRAPH --checkpoint ..."
+rm "$tmp/eval_source.pbtxt"
+expect 2 "$parallax" eval "$tmp/eval_job" --checkpoint "$tmp/evck" --feed "x=$tmp/x.npy" --feed "y=$tmp/y.npy"
+expect_stderr_line "parallax: error: $tmp/eval_job: no graph.pb in the job, and its source graph $tmp/eval_source.pbtxt is missing; pass the single-device graph instead: parallax eval GRAPH --checkpoint ..."
+
 # On a terminal (script(1) gives one) progress is one line redrawn on stderr; --progress
 # chooses; launch asks rank 0 for the live line when it runs on a terminal.
 expect 2 "$parallax" run "$graph" --synthetic --steps 2 --progress sometimes

@@ -46,6 +46,10 @@ StatusOr<std::vector<std::pair<std::string, std::string>>> ParseInputMap(
 StatusOr<StrategyFlags> ParseStrategyFlags(const std::string& strategy,
                                            const std::string& sparse);
 
+// A job directory: `parallax transform`'s output, with its plan.yaml (a directory
+// without one is a SavedModel or a checkpoint directory).
+bool IsJobDir(const std::string& path);
+
 // "GPU 0 of host gpu-a": where the plan puts a GPU rank.
 std::string GpuPlacementText(const RankPlacement& rank);
 

@@ -65,11 +65,6 @@ StatusOr<std::string> JobSourceGraph(const std::string& dir) {
   return source;
 }
 
-bool IsJob(const std::string& path) {
-  return std::filesystem::is_directory(path) &&
-         std::filesystem::exists(std::filesystem::path(path) / kPlanFile);
-}
-
 void PrintText(const EvalResult& eval, const std::string& graph, const std::string& checkpoint) {
   std::string out = fmt::format("evaluated {} with {} on {} examples\n", checkpoint, graph,
                                 eval.examples);
@@ -99,7 +94,7 @@ Status Evaluate(const EvalFlags& flags) {
   }
   if (flags.batch < 0) return InvalidArgumentError("--batch must be positive, not {}", flags.batch);
   std::string graph_path = flags.graph;
-  if (IsJob(flags.graph)) {
+  if (IsJobDir(flags.graph)) {
     PX_ASSIGN_OR_RETURN(graph_path, JobSourceGraph(flags.graph));
   }
   // The checkpoint is resolved before the graph is planned: a wrong path is its own error.

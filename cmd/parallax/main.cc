@@ -3,6 +3,7 @@
 // its Status to the exit code documented in command.h.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <string_view>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "cmd/parallax/command.h"
 #include "lib/base/version.h"
 #include "lib/passes/strip_horovod.h"
+#include "lib/transform/job_writer.h"
 
 namespace parallax::cli {
 
@@ -77,6 +79,11 @@ StatusOr<StrategyFlags> ParseStrategyFlags(const std::string& strategy,
     }
   }
   return flags;
+}
+
+bool IsJobDir(const std::string& path) {
+  return std::filesystem::is_directory(path) &&
+         std::filesystem::exists(std::filesystem::path(path) / kPlanFile);
 }
 
 std::string GpuPlacementText(const RankPlacement& rank) {

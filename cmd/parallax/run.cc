@@ -381,12 +381,6 @@ StatusOr<TrainerOptions> OptionsFromFlags(const RunFlags& flags) {
   return options;
 }
 
-// A job directory: transform's output, with its plan.
-bool IsJobDir(const std::string& path) {
-  return std::filesystem::is_directory(path) &&
-         std::filesystem::exists(std::filesystem::path(path) / "plan.yaml");
-}
-
 }  // namespace
 
 Command AddRunCommand(CLI::App& app) {

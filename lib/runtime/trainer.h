@@ -233,7 +233,6 @@ class Trainer {
   int world_size() const;  // the job's ranks; 1 outside a job
   // The checkpoint Initialize() restored ("" when it ran the init op).
   const std::string& resumed_from() const { return resumed_from_; }
-  const TrainerOptions& options() const { return options_; }
   int64_t step() const { return step_; }
   // < 0: until the in-graph input pipeline ends.
   int64_t total_steps() const { return total_steps_; }
