@@ -225,7 +225,10 @@ if mount -t tmpfs -o "size=$(( (file_bytes * 5 / 2 + 4095) / 4096 * 4096 ))" tmp
   elapsed=$(( $(now_ms) - start ))
   errors=$(grep -Ec '^(\[1,[0-9]+\]<stderr>:)?parallax: error: rank' disk.log)
   line=$(grep -E '^(\[1,[0-9]+\]<stderr>:)?parallax: error: rank' disk.log | head -n 1)
-  leftovers=$(ls small/ck/rank-0 small/ck/rank-1 | grep -c '\.tmp')
+  # The failed write's own temporary file (rank 0's) is removed. Rank 1 is ended by the
+  # abort, possibly in the middle of its own write: its temporary file may stay (resume
+  # ignores those), so it is not counted.
+  leftovers=$(ls small/ck/rank-0 | grep -c '\.tmp')
   echo "== 3. disk full while writing step 60: exit $rc after $elapsed ms: $line"
   echo "   figure: checkpoint write failed: the job ended $elapsed ms after it started" \
        "(step 60's write failed on rank 0); $leftovers temporary files left"
