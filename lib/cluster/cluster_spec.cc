@@ -728,10 +728,59 @@ StatusOr<ClusterSpec> ParseClusterSpec(std::string_view yaml_text, std::string_v
 }
 
 StatusOr<ClusterSpec> LoadClusterSpec(const std::string& path) {
-  // A cluster spec is a few lines; a large file is a mistake (a graph passed as --cluster).
-  constexpr uint64_t kMaxBytes = 16 << 20;
-  PX_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path, kMaxBytes));
+  PX_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path, kMaxClusterSpecBytes));
   return ParseClusterSpec(text, path);
+}
+
+namespace {
+
+// `text` in YAML's double quotes.
+std::string YamlQuoted(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + '"';
+}
+
+std::string PartitionsWord(int partitions) {
+  return partitions == kAutoPartitions ? std::string("auto") : std::to_string(partitions);
+}
+
+}  // namespace
+
+std::string FormatClusterSpec(const ClusterSpec& spec) {
+  std::string out = "hosts:\n";
+  for (const HostSpec& host : spec.hosts) {
+    out += fmt::format("  - name: {}\n", YamlQuoted(host.name));
+    if (host.device == DeviceKind::kGpu) {
+      out += fmt::format("    gpus: [{}]\n", fmt::join(host.gpus, ", "));
+    } else {
+      out += fmt::format("    cpus: {}\n", host.cpus);
+    }
+  }
+  out += fmt::format("network:\n  bandwidth_gbps: {}\n  intra_host_bandwidth_gbps: {}\n",
+                     spec.network.bandwidth_gbps, spec.network.intra_host_bandwidth_gbps);
+  const StrategySpec& strategy = spec.strategy;
+  out += fmt::format("strategy:\n  default: {}\n", StrategyKindName(strategy.default_strategy));
+  if (strategy.dense) out += fmt::format("  dense: {}\n", DenseMethodName(*strategy.dense));
+  if (strategy.sparse) out += fmt::format("  sparse: {}\n", SparseMethodName(*strategy.sparse));
+  out += fmt::format("  partitions: {}\n  average: {}\n", PartitionsWord(strategy.partitions),
+                     strategy.average ? "true" : "false");
+  if (!strategy.variables.empty()) out += "  variables:\n";
+  for (const VariableOverride& entry : strategy.variables) {
+    std::vector<std::string> settings;
+    if (entry.dense) settings.push_back(fmt::format("dense: {}", DenseMethodName(*entry.dense)));
+    if (entry.sparse) {
+      settings.push_back(fmt::format("sparse: {}", SparseMethodName(*entry.sparse)));
+    }
+    if (entry.partitions) {
+      settings.push_back(fmt::format("partitions: {}", PartitionsWord(*entry.partitions)));
+    }
+    out += fmt::format("    {}: {{{}}}\n", YamlQuoted(entry.pattern), fmt::join(settings, ", "));
+  }
+  return out;
 }
 
 }  // namespace parallax

@@ -24,6 +24,7 @@
 #ifndef PARALLAX_LIB_CLUSTER_CLUSTER_SPEC_H_
 #define PARALLAX_LIB_CLUSTER_CLUSTER_SPEC_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -172,8 +173,18 @@ struct ClusterSpec {
 // Parses the YAML text of a cluster spec; `source` names it in messages.
 StatusOr<ClusterSpec> ParseClusterSpec(std::string_view yaml_text, std::string_view source);
 
+// A cluster spec is a few lines; a larger file is a mistake (a graph passed as --cluster).
+inline constexpr uint64_t kMaxClusterSpecBytes = 16 << 20;
+
 // Reads and parses a cluster spec file; errors name `path` as given.
 StatusOr<ClusterSpec> LoadClusterSpec(const std::string& path);
+
+// The spec as YAML that ParseClusterSpec reads back to the same hosts, network and
+// strategy (lines and sources aside): every host, the network, and of the strategy
+// `default`, `average`, `partitions` and what else is set. Comments of the file it came
+// from are not kept. For cluster specs written by a program (a job re-planned on fewer
+// hosts: lib/transform/replan.h).
+std::string FormatClusterSpec(const ClusterSpec& spec);
 
 // Whether `name` matches the glob `pattern`: '*' matches any run of characters ('/'
 // included), '?' exactly one; every other character itself.

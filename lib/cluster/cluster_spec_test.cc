@@ -86,6 +86,65 @@ strategy:
   CHECK(spec.strategy.variables[2].partitions == kAutoPartitions);
 }
 
+// Everything but lines and sources: what FormatClusterSpec must keep.
+void CheckSameSpec(const ClusterSpec& a, const ClusterSpec& b) {
+  REQUIRE(a.hosts.size() == b.hosts.size());
+  for (size_t i = 0; i < a.hosts.size(); ++i) {
+    CHECK(a.hosts[i].name == b.hosts[i].name);
+    CHECK(a.hosts[i].device == b.hosts[i].device);
+    CHECK(a.hosts[i].gpus == b.hosts[i].gpus);
+    CHECK(a.hosts[i].cpus == b.hosts[i].cpus);
+  }
+  CHECK(a.network.bandwidth_gbps == b.network.bandwidth_gbps);
+  CHECK(a.network.intra_host_bandwidth_gbps == b.network.intra_host_bandwidth_gbps);
+  CHECK(a.strategy.default_strategy == b.strategy.default_strategy);
+  CHECK(a.strategy.dense == b.strategy.dense);
+  CHECK(a.strategy.sparse == b.strategy.sparse);
+  CHECK(a.strategy.partitions == b.strategy.partitions);
+  CHECK(a.strategy.average == b.strategy.average);
+  REQUIRE(a.strategy.variables.size() == b.strategy.variables.size());
+  for (size_t i = 0; i < a.strategy.variables.size(); ++i) {
+    CHECK(a.strategy.variables[i].pattern == b.strategy.variables[i].pattern);
+    CHECK(a.strategy.variables[i].dense == b.strategy.variables[i].dense);
+    CHECK(a.strategy.variables[i].sparse == b.strategy.variables[i].sparse);
+    CHECK(a.strategy.variables[i].partitions == b.strategy.variables[i].partitions);
+  }
+}
+
+TEST_CASE("FormatClusterSpec writes what ParseClusterSpec reads back to the same spec") {
+  const ClusterSpec full = Parse(R"yaml(
+hosts:
+  - name: node1
+    gpus: [0, 1, 2, 3]
+  - name: cpu-box
+    cpus: 2
+network:
+  bandwidth_gbps: 12.5
+  intra_host_bandwidth_gbps: 2.5e2
+strategy:
+  default: hybrid
+  sparse: allgather
+  partitions: 8
+  average: false
+  variables:
+    "embedding/*": {sparse: dense, partitions: 4}
+    "dense/kernel": {dense: ps}
+    "we\"ird\\name": {partitions: auto}
+)yaml");
+  const std::string text = FormatClusterSpec(full);
+  INFO(text);
+  StatusOr<ClusterSpec> again = ParseClusterSpec(text, "formatted.yaml");
+  REQUIRE(again.ok());
+  CheckSameSpec(full, *again);
+  CHECK(again->strategy.variables[2].pattern == "we\"ird\\name");
+  CHECK(FormatClusterSpec(*again) == text);
+
+  const ClusterSpec minimal = Parse("hosts:\n  - {name: localhost, cpus: 1}\n");
+  StatusOr<ClusterSpec> minimal_again = ParseClusterSpec(FormatClusterSpec(minimal), "m.yaml");
+  REQUIRE(minimal_again.ok());
+  CheckSameSpec(minimal, *minimal_again);
+}
+
 TEST_CASE("optional sections take their documented defaults") {
   const ClusterSpec spec = Parse("hosts:\n  - {name: localhost, cpus: 1}\n");
   CHECK(spec.network.bandwidth_gbps == kDefaultBandwidthGbps);
