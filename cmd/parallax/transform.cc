@@ -1,5 +1,6 @@
 // `parallax transform GRAPH --cluster C.yaml -o DIR`: the single-device training graph
-// rewritten into one graph per rank, with the plan, a report, a hostfile and launch.sh
+// rewritten into one graph per rank, with the plan, a report, a hostfile, launch.sh and
+// the graph and cluster spec the plan was made from
 // (docs/transform.md). Load -> verify -> analyse -> plan -> passes -> verify -> write;
 // the output directory appears only when complete. Ops without a CPU kernel (what
 // `parallax run` would stop at, as `parallax inspect` lists them) are a warning, and
@@ -75,7 +76,9 @@ Status RunTransform(const TransformFlags& flags) {
 
   // Inputs first, so that bad input never creates anything.
   PX_RETURN_IF_ERROR(JobWriter::CheckTarget(flags.output, flags.force));
-  PX_ASSIGN_OR_RETURN(ClusterSpec cluster, LoadClusterSpec(flags.cluster));
+  PX_ASSIGN_OR_RETURN(const std::string cluster_text,
+                      ReadFileToString(flags.cluster, kMaxClusterSpecBytes));
+  PX_ASSIGN_OR_RETURN(ClusterSpec cluster, ParseClusterSpec(cluster_text, flags.cluster));
   PX_ASSIGN_OR_RETURN(RankLayout layout, LayoutRanks(cluster));
   PX_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(flags.graph, kMaxGraphFileBytes));
   options.source_fingerprint = Fnv1a64Hex(bytes);
@@ -100,6 +103,7 @@ Status RunTransform(const TransformFlags& flags) {
     return writer->WriteRankGraph(rank, rank_graph);
   }));
   PX_RETURN_IF_ERROR(writer->WriteSourceGraph(graph));
+  PX_RETURN_IF_ERROR(writer->WriteFile(kClusterFile, cluster_text));
   PX_RETURN_IF_ERROR(writer->WriteJobFiles(plan, MpirunOptionsForThisMachine()));
   const std::string report = RenderReport(plan, writer->dir());
   PX_RETURN_IF_ERROR(writer->Commit());

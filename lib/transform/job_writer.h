@@ -4,6 +4,8 @@
 //   job/rank-R.pb    one binary GraphDef per rank
 //   job/graph.pb     the single-device graph the plan was made from, as analysed (Horovod
 //                    ops stripped): what `parallax eval JOB` evaluates a checkpoint with
+//   job/cluster.yaml the cluster spec the plan was made for (what a re-plan on fewer hosts
+//                    starts from: replan.h)
 //   job/report.txt   the decisions for people (report.h)
 //   job/hostfile     the cluster's hosts in OpenMPI's format, one rank per slot
 //   job/launch.sh    the exact mpirun command line (executable)
@@ -43,6 +45,7 @@ inline constexpr std::string_view kReportFile = "report.txt";
 inline constexpr std::string_view kHostfileFile = "hostfile";
 inline constexpr std::string_view kLaunchFile = "launch.sh";
 inline constexpr std::string_view kSourceGraphFile = "graph.pb";
+inline constexpr std::string_view kClusterFile = "cluster.yaml";
 std::string RankGraphFile(int rank);  // "rank-3.pb"
 
 class JobWriter {
