@@ -60,8 +60,13 @@ Status GpuPlanError(const std::string& job, int rank, const std::string& where);
 // `parallax launch`'s pre-flight: `parallax run JOB RUN_ARGS...` checked once as every
 // rank will start it, before mpirun: the flags parse, feeds and eval feeds name data
 // that exists and fits rank 0's graph (its trainer is planned), and --resume finds a
-// checkpoint. Errors are run's own (exit 2).
-Status PreflightJobRun(const std::string& job, const std::vector<std::string>& run_args);
+// checkpoint. Errors are run's own (exit 2). Returns rank 0's batch as its trainer has it.
+struct JobRunBatch {
+  int64_t batch = 0;        // examples per rank per step; 0: the input pipeline's
+  bool batch_open = false;  // --batch sets it (the graph leaves it open)
+};
+StatusOr<JobRunBatch> PreflightJobRun(const std::string& job,
+                                      const std::vector<std::string>& run_args);
 
 // Prints "parallax: error: <first line>" and any further lines to stderr.
 void PrintError(const Status& status);

@@ -1,5 +1,6 @@
 // `parallax launch DIR [--hostfile H | -H LIST] [--launcher mpirun|srun|auto]
-//                  [--restarts K] [--dry-run | --sbatch [FILE]] [run flags...]
+//                  [--restarts K [--min-ranks M]] [--dry-run | --sbatch [FILE]]
+//                  [run flags...]
 //                  [-- launcher args]`:
 // starts a transformed job's ranks, one `parallax run DIR` per rank.
 //
@@ -15,6 +16,9 @@
 //    srun in the allocation SLURM gives (to FILE, or stdout).
 //  - Restarts: with --restarts K a failed job is relaunched up to K times from the
 //    newest complete checkpoint (lib/launch/restarts.h), one warning line per restart.
+//    Under mpirun the hosts are probed first (lib/launch/host_probe.h): lost hosts are
+//    replaced by spare hosts of the allocation, or, down to --min-ranks ranks, the job is
+//    re-planned on the hosts left (lib/transform/replan.h: JOB/restart-N).
 //
 // Flags that `launch` does not know (--steps 100, --feed x=...) are passed on to every
 // rank's `parallax run`; words after `--` go to the launcher. The exit status is the
@@ -37,11 +41,13 @@
 #include "lib/cluster/hostfile.h"
 #include "lib/cluster/scheduler_hosts.h"
 #include "lib/launch/host_binding.h"
+#include "lib/launch/host_probe.h"
 #include "lib/launch/mpirun.h"
 #include "lib/launch/restarts.h"
 #include "lib/launch/srun.h"
 #include "lib/runtime/checkpoint/job_checkpoint.h"
 #include "lib/transform/plan_io.h"
+#include "lib/transform/replan.h"
 
 namespace parallax::cli {
 namespace {
@@ -117,6 +123,7 @@ Command AddLaunchCommand(CLI::App& app, std::vector<std::string> launcher_args,
     std::string launcher = "auto";
     std::string sbatch;  // the script's file; "" with --sbatch alone: stdout
     int restarts = 0;
+    int min_ranks = 0;  // 0: the plan's ranks (no relaunch on fewer)
     bool dry_run = false;
   };
   auto flags = std::make_shared<Flags>();
@@ -142,13 +149,19 @@ Command AddLaunchCommand(CLI::App& app, std::vector<std::string> launcher_args,
   sub->add_option("--restarts", flags->restarts,
                   "relaunch a failed job up to K times from the newest complete checkpoint "
                   "(needs --checkpoint-dir)");
+  auto* min_ranks =
+      sub->add_option("--min-ranks", flags->min_ranks,
+                      "with --restarts and mpirun: when hosts are lost and no spare host can "
+                      "take their place, relaunch on the hosts left (the job re-planned) if "
+                      "they run at least M ranks (default: the plan's ranks)");
   sub->add_flag("--dry-run", flags->dry_run,
                 "print the host binding and the launcher's command line, and exit");
   // Flags `launch` does not know are for the ranks' `parallax run`; main() has already
   // taken the words after `--` (the launcher's) off the command line.
   sub->allow_extras();
   sub->fallthrough(false);
-  return Command{sub, [flags, sub, sbatch, launcher_args, verbosity, interrupted_by]() -> Status {
+  return Command{sub, [flags, sub, sbatch, min_ranks, launcher_args, verbosity,
+                      interrupted_by]() -> Status {
     PX_ASSIGN_OR_RETURN(Plan plan, LoadPlan(flags->job));
     PX_ASSIGN_OR_RETURN(Launcher launcher, ChooseLauncher(flags->launcher, ProcessEnv));
     if (flags->restarts < 0) {
@@ -162,6 +175,25 @@ Command AddLaunchCommand(CLI::App& app, std::vector<std::string> launcher_args,
       return InvalidArgumentError("--restarts {}: a relaunch resumes from the newest complete "
                                   "checkpoint; pass --checkpoint-dir DIR among the run flags",
                                   flags->restarts);
+    }
+    const bool min_ranks_given = min_ranks->count() > 0;
+    if (min_ranks_given) {
+      if (flags->restarts == 0) {
+        return InvalidArgumentError("--min-ranks {}: it says how far a relaunch may shrink the "
+                                    "job; pass --restarts K too",
+                                    flags->min_ranks);
+      }
+      if (flags->min_ranks < 1 || flags->min_ranks > plan.world_size()) {
+        return InvalidArgumentError("--min-ranks {}: expected 1 .. {}, the job's ranks",
+                                    flags->min_ranks, plan.world_size());
+      }
+      if (launcher == Launcher::kSrun || (sbatch->count() > 0 && flags->launcher != "mpirun")) {
+        return InvalidArgumentError("--min-ranks {}: a relaunch on fewer hosts needs "
+                                    "--launcher mpirun (SLURM ends a job whose node fails)",
+                                    flags->min_ranks);
+      }
+    } else {
+      flags->min_ranks = plan.world_size();
     }
     // Absolute, as in launch.sh: the ranks may start in another directory (another host).
     std::filesystem::path job = std::filesystem::absolute(flags->job).lexically_normal();
@@ -181,6 +213,10 @@ Command AddLaunchCommand(CLI::App& app, std::vector<std::string> launcher_args,
       if (flags->restarts > 0) {
         argv.push_back("--restarts");
         argv.push_back(std::to_string(flags->restarts));
+      }
+      if (min_ranks_given) {
+        argv.push_back("--min-ranks");
+        argv.push_back(std::to_string(flags->min_ranks));
       }
       argv.insert(argv.end(), run_args.begin(), run_args.end());
       if (!launcher_args.empty()) {
@@ -208,6 +244,8 @@ Command AddLaunchCommand(CLI::App& app, std::vector<std::string> launcher_args,
     PX_ASSIGN_OR_RETURN(Hostfile allocation,
                         AllocationFor(plan, flags->hostfile, flags->hosts, launcher));
     PX_ASSIGN_OR_RETURN(HostBinding binding, BindPlanHosts(plan, allocation));
+    // A relaunch on fewer hosts changes the plan, the job directory and the binding.
+    std::filesystem::path running_job = job;
     // The ranks' output reaches this terminal through the launcher's pipes: rank 0 is told
     // to redraw one progress line when this process's stderr is a terminal.
     const bool progress_given = std::any_of(run_args.begin(), run_args.end(), [](const auto& a) {
@@ -226,9 +264,21 @@ Command AddLaunchCommand(CLI::App& app, std::vector<std::string> launcher_args,
       return GpuPlanError(flags->job, rank.rank, GpuPlacementText(rank));
     }
     // Mistyped flags, missing data or checkpoints: one line here, not one per rank.
-    if (!flags->dry_run) PX_RETURN_IF_ERROR(PreflightJobRun(flags->job, run_args));
+    JobRunBatch batch;
+    if (!flags->dry_run) {
+      PX_ASSIGN_OR_RETURN(batch, PreflightJobRun(flags->job, run_args));
+    }
 
-    const Hostfile bound_hosts = binding.BoundHostfile();
+    Hostfile bound_hosts = binding.BoundHostfile();
+    // mpirun started from here, now: it forwards only what is set (it warns about every -x
+    // of an unset variable; a relaunch unsets kFirstAttemptOnlyEnv). launch.sh, run later,
+    // keeps PATH and LD_LIBRARY_PATH.
+    auto started_here = [&machine] {
+      MpirunOptions options = machine;
+      std::erase_if(options.forward_env,
+                    [](const std::string& name) { return std::getenv(name.c_str()) == nullptr; });
+      return options;
+    };
     constexpr std::string_view kHostfilePrefix = "parallax-hosts";
     // The launcher's argv for `run_args`, mpirun's reading its hosts from `hostfile_path`.
     auto launch_argv = [&](const std::vector<std::string>& args, const std::string& hostfile_path) {
@@ -237,16 +287,12 @@ Command AddLaunchCommand(CLI::App& app, std::vector<std::string> launcher_args,
         options.parallax = machine.parallax;
         options.extra_srun_args = launcher_args;
         options.run_args = args;
-        return SrunArgv(binding, job.string(), options);
+        return SrunArgv(binding, running_job.string(), options);
       }
-      MpirunOptions options = machine;
-      // Started from here, now: forward only what is set (mpirun warns about every -x of an
-      // unset variable). launch.sh, run later, keeps PATH and LD_LIBRARY_PATH.
-      std::erase_if(options.forward_env,
-                    [](const std::string& name) { return std::getenv(name.c_str()) == nullptr; });
+      MpirunOptions options = started_here();
       options.run_args = args;
       options.extra_mpirun_args = launcher_args;
-      return MpirunArgv(bound_hosts, hostfile_path, job.string(), options);
+      return MpirunArgv(bound_hosts, hostfile_path, running_job.string(), options);
     };
 
     if (flags->dry_run) {
@@ -262,6 +308,11 @@ Command AddLaunchCommand(CLI::App& app, std::vector<std::string> launcher_args,
       if (flags->restarts > 0) {
         std::printf("# a failed job is relaunched up to %d time%s with --resume=if-exists\n",
                     flags->restarts, flags->restarts == 1 ? "" : "s");
+      }
+      if (min_ranks_given && flags->min_ranks < plan.world_size()) {
+        std::printf("# hosts that no longer answer are left out; the job is re-planned on the "
+                    "hosts left when they run at least %d ranks\n",
+                    flags->min_ranks);
       }
       const std::string pattern = TemporaryFile::Pattern(kHostfilePrefix);
       std::printf("%s\n", ShellLine(launch_argv(run_args, pattern)).c_str());
@@ -308,6 +359,69 @@ Command AddLaunchCommand(CLI::App& app, std::vector<std::string> launcher_args,
                    RelaunchPoint(*checkpoint_dir));
       run_args = RelaunchRunArgs(run_args);
       for (std::string_view name : kFirstAttemptOnlyEnv) ::unsetenv(std::string(name).c_str());
+      if (launcher != Launcher::kMpirun) continue;  // SLURM replaces or ends failed nodes
+
+      // Hosts that no longer answer are left out of the relaunch.
+      // This machine, where launch runs, answers by definition.
+      std::vector<std::string> names;
+      for (const BoundHost& host : binding.hosts) {
+        const std::vector<std::string>& local = machine.local_hosts;
+        if (std::find(local.begin(), local.end(), host.host.name) == local.end()) {
+          names.push_back(host.host.name);
+        }
+      }
+      MpirunOptions probe_options = started_here();
+      probe_options.extra_mpirun_args = launcher_args;
+      PX_ASSIGN_OR_RETURN(std::vector<HostProbe> probes,
+                          ProbeHosts(names, probe_options, kHostProbeTimeout));
+      std::vector<std::string> lost;
+      for (const HostProbe& probe : probes) {
+        if (probe.answered) continue;
+        spdlog::warn("restart {}: host {} does not answer: {}", attempt + 1, probe.host,
+                     probe.problem);
+        lost.push_back(probe.host);
+      }
+      if (lost.empty()) continue;
+      // The job failed: what keeps it from being relaunched ends it with its exit status.
+      auto cannot_relaunch = [&](const Status& why, std::string_view hint = "") {
+        return Status(StatusCode::kAborted,
+                      fmt::format("{}: the job failed and cannot be relaunched: {}{}", flags->job,
+                                  why.message(), hint));
+      };
+      StatusOr<RelaunchHosts> relaunch =
+          ChooseRelaunchHosts(plan, allocation, lost, flags->min_ranks);
+      if (!relaunch.ok()) {
+        return cannot_relaunch(relaunch.status(), min_ranks_given ? "" : " (--min-ranks M lets "
+                                                                         "it go on with fewer "
+                                                                         "ranks)");
+      }
+      allocation = relaunch->allocation;
+      if (relaunch->replanned) {
+        const std::filesystem::path replanned = job / fmt::format("restart-{}", attempt + 1);
+        StatusOr<Plan> replan = ReplanOnFewerHosts(running_job.string(), relaunch->kept_roles,
+                                                   replanned.string(), machine);
+        if (!replan.ok()) return cannot_relaunch(replan.status());
+        Plan smaller = *std::move(replan);
+        std::string batch_note;
+        run_args = KeepGlobalBatch(run_args, batch.batch, batch.batch_open, plan.world_size(),
+                                   smaller.world_size(), &batch_note);
+        spdlog::warn("restart {}: re-planned on {} rank{} ({} host{}) in {}; {}", attempt + 1,
+                     smaller.world_size(), smaller.world_size() == 1 ? "" : "s",
+                     relaunch->kept_roles, relaunch->kept_roles == 1 ? "" : "s",
+                     replanned.string(), batch_note);
+        plan = std::move(smaller);
+        running_job = replanned;
+        StatusOr<JobRunBatch> checked = PreflightJobRun(running_job.string(), run_args);
+        if (!checked.ok()) return cannot_relaunch(checked.status());
+        batch = *checked;
+      }
+      StatusOr<HostBinding> rebound = BindPlanHosts(plan, allocation);
+      if (!rebound.ok()) return cannot_relaunch(rebound.status());
+      binding = *std::move(rebound);
+      bound_hosts = binding.BoundHostfile();
+      for (const std::string& line : binding.Describe()) {
+        spdlog::info("restart {}: hosts: {}", attempt + 1, line);
+      }
     }
   }};
 }

@@ -14,7 +14,14 @@
 #  4. --sbatch writes the batch script (slurm_launch_test submits one to a real SLURM);
 #  5. --restarts: a rank killed at step 25 of 40 (the test hook, first attempt only) is
 #     relaunched once from step 20 and ends bit-identical to an uninterrupted run; a job
-#     that keeps failing is relaunched K times, then fails with exit 3.
+#     that keeps failing is relaunched K times, then fails with exit 3;
+#  6. --restarts on fewer hosts: a 2-host job (px-a, px-b through the agent) whose rank on
+#     px-b fails at step 25 while px-b stops answering (the agent refuses it as ssh would):
+#     launch probes the hosts, re-plans the job on px-a alone (JOB/restart-1, --min-ranks
+#     1), resumes from step 20 with the global batch kept (64 on one rank) and ends within
+#     1e-6 of an uninterrupted 2-rank run; without --min-ranks it stops at once, exit 3,
+#     naming the lost host, as it does for a job without cluster.yaml (nothing to re-plan
+#     from); bad --min-ranks values are refused.
 #   launch_test.sh PARALLAX CHECKPOINT_DIFF CLUSTER_YAML
 set -u
 parallax=$(realpath "$1")
@@ -185,6 +192,74 @@ if [[ $rc -eq 3 && $(grep -c '^parallax: warning: restart [12] of 2: the job fai
 else
   cat never.err; fail "--restarts of a job that keeps failing (exit $rc)"
 fi
+
+# --- 6. --restarts on fewer hosts -------------------------------------------------------------
+# An agent under which px-b answers once (the job's start) and then is down, as ssh says.
+cat >agent_down <<'AGENT'
+#!/bin/sh
+if [ "$1" = px-b ] && grep -qx px-b "$AGENT_LOG" 2>/dev/null; then
+  echo "ssh: connect to host px-b port 22: Connection refused" >&2
+  exit 255
+fi
+echo "$1" >>"$AGENT_LOG"
+mkdir -p "$TMPDIR/$1" && export TMPDIR="$TMPDIR/$1" || exit 1
+shift
+exec sh -c "$*"
+AGENT
+chmod +x agent_down
+down_args=(--mca plm_rsh_agent "$PWD/agent_down" "${agent_args[@]:3}")
+"$parallax" models export mlp --widths 64 --batch 0 -o mlp_open.pb >/dev/null || exit 1
+"$parallax" transform mlp_open.pb --cluster two.yaml -o open2 >/dev/null || exit 1
+"$parallax" transform mlp_open.pb --cluster "$cluster" -o open_ref >/dev/null || exit 1
+shrink_flags=(--synthetic --seed 7 --batch 32 --steps 40 --log-every 10 --checkpoint-every 10)
+launch open_ref open_ref/ "${shrink_flags[@]}" --checkpoint-dir ck_open_ref
+rm -f down.log
+AGENT_LOG=$PWD/down.log PARALLAX_TEST_FAIL_AT_STEP=1:25 launch shrunk open2/ -H px-a,px-b \
+  "${shrink_flags[@]}" --checkpoint-dir ck_shrunk --restarts 1 --min-ranks 1 -- "${down_args[@]}"
+grep '^parallax: warning: restart' shrunk.log
+if grep -qx 'parallax: warning: restart 1: host px-b does not answer: the probe ended with exit status 255: ssh: connect to host px-b port 22: Connection refused' shrunk.log &&
+   grep -qx "parallax: warning: restart 1: re-planned on 1 rank (1 host) in $PWD/open2/restart-1; the global batch stays 64 (64 per rank on 1 rank)" shrunk.log &&
+   grep -q 'resumed from ck_shrunk/rank-0/checkpoint-20.safetensors (step 20)' shrunk.log &&
+   [[ $(grep -c '^  - {rank: ' open2/restart-1/plan.yaml) -eq 1 ]] &&
+   [[ ! -e open2/restart-1/rank-1.pb && "$(sort down.log | tr '\n' ' ')" == "px-a px-a px-a px-b " ]]; then
+  pass "--min-ranks 1: px-b lost, re-planned on px-a, relaunched from step 20 with batch 64"
+else
+  tail -n 30 shrunk.log; cat down.log; fail "--min-ranks: the relaunch on fewer hosts"
+fi
+same "min-ranks: 2 ranks to step 25, 1 rank x 64 from step 20 == 2 ranks x 32 (1e-6)" \
+  --tolerance 1e-6 ck_open_ref@40 ck_shrunk@40
+rm -f down.log
+AGENT_LOG=$PWD/down.log PARALLAX_TEST_FAIL_AT_STEP=1:5 timeout 120 "$parallax" launch open2/ \
+  -H px-a,px-b "${shrink_flags[@]}" --checkpoint-dir ck_stopped --restarts 1 -- "${down_args[@]}" \
+  >stopped.out 2>stopped.err
+rc=$?
+if [[ $rc -eq 3 && "$(tail -n 1 stopped.err)" == "parallax: error: open2/: the job failed and cannot be relaunched: hosts lost: px-b; the 1 rank the hosts left can run is fewer than --min-ranks 2 (--min-ranks M lets it go on with fewer ranks)" ]]; then
+  pass "a lost host without --min-ranks: no relaunch, exit 3, the host named"
+else
+  tail -n 5 stopped.err; fail "a lost host without --min-ranks (exit $rc)"
+fi
+# A job written before transform kept cluster.yaml cannot be re-planned: exit 3, one line.
+cp -r open2 old2 && rm -r old2/cluster.yaml old2/restart-1
+rm -f down.log
+AGENT_LOG=$PWD/down.log PARALLAX_TEST_FAIL_AT_STEP=1:5 timeout 120 "$parallax" launch old2/ \
+  -H px-a,px-b "${shrink_flags[@]}" --checkpoint-dir ck_old --restarts 1 --min-ranks 1 \
+  -- "${down_args[@]}" >old.out 2>old.err
+rc=$?
+if [[ $rc -eq 3 && "$(tail -n 1 old.err)" == "parallax: error: old2/: the job failed and cannot be relaunched: $PWD/old2/cluster.yaml: missing, so the job cannot be re-planned on fewer hosts (jobs written by an earlier parallax transform lack it: transform the graph again)" && ! -e old2/restart-1 ]]; then
+  pass "a job without cluster.yaml: not re-planned, exit 3, the file named"
+else
+  tail -n 5 old.err; fail "a job without cluster.yaml (exit $rc)"
+fi
+refused "--min-ranks without --restarts" \
+  "parallax: error: --min-ranks 1: it says how far a relaunch may shrink the job; pass --restarts K too" \
+  -- open2/ --min-ranks 1 --synthetic --dry-run
+refused "--min-ranks above the job's ranks" \
+  "parallax: error: --min-ranks 3: expected 1 .. 2, the job's ranks" \
+  -- open2/ --restarts 1 --min-ranks 3 --checkpoint-dir ck --synthetic --dry-run
+refused "--min-ranks under srun" \
+  "parallax: error: --min-ranks 1: a relaunch on fewer hosts needs --launcher mpirun (SLURM ends a job whose node fails)" \
+  SLURM_JOB_ID=1 SLURM_JOB_NODELIST=localhost -- open2/ --restarts 1 --min-ranks 1 \
+  --checkpoint-dir ck --synthetic --dry-run
 
 echo "$passed passed, $failed failed"
 (( failed == 0 ))

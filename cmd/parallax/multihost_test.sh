@@ -20,7 +20,12 @@
 #     to the job planned on the addresses;
 #  4. a whole host killed mid-job (every process in its namespace, MPI daemon included)
 #     under `parallax launch` ends the job within 10 s with launch's exit status 3 and a
-#     line naming the host, and no rank is left on the other host.
+#     line naming the host, and no rank is left on the other host;
+#  5. a host lost for good (killed and its namespace removed, so the agent cannot reach
+#     it) under `parallax launch --restarts 1 --min-ranks 2`: launch finds it gone,
+#     re-plans the job on host 0 alone (2 ranks, the global batch kept: 64 per rank),
+#     resumes from the newest complete checkpoint and trains to the variables of an
+#     uninterrupted 4-rank run within 1e-6.
 #   multihost_test.sh PARALLAX CHECKPOINT_DIFF NETNS_CLUSTER_SH
 set -u
 parallax=$(realpath "$1")
@@ -230,6 +235,47 @@ else
   kill "$job_pid" 2>/dev/null
   wait "$job_pid"
   fail "the job to kill a host of never reached step 100"
+fi
+
+# --- 5. a host lost for good: the job goes on, re-planned on the host left ----------------
+lost_steps=160
+timeout 120 mpirun -np 4 --oversubscribe --mca btl self,vader "$parallax" run job1/ "${flags[@]}" \
+  --log-every 10 --steps $lost_steps --checkpoint-dir one_lost >one_lost.log 2>&1 ||
+  { cat one_lost.log; fail "4 ranks on one host, $lost_steps steps"; }
+netns_run 0 timeout 180 "$parallax" launch job2/ "${flags[@]}" --steps $lost_steps --log-every 10 \
+  --checkpoint-dir lost --checkpoint-every 20 --restarts 1 --min-ranks 2 \
+  -- "${NETNS_MPIRUN_FLAGS[@]}" "${ring[@]}" >lost.log 2>&1 &
+job_pid=$!
+for _ in $(seq 1 600); do  # until every rank has written step 40 (60 s at most)
+  [[ -e lost/rank-3/checkpoint-40.safetensors ]] && break
+  kill -0 "$job_pid" 2>/dev/null || break
+  sleep 0.1
+done
+if [[ -e lost/rank-3/checkpoint-40.safetensors ]]; then
+  netns_remove_host 1
+  wait "$job_pid"
+  rc=$?
+  grep '^parallax: warning: restart' lost.log
+  resumed=$(grep -o -m 1 'resumed from lost/rank-0/checkpoint-[0-9]*.safetensors (step [0-9]*)' lost.log)
+  echo "== host 1 removed after step 40: exit $rc; $resumed"
+  if [[ $rc -eq 0 && -n $resumed ]] &&
+     grep -q "^parallax: warning: restart 1: host ${NETNS_ADDRS[1]} does not answer: " lost.log &&
+     grep -q "^parallax: warning: restart 1: re-planned on 2 ranks (1 host) in .*/job2/restart-1; the global batch stays 128 (64 per rank on 2 ranks)$" lost.log; then
+    pass "a host lost for good: re-planned on the host left and relaunched ($resumed)"
+  else
+    grep -v 'step [0-9]*/' lost.log | tail -n 30; fail "a host lost for good: exit $rc"
+  fi
+  echo "== 4 ranks on 2 hosts, then 2 ranks x 64 on host 0, vs 4 ranks x 32 on one host"
+  if "$diff_tool" --tolerance 1e-6 "one_lost@$lost_steps" "lost@$lost_steps"; then
+    pass "a job that lost a host trains on as the uninterrupted one (1e-6)"
+  else
+    fail "a job that lost a host differs from the uninterrupted one"
+  fi
+else
+  tail -n 20 lost.log
+  kill "$job_pid" 2>/dev/null
+  wait "$job_pid"
+  fail "the job to lose a host never wrote step 40"
 fi
 
 echo "$passed passed, $failed failed, $(( $(date +%s) - start )) s"

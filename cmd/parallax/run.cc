@@ -405,7 +405,8 @@ Command AddRunCommand(CLI::App& app) {
   }};
 }
 
-Status PreflightJobRun(const std::string& job, const std::vector<std::string>& run_args) {
+StatusOr<JobRunBatch> PreflightJobRun(const std::string& job,
+                                      const std::vector<std::string>& run_args) {
   // The flags, parsed and checked as each rank's `parallax run JOB ...` will.
   CLI::App app;
   RunFlags flags;
@@ -436,13 +437,13 @@ Status PreflightJobRun(const std::string& job, const std::vector<std::string>& r
   PX_ASSIGN_OR_RETURN(Graph graph, LoadGraph((std::filesystem::path(job) / "rank-0.pb").string()));
   TakeFromPlan(plan, 0, &options);
   options.threads = 1;
-  PX_RETURN_IF_ERROR(Trainer::Create(graph, options).status());
+  PX_ASSIGN_OR_RETURN(auto trainer, Trainer::Create(graph, options));
   if (options.resume && !options.resume_if_exists) {
     const std::string rank_dir = (std::filesystem::path(options.checkpoint_dir) / "rank-0").string();
     PX_ASSIGN_OR_RETURN(auto checkpoints, ListCheckpoints(rank_dir));
     if (checkpoints.empty()) return NoCheckpointToResume(rank_dir);
   }
-  return Status::Ok();
+  return JobRunBatch{.batch = trainer->batch_size(), .batch_open = trainer->batch_open()};
 }
 
 }  // namespace parallax::cli

@@ -238,6 +238,9 @@ class Trainer {
   int64_t total_steps() const { return total_steps_; }
   // The batch of the feeds, else of the in-graph pipeline (0 until its first step).
   int64_t batch_size() const { return feeds_batch() ? feeder_->batch_size() : pipeline_batch_; }
+  // Whether the batch is the options' (the feeds' placeholders leave it open), not fixed
+  // by the graph or its input pipeline.
+  bool batch_open() const { return feeds_batch() && !feeder_->batch_fixed(); }
   DataPosition position() const { return sampler_->position(); }
   // The tensors the input run fetches each step (empty: no in-graph pipeline).
   const std::vector<std::string>& pipeline_outputs() const { return pipeline_outputs_; }

@@ -30,6 +30,9 @@
 #  netns_link_counters I    print host I's link counters: tx_bytes rx_bytes tx_packets
 #                           rx_packets.
 #  netns_kill_host I        SIGKILL every process on host I (a host that dies).
+#  netns_remove_host I      netns_kill_host, then remove host I's namespace (its link goes
+#                           with it): a host that is down; the rsh agent can no longer
+#                           enter it, as ssh cannot reach a dead machine.
 
 # `ip` lives in sbin on some systems, which a test's PATH may lack.
 PATH=$PATH:/usr/sbin:/sbin
@@ -159,4 +162,9 @@ netns_kill_host() {
   local pids
   pids=$(ip netns pids "${NETNS_NAMES[$1]}")
   if [[ -n $pids ]]; then kill -9 $pids; fi
+}
+
+netns_remove_host() {
+  netns_kill_host "$1"
+  ip netns del "${NETNS_NAMES[$1]}" 2>/dev/null
 }

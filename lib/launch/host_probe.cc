@@ -1,0 +1,166 @@
+#include "lib/launch/host_probe.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <thread>
+
+#include "lib/base/file.h"
+
+namespace parallax {
+namespace {
+
+// The first line of `text` that says something (not blank, not one of OpenMPI's rules
+// of dashes), trimmed: ssh's or the agent's complaint comes before OpenMPI's explanation.
+std::string FirstLine(std::string_view text) {
+  while (!text.empty()) {
+    const size_t end = text.find('\n');
+    std::string_view line = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.remove_suffix(1);
+    if (line.find_first_not_of('-') != std::string_view::npos) return std::string(line);
+  }
+  return "";
+}
+
+struct RunningProbe {
+  pid_t pid = -1;
+  std::optional<TemporaryFile> output;
+  bool done = false;
+  int status = 0;
+  bool timed_out = false;
+};
+
+// Starts argv with stdout and stderr to `output_path`; the child's pid.
+StatusOr<pid_t> Start(const std::vector<std::string>& argv, const std::string& output_path) {
+  const int output = ::open(output_path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+  if (output < 0) {
+    return InternalError("{}: cannot write: {}", output_path, std::strerror(errno));
+  }
+  std::vector<char*> args;
+  for (const std::string& word : argv) args.push_back(const_cast<char*>(word.c_str()));
+  args.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(output);
+    return InternalError("cannot start {}: {}", argv[0], std::strerror(errno));
+  }
+  if (pid == 0) {
+    const int null = ::open("/dev/null", O_RDONLY);
+    if (null >= 0) ::dup2(null, STDIN_FILENO);
+    if (::dup2(output, STDOUT_FILENO) < 0 || ::dup2(output, STDERR_FILENO) < 0) ::_exit(127);
+    ::execvp(args[0], args.data());
+    const std::string message = fmt::format("cannot run '{}': {}\n", argv[0], std::strerror(errno));
+    (void)!::write(STDERR_FILENO, message.data(), message.size());
+    ::_exit(127);
+  }
+  ::close(output);
+  return pid;
+}
+
+}  // namespace
+
+std::vector<std::string> ProbeArgv(std::string_view host, const MpirunOptions& options) {
+  std::vector<std::string> argv = {options.mpirun, "-np", "1", "--host", std::string(host)};
+  for (const std::string& name : options.forward_env) {
+    argv.push_back("-x");
+    argv.push_back(name);
+  }
+  if (options.as_root) argv.push_back("--allow-run-as-root");
+  argv.insert(argv.end(), options.extra_mpirun_args.begin(), options.extra_mpirun_args.end());
+  argv.push_back(options.parallax);
+  argv.push_back("--version");
+  return argv;
+}
+
+StatusOr<std::vector<HostProbe>> ProbeHosts(const std::vector<std::string>& hosts,
+                                            const MpirunOptions& options,
+                                            std::chrono::milliseconds timeout) {
+  using Clock = std::chrono::steady_clock;
+  std::vector<RunningProbe> probes(hosts.size());
+  Status start_error = Status::Ok();
+  for (size_t i = 0; i < hosts.size() && start_error.ok(); ++i) {
+    StatusOr<TemporaryFile> output = TemporaryFile::Create("parallax-probe", "");
+    if (!output.ok()) {
+      start_error = output.status();
+      break;
+    }
+    probes[i].output.emplace(*std::move(output));
+    StatusOr<pid_t> pid = Start(ProbeArgv(hosts[i], options), probes[i].output->path());
+    if (!pid.ok()) {
+      start_error = pid.status();
+    } else {
+      probes[i].pid = *pid;
+    }
+  }
+  // Wait for every started probe, stopping those past the deadline.
+  const Clock::time_point deadline = Clock::now() + timeout;
+  bool terminated = false;
+  Clock::time_point kill_at;
+  for (;;) {
+    bool running = false;
+    for (RunningProbe& probe : probes) {
+      if (probe.pid < 0 || probe.done) continue;
+      int status = 0;
+      const pid_t got = ::waitpid(probe.pid, &status, WNOHANG);
+      if (got == probe.pid || (got < 0 && errno == ECHILD)) {
+        probe.done = true;
+        probe.status = status;
+      } else {
+        running = true;
+      }
+    }
+    if (!running) break;
+    const Clock::time_point now = Clock::now();
+    if (!start_error.ok() && !terminated) {
+      kill_at = now;  // a probe could not start: stop the others at once
+      terminated = true;
+    }
+    if (!terminated && now >= deadline) {
+      for (RunningProbe& probe : probes) {
+        if (probe.pid < 0 || probe.done) continue;
+        probe.timed_out = true;
+        ::kill(probe.pid, SIGTERM);
+      }
+      terminated = true;
+      kill_at = now + std::chrono::seconds(2);
+    }
+    if (terminated && now >= kill_at) {
+      for (RunningProbe& probe : probes) {
+        if (probe.pid >= 0 && !probe.done) ::kill(probe.pid, SIGKILL);
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!start_error.ok()) return start_error;
+
+  std::vector<HostProbe> results;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    const RunningProbe& probe = probes[i];
+    HostProbe result;
+    result.host = hosts[i];
+    const bool exited_zero = WIFEXITED(probe.status) && WEXITSTATUS(probe.status) == 0;
+    result.answered = exited_zero && !probe.timed_out;
+    if (probe.timed_out) {
+      result.problem = fmt::format("no answer within {:g} s", timeout.count() / 1000.0);
+    } else if (!result.answered) {
+      StatusOr<std::string> text = ReadFileToString(probe.output->path(), 1 << 20);
+      const std::string first = text.ok() ? FirstLine(*text) : std::string();
+      const std::string how = WIFEXITED(probe.status)
+                                  ? fmt::format("exit status {}", WEXITSTATUS(probe.status))
+                                  : fmt::format("signal {}", WTERMSIG(probe.status));
+      result.problem = first.empty() ? fmt::format("the probe ended with {}", how)
+                                     : fmt::format("the probe ended with {}: {}", how, first);
+    }
+    results.push_back(std::move(result));
+  }
+  return results;
+}
+
+}  // namespace parallax

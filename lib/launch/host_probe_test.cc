@@ -1,0 +1,89 @@
+#include "lib/launch/host_probe.h"
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "lib/base/file.h"
+#include "lib/testing/testdata.h"
+
+namespace parallax {
+namespace {
+
+TEST_CASE("a probe starts parallax --version on the host as the job's ranks are started") {
+  MpirunOptions options;
+  options.parallax = "/opt/parallax";
+  options.as_root = true;
+  options.forward_env = {"PATH"};
+  options.extra_mpirun_args = {"--mca", "plm_rsh_agent", "agent.sh"};
+  CHECK(ProbeArgv("node2", options) ==
+        std::vector<std::string>{"mpirun", "-np", "1", "--host", "node2", "-x", "PATH",
+                                 "--allow-run-as-root", "--mca", "plm_rsh_agent", "agent.sh",
+                                 "/opt/parallax", "--version"});
+}
+
+// A stand-in for mpirun: answers for host `up`, fails like ssh for `down`, hangs for
+// `hung` (its argv: -np 1 --host HOST ...).
+std::string FakeMpirun() {
+  const std::string path = testing::TempDir() + "/mpirun";
+  REQUIRE(WriteFileAtomically(path, R"sh(#!/bin/sh
+case "$4" in
+  up) echo "parallax 0.1.0"; exit 0 ;;
+  down) echo "ssh: connect to host down port 22: Connection refused" >&2
+        echo "-------------" >&2
+        echo "ORTE was unable to reliably start one or more daemons." >&2; exit 1 ;;
+  quiet) echo "" >&2; echo "  ----------" >&2; exit 1 ;;
+  hung) exec sleep 60 ;;
+esac
+exit 2
+)sh")
+              .ok());
+  REQUIRE(::chmod(path.c_str(), 0755) == 0);
+  return path;
+}
+
+TEST_CASE("probing hosts: which answer, and why the others did not") {
+  MpirunOptions options;
+  options.mpirun = FakeMpirun();
+  options.forward_env = {};
+  const auto started = std::chrono::steady_clock::now();
+  StatusOr<std::vector<HostProbe>> probes =
+      ProbeHosts({"up", "down", "hung", "up", "quiet"}, options, std::chrono::milliseconds(700));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  REQUIRE(probes.ok());
+  REQUIRE(probes->size() == 5);
+  CHECK((*probes)[0].host == "up");
+  CHECK((*probes)[0].answered);
+  CHECK((*probes)[0].problem.empty());
+  CHECK_FALSE((*probes)[1].answered);
+  CHECK((*probes)[1].problem ==
+        "the probe ended with exit status 1: ssh: connect to host down port 22: Connection "
+        "refused");
+  CHECK_FALSE((*probes)[2].answered);
+  CHECK((*probes)[2].problem == "no answer within 0.7 s");
+  CHECK((*probes)[3].answered);
+  CHECK((*probes)[4].problem == "the probe ended with exit status 1");
+  // The hung probe is stopped at the timeout (SIGTERM ends `sleep`), not waited for.
+  CHECK(seconds < 5);
+}
+
+TEST_CASE("a probe whose mpirun cannot run says why") {
+  MpirunOptions options;
+  options.mpirun = "/nonexistent/mpirun";
+  StatusOr<std::vector<HostProbe>> probes =
+      ProbeHosts({"up"}, options, std::chrono::milliseconds(2000));
+  // execvp fails in the child: the probe ends with status 127 and says why.
+  REQUIRE(probes.ok());
+  CHECK_FALSE((*probes)[0].answered);
+  CHECK((*probes)[0].problem ==
+        "the probe ended with exit status 127: cannot run '/nonexistent/mpirun': No such file "
+        "or directory");
+}
+
+}  // namespace
+}  // namespace parallax
