@@ -19,7 +19,8 @@
 #     px-b fails at step 25 while px-b stops answering (the agent refuses it as ssh would):
 #     launch probes the hosts, re-plans the job on px-a alone (JOB/restart-1, --min-ranks
 #     1), resumes from step 20 with the global batch kept (64 on one rank) and ends within
-#     1e-6 of an uninterrupted 2-rank run; without --min-ranks it stops at once, exit 3,
+#     1e-6 of an uninterrupted 2-rank run; with a spare host (px-c) the same plan runs on
+#     px-a and px-c instead, bit-identical; without --min-ranks it stops at once, exit 3,
 #     naming the lost host, as it does for a job without cluster.yaml (nothing to re-plan
 #     from); bad --min-ranks values are refused.
 #   launch_test.sh PARALLAX CHECKPOINT_DIFF CLUSTER_YAML
@@ -228,6 +229,21 @@ else
 fi
 same "min-ranks: 2 ranks to step 25, 1 rank x 64 from step 20 == 2 ranks x 32 (1e-6)" \
   --tolerance 1e-6 ck_open_ref@40 ck_shrunk@40
+# With a spare host in the allocation, px-c takes px-b's place: the same plan, no re-plan.
+launch spare_ref open2/ -H px-a,px-b "${shrink_flags[@]}" --checkpoint-dir ck_spare_ref \
+  -- "${agent_args[@]}"
+rm -f down.log
+AGENT_LOG=$PWD/down.log PARALLAX_TEST_FAIL_AT_STEP=1:25 launch spare open2/ -H px-a,px-b,px-c \
+  "${shrink_flags[@]}" --checkpoint-dir ck_spare --restarts 1 -- "${down_args[@]}"
+if grep -qx 'parallax: warning: restart 1: host px-b does not answer: the probe ended with exit status 255: ssh: connect to host px-b port 22: Connection refused' spare.log &&
+   ! grep -q 're-planned' spare.log && [[ ! -e open2/restart-2 ]] &&
+   [[ "$(sort down.log | tr '\n' ' ')" == "px-a px-a px-a px-b px-c " ]]; then
+  pass "a spare host takes the lost one's place: the same plan on px-a and px-c"
+else
+  tail -n 30 spare.log; cat down.log; fail "a spare host in place of the lost one"
+fi
+same "spare host: relaunched on px-a, px-c == uninterrupted on px-a, px-b (bit-identical)" \
+  --exact ck_spare_ref@40 ck_spare@40
 rm -f down.log
 AGENT_LOG=$PWD/down.log PARALLAX_TEST_FAIL_AT_STEP=1:5 timeout 120 "$parallax" launch open2/ \
   -H px-a,px-b "${shrink_flags[@]}" --checkpoint-dir ck_stopped --restarts 1 -- "${down_args[@]}" \
