@@ -559,5 +559,33 @@ grep -q "^parallax: error: --init-checkpoint: $tmp/no_checkpoint: " "$tmp/err" \
 expect 2 "$parallax" run "$softmax" --synthetic --input-map nothing
 expect_stderr_line "parallax: error: --input-map 'nothing': expected OLD=NEW (file name prefixes)"
 
+# Flag values a run cannot use: exit 2 and one line naming the flag, before anything is
+# allocated (they were accepted silently, or aborted with bad_alloc or system_error).
+"$parallax" models export softmax --batch 0 -o "$tmp/open_softmax.pb" >/dev/null || fail "export"
+while IFS='|' read -r flags line; do
+  # shellcheck disable=SC2086
+  expect 2 "$parallax" run "$tmp/open_softmax.pb" --synthetic $flags
+  expect_stderr_line "parallax: error: $line"
+done <<'CASES'
+--steps -5|--steps: must be at least 0, not -5
+--epochs -1|--epochs: must be greater than 0, not -1
+--epochs 0|--epochs: must be greater than 0, not 0
+--steps 2 --batch 0|--batch: must be at least 1, not 0
+--steps 2 --batch -3|--batch: must be at least 1, not -3
+--steps 2 --threads 0|--threads: must be at least 1, not 0
+--steps 2 --keep-checkpoints -2|--keep-checkpoints: must be at least 0, not -2
+CASES
+expect 2 "$parallax" run "$tmp/open_softmax.pb" --synthetic --steps 2 --threads 100000
+expect_stderr_line "parallax: error: --threads 100000: at most $(( $(nproc) * 4 )) on this machine (4 per core): more kernel threads than that only slow the kernels down"
+expect 2 "$parallax" run "$tmp/open_softmax.pb" --synthetic --steps 2 --batch 100000000
+grep -qx "parallax: error: batch 100000000: one step's feeds alone take 292.8 GiB, more than the .* of memory available here; use a smaller --batch" "$tmp/err" &&
+  pass || fail "--batch 100000000: $(cat "$tmp/err")"
+expect 2 "$parallax" eval "$tmp/open_softmax.pb" --checkpoint "$tmp/none" --batch 0
+expect_stderr_line "parallax: error: --batch: must be at least 1, not 0"
+expect 2 "$parallax" verify "$tmp/open_softmax.pb" --ranks 0 --synthetic
+expect_stderr_line "parallax: error: --ranks: must be at least 1, not 0"
+expect 2 "$parallax" verify "$tmp/open_softmax.pb" --ranks 2 --steps 0 --synthetic
+expect_stderr_line "parallax: error: --steps: must be at least 1, not 0"
+
 echo "cli_test: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]

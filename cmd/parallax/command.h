@@ -32,6 +32,12 @@ struct Command {
 
 int ExitCodeFor(const Status& status);
 
+// A flag's check that its number is at least `min` ("--batch: must be at least 1, not 0";
+// a value that is not a number is left to the flag's own conversion error).
+CLI::Validator AtLeast(int64_t min);
+// ... greater than 0, for decimals ("--epochs: must be greater than 0, not -1").
+CLI::Validator Positive();
+
 // A graph made data-parallel by hand with Horovod becomes the single-device graph
 // underneath (lib/passes/strip_horovod.h) before `run` and `transform` use it; what was
 // removed is logged (a warning names gradients Horovod summed rather than averaged).

@@ -158,9 +158,11 @@ Command AddEvalCommand(CLI::App& app) {
   sub->add_option("--input-map", flags->input_map, "OLD=NEW: as `run`; repeatable");
   sub->add_option("--batch", flags->batch,
                   "examples per run where the graph leaves the batch open (default: the "
-                  "graph's, else 32)");
+                  "graph's, else 32)")
+      ->check(AtLeast(1));
   sub->add_option("--loss", flags->loss, "the loss tensor (default: found)");
-  sub->add_option("--threads", flags->threads, "kernel threads (default: one per core)");
+  sub->add_option("--threads", flags->threads, "kernel threads (default: one per core)")
+      ->check(AtLeast(1));
   sub->add_flag("--json", flags->json, "print the result as one JSON object");
   return Command{sub, [flags]() { return Evaluate(*flags); }};
 }

@@ -1,6 +1,9 @@
 // `parallax`: the command-line entry point. Parses flags with CLI11, sets up logging
 // (quiet by default, -v for info, -vv for debug), runs the chosen subcommand and maps
 // its Status to the exit code documented in command.h.
+#include <charconv>
+#include <new>
+#include <cstdlib>
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -33,6 +36,29 @@ int ExitCodeFor(const Status& status) {
     case StatusCode::kInternal: return kExitInternal;
   }
   return kExitInternal;
+}
+
+CLI::Validator AtLeast(int64_t min) {
+  return CLI::Validator(
+      [min](std::string& text) -> std::string {
+        int64_t value = 0;
+        const char* end = text.data() + text.size();
+        const auto [at, error] = std::from_chars(text.data(), end, value);
+        if (error != std::errc() || at != end) return "";  // the conversion reports it
+        return value < min ? fmt::format("must be at least {}, not {}", min, text) : "";
+      },
+      "");
+}
+
+CLI::Validator Positive() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end != '\0') return "";
+        return value > 0 ? "" : fmt::format("must be greater than 0, not {}", text);
+      },
+      "");
 }
 
 Status StripHorovodAndReport(Graph& graph) {
@@ -163,7 +189,15 @@ int Main(int argc, char** argv) {
 
   for (const Command& command : commands) {
     if (!command.app->parsed()) continue;
-    const Status status = command.run();
+    // Memory is checked where it can be estimated first (a batch's feeds); an allocation
+    // that still fails (a model too large for this machine) ends in one line, not an abort.
+    Status status = Status::Ok();
+    try {
+      status = command.run();
+    } catch (const std::bad_alloc&) {
+      status = ResourceExhaustedError("out of memory: the model and batch need more than this "
+                                      "machine has (a smaller --batch needs less)");
+    }
     if (!status.ok()) PrintError(status);
     if (status.ok() && verify_failed) return kExitInternal;  // FAIL: 1, as documented
     if (launch_interrupted_by != 0) return 128 + launch_interrupted_by;

@@ -310,11 +310,14 @@ void RegisterRunFlags(CLI::App* sub, RunFlags* flags) {
                   "instead; repeatable");
   sub->add_flag("--synthetic", o.synthetic, "random data for every input without a --feed");
   sub->add_option("--batch", o.batch, "examples per step where the graph leaves the batch open "
-                                      "(default: the graph's, else 32)");
+                                      "(default: the graph's, else 32)")
+      ->check(AtLeast(1));
   auto* steps = sub->add_option("--steps", o.steps, "total train steps (a resumed run continues "
-                                                    "to this step)");
+                                                    "to this step)")
+                    ->check(AtLeast(0));
   sub->add_option("--epochs", o.epochs, "total epochs over the data instead of --steps")
-      ->excludes(steps);
+      ->excludes(steps)
+      ->check(Positive());
   sub->add_option("--seed", o.seed, "seed of the shuffling and of synthetic data (default 0)");
   sub->add_flag("--no-shuffle", flags->no_shuffle, "read examples in file order");
   sub->add_option("--metrics", o.metrics_path, "write JSON lines (step, loss, examples_per_sec, "
@@ -331,7 +334,8 @@ void RegisterRunFlags(CLI::App* sub, RunFlags* flags) {
                 "the ranks' copies); by default what every rank holds identically is written "
                 "by rank 0 alone");
   sub->add_option("--keep-checkpoints", o.keep_checkpoints, "keep the newest K checkpoints "
-                                                            "(default 3; 0 keeps all)");
+                                                            "(default 3; 0 keeps all)")
+      ->check(AtLeast(0));
   sub->add_option("--progress", flags->progress,
                   "auto, live or lines: progress as one line redrawn on stderr (live) or a "
                   "line per --log-every steps on stdout (lines); auto: live on a terminal")
@@ -346,7 +350,8 @@ void RegisterRunFlags(CLI::App* sub, RunFlags* flags) {
                   "start from this checkpoint: a TF checkpoint (prefix, or a directory with a "
                   "`checkpoint` file) or safetensors; variables by name");
   sub->add_option("--threads", o.threads, "kernel threads (default: one per core; in a job, "
-                                          "the cores divided by the ranks on this host)");
+                                          "the cores divided by the ranks on this host)")
+      ->check(AtLeast(1));
   sub->add_option("--eval-feed", flags->eval_feeds,
                   "NAME=SRC: data for an evaluation pass after training (accuracy and loss)");
   sub->add_option("--train-op", o.train_op, "the node to run each step (default: found)");

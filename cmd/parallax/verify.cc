@@ -30,17 +30,22 @@ Command AddVerifyCommand(CLI::App& app, bool* failed) {
                 "per rank, mpirun on localhost) side by side and compare every variable: exit "
                 "0 PASS, 1 FAIL.");
   sub->add_option("graph", o.graph, "the single-device training graph")->required();
-  sub->add_option("--ranks", o.ranks, "N: ranks of the job (CPU ranks on localhost)")->required();
-  sub->add_option("--steps", o.steps, "train steps on both sides (default 20)");
+  sub->add_option("--ranks", o.ranks, "N: ranks of the job (CPU ranks on localhost)")
+      ->required()
+      ->check(AtLeast(1));
+  sub->add_option("--steps", o.steps, "train steps on both sides (default 20)")
+      ->check(AtLeast(1));
   sub->add_option("--batch", o.batch, "examples per step and rank, b (default: the graph's input "
-                                      "pipeline count, else 32); one device takes N*b");
+                                      "pipeline count, else 32); one device takes N*b")
+      ->check(AtLeast(1));
   sub->add_option("--feed", flags->feeds, "NAME=SRC as `parallax run` (a .npy or IDX file, or "
                                           "'synthetic'); repeatable");
   sub->add_flag("--synthetic", o.synthetic, "synthetic data for every input without a --feed");
   sub->add_option("--seed", o.seed, "seed of the shuffling and of synthetic data (default 0)");
   sub->add_flag("--no-shuffle", flags->no_shuffle, "read examples in file order");
   sub->add_option("--threads", o.threads, "the one device's kernel threads (default: one per "
-                                          "core; ranks: the cores divided by N)");
+                                          "core; ranks: the cores divided by N)")
+      ->check(AtLeast(1));
   sub->add_option("--strategy", flags->strategy, "auto, allreduce, ps or hybrid (as transform)");
   sub->add_option("--sparse", flags->sparse, "ps, allgather or dense: how sparse gradients are "
                                              "synchronised (the spec's strategy.sparse)");

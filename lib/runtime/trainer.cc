@@ -16,7 +16,9 @@
 #include <spdlog/spdlog.h>
 
 #include "lib/analysis/training_analysis.h"
+#include "lib/base/file.h"
 #include "lib/base/json_writer.h"
+#include "lib/base/machine.h"
 #include "lib/graph/algorithm.h"
 #include "lib/graph/graph_io.h"
 #include "lib/ops/dtypes.h"
@@ -351,6 +353,11 @@ Status Trainer::Plan() {
   if (o.log_every < 1) return InvalidArgumentError("--log-every must be at least 1, not {}", o.log_every);
   if (o.checkpoint_every < 0) return InvalidArgumentError("--checkpoint-every must not be negative");
   if (o.resume && o.checkpoint_dir.empty()) return InvalidArgumentError("--resume needs --checkpoint-dir");
+  if (const int most = kMaxThreadsPerCore * MachineCores(); o.threads > most) {
+    return InvalidArgumentError("--threads {}: at most {} on this machine ({} per core): more "
+                                "kernel threads than that only slow the kernels down",
+                                o.threads, most, kMaxThreadsPerCore);
+  }
   PX_ASSIGN_OR_RETURN(TrainingAnalysis analysis, AnalyzeTraining(graph_));
 
   // What to run.
@@ -521,6 +528,14 @@ Status Trainer::Plan() {
   for (const Feeder::Binding& b : bindings.list) fed_nodes_.push_back(b.target.ref.node);
   PX_ASSIGN_OR_RETURN(Dataset dataset, DatasetOf(bindings.list));
   PX_ASSIGN_OR_RETURN(Feeder feeder, Feeder::Create(std::move(bindings.list), o.batch));
+  // A batch whose input alone cannot be held is refused before anything is allocated.
+  if (const std::optional<int64_t> available = AvailableMemoryBytes();
+      available && feeder.BatchBytes() > *available) {
+    return ResourceExhaustedError("batch {}: one step's feeds alone take {}, more than the {} "
+                                  "of memory available here; use a smaller --batch",
+                                  feeder.batch_size(), HumanBytes(feeder.BatchBytes()),
+                                  HumanBytes(*available));
+  }
   feeder_.emplace(std::move(feeder));
   PX_ASSIGN_OR_RETURN(Sampler sampler, Sampler::Create(dataset.num_examples(), o.seed, o.shuffle, o.shard));
   sampler_.emplace(std::move(sampler));

@@ -96,6 +96,9 @@ struct FeedSpec {
 // Errors: "--feed 'x': expected NAME=SRC (SRC: a .npy or IDX file, or synthetic)".
 StatusOr<FeedSpec> ParseFeedSpec(std::string_view text, std::string_view flag = "--feed");
 
+// Kernel threads per core beyond which --threads is refused.
+inline constexpr int kMaxThreadsPerCore = 4;
+
 struct TrainerOptions {
   std::vector<FeedSpec> feeds;
   std::vector<FeedSpec> eval_feeds;

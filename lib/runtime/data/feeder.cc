@@ -549,6 +549,14 @@ StatusOr<Feeder> Feeder::Create(std::vector<Binding> bindings, int64_t requested
   return feeder;
 }
 
+int64_t Feeder::BatchBytes() const {
+  int64_t bytes = 0;
+  for (const Plan& plan : plans_) {
+    bytes += batch_size_ * plan.out_example.num_elements() * DataTypeSize(plan.out_dtype);
+  }
+  return bytes;
+}
+
 namespace {
 
 // Reads element i of `t` as int64 (integers) or double (floats).

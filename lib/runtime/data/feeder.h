@@ -122,6 +122,8 @@ class Feeder {
   int64_t batch_size() const { return batch_size_; }
   // True when some target fixes the batch dimension (a smaller last batch cannot be fed).
   bool batch_fixed() const { return batch_fixed_; }
+  // Bytes of one step's feeds: batch_size() examples of every target (strings count 0).
+  int64_t BatchBytes() const;
 
   // The feeds for the examples `ids` (normally batch_size() of them).
   StatusOr<std::vector<std::pair<std::string, Tensor>>> Feeds(std::span<const int64_t> ids) const;

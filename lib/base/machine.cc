@@ -1,0 +1,83 @@
+#include "lib/base/machine.h"
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+
+namespace parallax {
+namespace {
+
+std::optional<int64_t> ParseInt(std::string_view text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+// A small file of /proc or /sys (whose sizes read as 0, so streamed).
+std::optional<std::string> Read(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return std::nullopt;
+  return text.str();
+}
+
+}  // namespace
+
+int MachineCores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
+std::optional<int64_t> MemAvailableOf(const std::string& meminfo_text) {
+  std::istringstream lines(meminfo_text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (!line.starts_with("MemAvailable:")) continue;
+    std::string_view rest = std::string_view(line).substr(13);
+    const size_t unit = rest.find("kB");
+    if (unit == std::string_view::npos) return std::nullopt;
+    std::optional<int64_t> kib = ParseInt(rest.substr(0, unit));
+    if (!kib) return std::nullopt;
+    return *kib * 1024;
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> CgroupRoomOf(const std::string& cgroup_root,
+                                    const std::string& proc_self_cgroup_text) {
+  // cgroup v2: one line "0::/path".
+  std::istringstream lines(proc_self_cgroup_text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (!line.starts_with("0::")) continue;
+    const std::string dir = cgroup_root + line.substr(3);
+    std::optional<std::string> max = Read(dir + "/memory.max");
+    std::optional<std::string> current = Read(dir + "/memory.current");
+    if (!max || !current) return std::nullopt;
+    std::optional<int64_t> limit = ParseInt(*max);  // "max": no limit
+    std::optional<int64_t> used = ParseInt(*current);
+    if (!limit || !used) return std::nullopt;
+    return std::max<int64_t>(0, *limit - *used);
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> AvailableMemoryBytes() {
+  std::optional<std::string> meminfo = Read("/proc/meminfo");
+  if (!meminfo) return std::nullopt;
+  std::optional<int64_t> available = MemAvailableOf(*meminfo);
+  if (!available) return std::nullopt;
+  if (std::optional<std::string> cgroup = Read("/proc/self/cgroup")) {
+    if (std::optional<int64_t> room = CgroupRoomOf("/sys/fs/cgroup", *cgroup)) {
+      available = std::min(*available, *room);
+    }
+  }
+  return available;
+}
+
+}  // namespace parallax
