@@ -559,6 +559,26 @@ grep -q "^parallax: error: --init-checkpoint: $tmp/no_checkpoint: " "$tmp/err" \
 expect 2 "$parallax" run "$softmax" --synthetic --input-map nothing
 expect_stderr_line "parallax: error: --input-map 'nothing': expected OLD=NEW (file name prefixes)"
 
+# Strings written into scripts are quoted: a graph file name holding a newline and a
+# command stays inside launch.sh's comment (it would run on every host), and --sbatch
+# refuses a working directory such a name cannot be written in.
+evil="$tmp/g"$'\n'"touch pwned"$'\n'".pb"
+"$parallax" models export softmax --batch 0 -o "$evil" --force >/dev/null || fail "export"
+rm -rf "$tmp/evil_job" "$tmp/pwned"
+expect 0 "$parallax" transform "$evil" --cluster "$cluster" -o "$tmp/evil_job"
+mkdir -p "$tmp/fakebin"
+printf '#!/bin/sh\nexit 0\n' >"$tmp/fakebin/mpirun"
+chmod +x "$tmp/fakebin/mpirun"
+(cd "$tmp" && PATH="$tmp/fakebin:$PATH" sh evil_job/launch.sh --steps 1) || fail "launch.sh did not run"
+[[ ! -e "$tmp/pwned" ]] && pass || fail "a newline in the graph's name ran a command in launch.sh"
+grep -qF "from $tmp/g\ntouch pwned\n.pb." "$tmp/evil_job/launch.sh" && pass ||
+  fail "launch.sh's comment: $(sed -n 2p "$tmp/evil_job/launch.sh")"
+mkdir -p "$tmp/dir"$'\n'"x"
+(cd "$tmp/dir"$'\n'"x" && "$parallax" launch "$tmp/evil_job" --sbatch s.sh --synthetic \
+   >"$tmp/out" 2>"$tmp/err")
+[[ $? -eq 2 ]] && pass || fail "--sbatch in a directory with a newline: not exit 2"
+expect_stderr_line "parallax: error: --sbatch: the working directory '$tmp/dir\nx' holds a control character, which a #SBATCH line cannot; write the script from another directory"
+
 # Flag values a run cannot use: exit 2 and one line naming the flag, before anything is
 # allocated (they were accepted silently, or aborted with bad_alloc or system_error).
 "$parallax" models export softmax --batch 0 -o "$tmp/open_softmax.pb" >/dev/null || fail "export"

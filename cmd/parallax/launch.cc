@@ -229,6 +229,15 @@ Command AddLaunchCommand(CLI::App& app, std::vector<std::string> launcher_args,
         return InvalidArgumentError("--sbatch: cannot read the working directory: {}",
                                     error.message());
       }
+      // A #SBATCH line ends at a newline: such a directory cannot be written into one.
+      const std::string here_text = here.string();
+      if (std::any_of(here_text.begin(), here_text.end(),
+                      [](char c) { return static_cast<unsigned char>(c) < 0x20; })) {
+        return InvalidArgumentError("--sbatch: the working directory '{}' holds a control "
+                                    "character, which a #SBATCH line cannot; write the script "
+                                    "from another directory",
+                                    CommentText(here_text));
+      }
       const std::string script = SbatchScript(plan, SbatchJobName(job), here.string(), argv);
       if (flags->sbatch.empty()) {
         std::fputs(script.c_str(), stdout);

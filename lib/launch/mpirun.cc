@@ -153,6 +153,25 @@ std::string ShellLine(const std::vector<std::string>& argv) {
   return line;
 }
 
+std::string CommentText(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (byte < 0x20 || byte == 0x7f) {
+      out += fmt::format("\\x{:02x}", byte);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 namespace {
 
 // Starts argv (stdout and stderr to `output_path` when given), calls `started` with its

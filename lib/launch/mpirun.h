@@ -81,6 +81,10 @@ class TemporaryFile {
 std::string ShellQuote(std::string_view word);
 // The argv as one shell-quoted line, for --dry-run and logs.
 std::string ShellLine(const std::vector<std::string>& argv);
+// `text` safe in a one-line `#` comment of a script: every control character (a newline
+// above all, which would end the comment and start a command) written as a C escape
+// (\n, \t, \x1b).
+std::string CommentText(std::string_view text);
 
 // Runs argv (execvp, inheriting stdin/stdout/stderr) and waits. Returns the exit status,
 // or 128 + the signal that ended it; an error when it cannot be started.

@@ -115,5 +115,12 @@ TEST_CASE("ShellQuote") {
   CHECK(ShellQuote("") == "''");
 }
 
+TEST_CASE("CommentText keeps a name on its comment line") {
+  CHECK(CommentText("model.pb") == "model.pb");
+  CHECK(CommentText("g\ntouch /tmp/pwned\n.pb") == "g\\ntouch /tmp/pwned\\n.pb");
+  CHECK(CommentText("a\tb\rc\x1b[0m\x7f") == "a\\tb\\rc\\x1b[0m\\x7f");
+  CHECK(CommentText("caf\xc3\xa9") == "caf\xc3\xa9");  // UTF-8 is kept
+}
+
 }  // namespace
 }  // namespace parallax

@@ -199,7 +199,7 @@ std::string LaunchScript(const Plan& plan, const MpirunOptions& options) {
       "root=\"\"\n"
       "if [ \"$(id -u)\" -eq 0 ]; then root=\"--allow-run-as-root\"; fi\n"
       "exec {} \"$@\"\n",
-      plan.world_size(), plan.source_graph, line);
+      plan.world_size(), CommentText(plan.source_graph), line);
 }
 
 Status JobWriter::WriteJobFiles(const Plan& plan, const MpirunOptions& launch) {
