@@ -186,6 +186,14 @@ assert plan["totals"]["synchronised"] == 2 and plan["totals"]["methods"]["ps"] =
 assert [r["kind"] for r in plan["ranks"]] == ["GPU", "GPU", "CPU", "CPU"], plan["ranks"]
 assert plan["feeds"] == ["ids", "y"] and plan["fetches"] == ["loss:0"], plan
 PY
+# --force replaces only a job or an empty directory: not a folder of other work.
+mkdir -p "$tmp/work" && touch "$tmp/work/thesis.tex"
+expect 2 "$parallax" transform "$example" --cluster "$cluster" -o "$tmp/work" --force
+expect_stderr_line "parallax: error: $tmp/work: exists and is not a Parallax job (it has no plan.yaml); --force replaces only a job directory or an empty one"
+[[ -e "$tmp/work/thesis.tex" ]] && pass || fail "--force deleted a directory that is not a job"
+mkdir -p "$tmp/empty_out"
+expect 0 "$parallax" transform "$example" --cluster "$cluster" -o "$tmp/empty_out" --force
+[[ -s "$tmp/empty_out/plan.yaml" ]] && pass || fail "--force did not fill an empty directory"
 expect 0 "$parallax" transform "$example" --cluster "$cluster" -o "$tmp/job2" --strategy allreduce
 grep -q '^  emb .* sparse .* allgather ' "$tmp/out" && pass || fail "--strategy allreduce did not all-gather emb"
 grep -q '^  emb: allgather: .*; decided by --strategy allreduce; ' "$tmp/out" && pass ||

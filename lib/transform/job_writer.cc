@@ -79,6 +79,13 @@ Status JobWriter::CheckTarget(const std::string& target, bool force) {
     if (!force) {
       return AlreadyExistsError("{}: already exists; pass --force to replace it", dir);
     }
+    // --force deletes what it replaces: only a job (it has plan.yaml) or an empty folder.
+    const bool is_job = fs::is_regular_file(fs::path(dir) / kPlanFile, ec);
+    if (!is_job && !fs::is_empty(dir, ec)) {
+      return AlreadyExistsError("{}: exists and is not a Parallax job (it has no {}); --force "
+                                "replaces only a job directory or an empty one",
+                                dir, kPlanFile);
+    }
   }
   const fs::path parent = fs::path(dir).parent_path();
   if (!parent.empty() && !fs::is_directory(parent, ec)) {

@@ -12,8 +12,9 @@
 //
 // Atomicity: everything is written into a temporary sibling, `<job>.tmp.<pid>`, and
 // renamed into place only when complete. An existing output is never touched unless
-// `force`; then the old directory is renamed aside (`<job>.old.<pid>`), the new one
-// renamed in, and the old one deleted. On any error, or when the JobWriter is destroyed
+// `force`, and then only when it is a job (it has plan.yaml) or empty, so that a mistyped
+// -o never deletes other work: the old directory is renamed aside (`<job>.old.<pid>`), the
+// new one renamed in, and the old one deleted. On any error, or when the JobWriter is destroyed
 // without Commit, the temporary directory is removed: a failed run leaves nothing.
 // Files inside the temporary directory are written plainly (no fsync each): the rename
 // of the directory is what makes the job visible.

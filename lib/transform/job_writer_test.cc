@@ -87,11 +87,25 @@ TEST_CASE("an existing directory is not replaced without force, and untouched") 
   CHECK(Entries(job) == std::vector<std::string>{"mine.txt"});
   CHECK(Entries(root) == std::vector<std::string>{"job"});
 
-  SECTION("with force it is replaced as a whole") {
+  SECTION("with force a job is replaced as a whole") {
+    REQUIRE(WriteFileAtomically(job + "/plan.yaml", "# an older plan").ok());
     REQUIRE(WriteJob(job, /*force=*/true, TwoHostPlan(), Graphs(3), MpirunOptions{}).ok());
     CHECK_FALSE(fs::exists(job + "/mine.txt"));
-    CHECK(fs::exists(job + "/plan.yaml"));
+    CHECK(fs::exists(job + "/rank-2.pb"));
     CHECK(Entries(root) == std::vector<std::string>{"job"});
+  }
+  SECTION("with force a directory that is not a job is refused, untouched") {
+    Status refused = WriteJob(job, /*force=*/true, TwoHostPlan(), Graphs(3), MpirunOptions{});
+    CHECK(refused.code() == StatusCode::kAlreadyExists);
+    CHECK(refused.message() == job + ": exists and is not a Parallax job (it has no plan.yaml); "
+                                     "--force replaces only a job directory or an empty one");
+    CHECK(Entries(job) == std::vector<std::string>{"mine.txt"});
+    CHECK(Entries(root) == std::vector<std::string>{"job"});
+  }
+  SECTION("with force an empty directory is filled") {
+    fs::remove(job + "/mine.txt");
+    REQUIRE(WriteJob(job, /*force=*/true, TwoHostPlan(), Graphs(3), MpirunOptions{}).ok());
+    CHECK(fs::exists(job + "/plan.yaml"));
   }
   SECTION("a file in the way is refused even with force") {
     REQUIRE(WriteFileAtomically(root + "/file", "x").ok());
@@ -116,9 +130,9 @@ TEST_CASE("a failure leaves nothing behind") {
     writer->reset();  // the command returns its error: the writer goes away uncommitted
     CHECK(Entries(root).empty());
   }
-  SECTION("with force, a failure keeps the old directory") {
+  SECTION("with force, a failure keeps the old job") {
     fs::create_directories(job);
-    REQUIRE(WriteFileAtomically(job + "/old.txt", "old").ok());
+    REQUIRE(WriteFileAtomically(job + "/plan.yaml", "old").ok());
     {
       StatusOr<std::unique_ptr<JobWriter>> writer = JobWriter::Begin(job, true);
       REQUIRE(writer.ok());
@@ -126,7 +140,8 @@ TEST_CASE("a failure leaves nothing behind") {
       CHECK_FALSE((*writer)->WriteFile("plan.yaml", "x").ok());
     }
     CHECK(Entries(root) == std::vector<std::string>{"job"});
-    CHECK(Entries(job) == std::vector<std::string>{"old.txt"});
+    CHECK(Entries(job) == std::vector<std::string>{"plan.yaml"});
+    CHECK(*ReadFileToString(job + "/plan.yaml", 100) == "old");
   }
   SECTION("the parent directory is missing") {
     StatusOr<std::unique_ptr<JobWriter>> writer = JobWriter::Begin(root + "/no/job", false);
