@@ -567,6 +567,7 @@ grep -q "^parallax: error: --init-checkpoint: $tmp/no_checkpoint: " "$tmp/err" \
 expect 2 "$parallax" run "$softmax" --synthetic --input-map nothing
 expect_stderr_line "parallax: error: --input-map 'nothing': expected OLD=NEW (file name prefixes)"
 
+"$parallax" models export softmax --batch 0 -o "$tmp/open_softmax.pb" >/dev/null || fail "export"
 # Strings written into scripts are quoted: a graph file name holding a newline and a
 # command stays inside launch.sh's comment (it would run on every host), and --sbatch
 # refuses a working directory such a name cannot be written in.
@@ -587,9 +588,26 @@ mkdir -p "$tmp/dir"$'\n'"x"
 [[ $? -eq 2 ]] && pass || fail "--sbatch in a directory with a newline: not exit 2"
 expect_stderr_line "parallax: error: --sbatch: the working directory '$tmp/dir\nx' holds a control character, which a #SBATCH line cannot; write the script from another directory"
 
+# Exit codes: a job started without its launcher, a malformed plan.yaml and a FIFO given
+# as a graph or data are bad input (2, one line), not a failed job (3) or a hang.
+rm -rf "$tmp/two_rank_job"
+printf 'hosts:\n  - name: localhost\n    cpus: 2\n' >"$tmp/local2.yaml"
+"$parallax" transform "$tmp/open_softmax.pb" --cluster "$tmp/local2.yaml" \
+  -o "$tmp/two_rank_job" >/dev/null 2>&1 || fail "transform for 2 ranks"
+expect 2 "$parallax" run "$tmp/two_rank_job" --synthetic --steps 1
+expect_stderr_line "parallax: error: $tmp/two_rank_job: the plan has 2 ranks but this job has 1 processes (local); start it with \`parallax launch $tmp/two_rank_job\`"
+cp -r "$tmp/two_rank_job" "$tmp/bad_plan_job"
+echo "ranks: [" >"$tmp/bad_plan_job/plan.yaml"
+expect 2 "$parallax" run "$tmp/bad_plan_job" --synthetic --steps 1
+expect_stderr_line "parallax: error: $tmp/bad_plan_job/plan.yaml:2:1: end of sequence flow not found"
+rm -f "$tmp/fifo" && mkfifo "$tmp/fifo"
+expect 2 timeout 10 "$parallax" inspect "$tmp/fifo"
+expect_stderr_line "parallax: error: $tmp/fifo: not a regular file (a FIFO, socket or device); give a file"
+expect 2 timeout 10 "$parallax" run "$tmp/open_softmax.pb" --feed "x=$tmp/fifo" --synthetic --steps 1
+expect_stderr_line "parallax: error: $tmp/fifo: not a regular file (a FIFO, socket or device); give a file"
+
 # Flag values a run cannot use: exit 2 and one line naming the flag, before anything is
 # allocated (they were accepted silently, or aborted with bad_alloc or system_error).
-"$parallax" models export softmax --batch 0 -o "$tmp/open_softmax.pb" >/dev/null || fail "export"
 while IFS='|' read -r flags line; do
   # shellcheck disable=SC2086
   expect 2 "$parallax" run "$tmp/open_softmax.pb" --synthetic $flags

@@ -3,7 +3,8 @@
 // Each subcommand lives in its own file and registers itself on the CLI11 app with an
 // Add*Command function returning the Command to run when it was chosen. Commands return
 // a Status; main() turns it into the documented exit code and a one-line error:
-//   0 ok · 2 bad input (graph, YAML, hostfile, flags) · 3 a job or rank failed · 1 internal
+//   0 ok · 2 bad input (graph, YAML, hostfile, flags) · 3 a job, rank or run failed (a
+//   full disk, an I/O error) · 1 internal
 //   · 130/143 `launch` stopped by SIGINT/SIGTERM
 #ifndef PARALLAX_CMD_PARALLAX_COMMAND_H_
 #define PARALLAX_CMD_PARALLAX_COMMAND_H_

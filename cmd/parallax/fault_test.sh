@@ -13,7 +13,8 @@
 #     the same, and the stopped rank, continued by mpirun's kill, accuses nobody;
 #  3. a checkpoint write that fails half-way (a size-limited tmpfs, mounted here: SKIP
 #     when mounting is impossible): one line naming the file, exit 3, no temporary file
-#     left, the previous checkpoint intact and resumable;
+#     left, the previous checkpoint intact and resumable; one process (no launcher) on a
+#     full disk exits 3 too (the run failed; it is not bad input);
 #  4. a corrupt newest checkpoint (a flipped byte on rank 0; then a truncated file on
 #     rank 1): --resume warns naming the file and resumes from the step before;
 #  5. a data file missing on rank 1 only (rank 1 runs in its own mount namespace with an
@@ -226,8 +227,8 @@ if mount -t tmpfs -o "size=$(( (file_bytes * 5 / 2 + 4095) / 4096 * 4096 ))" tmp
   errors=$(grep -Ec '^(\[1,[0-9]+\]<stderr>:)?parallax: error: rank' disk.log)
   line=$(grep -E '^(\[1,[0-9]+\]<stderr>:)?parallax: error: rank' disk.log | head -n 1)
   # The failed write's own temporary file (rank 0's) is removed. Rank 1 is ended by the
-  # abort, possibly in the middle of its own write: its temporary file may stay (resume
-  # ignores those), so it is not counted.
+  # abort, possibly in the middle of its own write: its temporary file may stay until the
+  # rank's next checkpoint removes it (resume ignores it), so it is not counted.
   leftovers=$(ls small/ck/rank-0 | grep -c '\.tmp')
   echo "== 3. disk full while writing step 60: exit $rc after $elapsed ms: $line"
   echo "   figure: checkpoint write failed: the job ended $elapsed ms after it started" \
@@ -243,6 +244,20 @@ if mount -t tmpfs -o "size=$(( (file_bytes * 5 / 2 + 4095) / 4096 * 4096 ))" tmp
   cp -rL small/ck disk
   umount small
   check_recovery "checkpoint write failed" disk 60 40
+  # One process, no launcher, on the same small disk: the run failed (exit 3), which is
+  # not bad input (exit 2).
+  mount -t tmpfs -o "size=$(( (file_bytes * 3 / 2 + 4095) / 4096 * 4096 ))" tmpfs small
+  timeout 120 "$parallax" run mlp.pb "${flags[@]}" --steps 100000 --checkpoint-dir small/one \
+    --checkpoint-every "$every" >one_disk.log 2>&1
+  rc=$?
+  line=$(grep '^parallax: error:' one_disk.log)
+  umount small
+  echo "== 3b. one process, disk full while writing step 40: exit $rc: $line"
+  if [[ $rc -eq 3 && "$line" == "parallax: error: small/one/checkpoint-40.safetensors: write failed: No space left on device" ]]; then
+    pass "one process on a full disk: one line naming the file, exit 3"
+  else
+    tail -n 5 one_disk.log; fail "one process on a full disk (exit $rc)"
+  fi
 else
   skip "a checkpoint write failing half-way: cannot mount a tmpfs here ($(head -n 1 mount.err))"
 fi

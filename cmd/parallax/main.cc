@@ -32,6 +32,7 @@ int ExitCodeFor(const Status& status) {
     case StatusCode::kResourceExhausted:
     case StatusCode::kOutOfRange: return kExitBadInput;  // e.g. an input pipeline with no data
     case StatusCode::kAborted:
+    case StatusCode::kUnavailable:  // the run failed: a full disk is not bad input
     case StatusCode::kDeadlineExceeded: return kExitJobFailed;
     case StatusCode::kInternal: return kExitInternal;
   }

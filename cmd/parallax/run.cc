@@ -269,6 +269,9 @@ Status RunJobRank(const std::string& dir, TrainerOptions options, bool threads_g
     return TrainAndReport(graph, options, out);
   };
   Status status = run();
+  // One process that no launcher started (`parallax run JOB` by hand): its error is the
+  // run's own, with run's exit code (a job of 2 ranks started alone, a bad plan.yaml: 2).
+  if (comm->kind() == "local") return status;
   if (!status.ok()) comm->Abort(status, 3);
   // Nobody leaves before everyone is done (a late failure still aborts the others).
   Status barrier = comm->Barrier();

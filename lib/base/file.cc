@@ -22,6 +22,11 @@ StatusOr<int> OpenForReading(const std::string& path, uint64_t max_bytes, uint64
     return InvalidArgumentError("{}: cannot read: {}", path, std::strerror(errno));
   }
   if (S_ISDIR(st.st_mode)) return InvalidArgumentError("{}: is a directory, not a file", path);
+  if (!S_ISREG(st.st_mode)) {
+    return InvalidArgumentError("{}: not a regular file (a FIFO, socket or device); give a "
+                                "file",
+                                path);
+  }
   if (static_cast<uint64_t>(st.st_size) > max_bytes) {
     return InvalidArgumentError("{}: file is {}, over the limit of {}", path,
                                 HumanBytes(st.st_size), HumanBytes(max_bytes));
@@ -70,10 +75,16 @@ StatusOr<std::string> ReadFileRange(const std::string& path, uint64_t offset, ui
   return ReadAndClose(fd, path, offset, std::min(length, available));
 }
 
+Status WriteError(std::string_view path, std::string_view what, int err) {
+  const bool machine = err == ENOSPC || err == EDQUOT || err == EIO || err == EFBIG;
+  return Status(machine ? StatusCode::kUnavailable : StatusCode::kInvalidArgument,
+                fmt::format("{}: {}: {}", path, what, std::strerror(err)));
+}
+
 Status WriteFileAtomically(const std::string& path, std::string_view contents) {
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return InvalidArgumentError("{}: cannot create: {}", path, std::strerror(errno));
+  if (fd < 0) return WriteError(path, "cannot create", errno);
   size_t done = 0;
   while (done < contents.size()) {
     ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
@@ -82,14 +93,14 @@ Status WriteFileAtomically(const std::string& path, std::string_view contents) {
       int err = errno;
       ::close(fd);
       ::unlink(tmp.c_str());
-      return InvalidArgumentError("{}: write failed: {}", path, std::strerror(err));
+      return WriteError(path, "write failed", err);
     }
     done += static_cast<size_t>(n);
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
-    return InvalidArgumentError("{}: write failed: {}", path, std::strerror(err));
+    return WriteError(path, "write failed", err);
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;

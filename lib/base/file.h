@@ -12,8 +12,9 @@
 
 namespace parallax {
 
-// Reads the whole file. Errors name the path: missing, a directory, unreadable, or
-// larger than max_bytes (checked before reading).
+// Reads the whole file. Errors name the path: missing, a directory or anything else that
+// is not a regular file (a FIFO would block the read forever), unreadable, or larger than
+// max_bytes (checked before reading).
 StatusOr<std::string> ReadFileToString(const std::string& path,
                                        uint64_t max_bytes = UINT64_MAX);
 
@@ -21,8 +22,14 @@ StatusOr<std::string> ReadFileToString(const std::string& path,
 // The same errors as ReadFileToString.
 StatusOr<std::string> ReadFileRange(const std::string& path, uint64_t offset, uint64_t length);
 
-// Writes contents to path.tmp.<pid>, flushes it, then renames it over path.
+// Writes contents to path.tmp.<pid>, flushes it, then renames it over path. The
+// temporary file is removed on any error.
 Status WriteFileAtomically(const std::string& path, std::string_view contents);
+
+// The error for a failed write of `path` with errno `err` ("write failed", "cannot
+// create"): Unavailable when the machine is at fault (a full disk or quota, an I/O
+// error), InvalidArgument when the path is (missing folder, no permission).
+Status WriteError(std::string_view path, std::string_view what, int err);
 
 // "1.5 GiB", "320 KiB", "17 B".
 std::string HumanBytes(uint64_t bytes);

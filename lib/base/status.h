@@ -29,6 +29,7 @@ enum class StatusCode {
   kAborted,            // a job or rank failed
   kDeadlineExceeded,   // a wait timed out
   kOutOfRange,         // the end of an input sequence (a dataset, a closed queue)
+  kUnavailable,        // the machine could not do it: a full disk, an I/O error
   kInternal,           // a broken invariant: a Parallax bug
 };
 
@@ -89,6 +90,10 @@ Status ResourceExhaustedError(fmt::format_string<Args...> format, Args&&... args
 template <typename... Args>
 Status OutOfRangeError(fmt::format_string<Args...> format, Args&&... args) {
   return Status(StatusCode::kOutOfRange, fmt::format(format, std::forward<Args>(args)...));
+}
+template <typename... Args>
+Status UnavailableError(fmt::format_string<Args...> format, Args&&... args) {
+  return Status(StatusCode::kUnavailable, fmt::format(format, std::forward<Args>(args)...));
 }
 template <typename... Args>
 Status InternalError(fmt::format_string<Args...> format, Args&&... args) {

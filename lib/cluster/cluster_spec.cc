@@ -102,8 +102,23 @@ bool GlobMatch(std::string_view pattern, std::string_view name) {
   return p == pattern.size();
 }
 
+std::string HostNameProblem(std::string_view name) {
+  if (IsValidHostName(name)) return "";
+  if (name.size() > kMaxHostNameLength) {
+    return fmt::format("{} is {} characters long; a host name has at most {}", Quoted(name),
+                       name.size(), kMaxHostNameLength);
+  }
+  if (name.find('@') != std::string_view::npos) {
+    return fmt::format("{} is not a valid host name (user@host is not supported; set the "
+                       "user in ~/.ssh/config)",
+                       Quoted(name));
+  }
+  return fmt::format("{} is not a valid host name (letters, digits, '.', '-', '_')",
+                     Quoted(name));
+}
+
 bool IsValidHostName(std::string_view name) {
-  if (name.empty() || name.size() > 253) return false;
+  if (name.empty() || name.size() > kMaxHostNameLength) return false;
   auto alnum = [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
   };
@@ -555,11 +570,7 @@ Status SpecParser::ParseHost(const YAML::Node& node, const std::string& path,
   const Field* name = FindField(fields, "name");
   if (name == nullptr) return Error(line, path, "missing required key 'name'");
   PX_ASSIGN_OR_RETURN(host.name, Word(*name, "a host name"));
-  if (!IsValidHostName(host.name)) {
-    return Error(name->line, name->path,
-                 fmt::format("{} is not a valid host name (letters, digits, '.', '-', '_')",
-                             Quoted(host.name)));
-  }
+  if (!IsValidHostName(host.name)) return Error(name->line, name->path, HostNameProblem(host.name));
   host.line = name->line;
   const Field* gpus = FindField(fields, "gpus");
   const Field* cpus = FindField(fields, "cpus");

@@ -193,6 +193,13 @@ bool GlobMatch(std::string_view pattern, std::string_view name);
 // Whether `name` can name a host for mpirun: letters, digits, '.', '-', '_', starting
 // with a letter or digit (no ':' or ',' which `-H` uses, no whitespace, no user@).
 bool IsValidHostName(std::string_view name);
+// Longest host name (DNS's limit).
+inline constexpr size_t kMaxHostNameLength = 253;
+// Why `name` cannot name a host, for messages; "" when IsValidHostName(name):
+// "'node 1' is not a valid host name (letters, digits, '.', '-', '_')", "'aaaa...' is
+// 300 characters long; a host name has at most 253", or, for user@host, a hint to
+// ~/.ssh/config.
+std::string HostNameProblem(std::string_view name);
 
 }  // namespace parallax
 

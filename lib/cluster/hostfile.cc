@@ -31,15 +31,6 @@ namespace {
 
 constexpr int kMaxSlots = 1 << 20;  // max_slots only bounds oversubscription
 
-std::string BadHostName(std::string_view name) {
-  if (name.find('@') != std::string_view::npos) {
-    return fmt::format("{} is not a valid host name (user@host is not supported; set the "
-                       "user in ~/.ssh/config)",
-                       Quoted(name));
-  }
-  return fmt::format("{} is not a valid host name (letters, digits, '.', '-', '_')",
-                     Quoted(name));
-}
 
 // The words of a line with its comment removed; '=' is a word of its own, so that
 // "slots=4" and "slots = 4" read alike (as OpenMPI reads them).
@@ -69,7 +60,7 @@ Status ParseLine(const std::vector<std::string_view>& tokens, HostfileEntry& ent
     return InvalidArgumentError("expected a host name first, got '='");
   }
   entry.name = std::string(tokens[0]);
-  if (!IsValidHostName(entry.name)) return InvalidArgumentError("{}", BadHostName(entry.name));
+  if (!IsValidHostName(entry.name)) return InvalidArgumentError("{}", HostNameProblem(entry.name));
   bool slots_given = false;
   for (size_t i = 1; i < tokens.size(); i += 3) {
     const std::string_view key = tokens[i];
@@ -181,7 +172,7 @@ StatusOr<Hostfile> ParseHostList(std::string_view list) {
     const size_t colon = item.find(':');
     entry.name = std::string(item.substr(0, colon));
     if (!IsValidHostName(entry.name)) {
-      return InvalidArgumentError("-H: {}", BadHostName(entry.name));
+      return InvalidArgumentError("-H: {}", HostNameProblem(entry.name));
     }
     if (colon != std::string_view::npos) {
       const std::string_view count = item.substr(colon + 1);

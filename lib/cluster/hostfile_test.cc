@@ -107,6 +107,12 @@ TEST_CASE("-H lists: node:slots, slots default to 1") {
   CHECK(HostListError("node1:2,node1:2") == "-H: host 'node1' is listed twice");
   CHECK(HostListError("node 1:2") ==
         "-H: 'node 1' is not a valid host name (letters, digits, '.', '-', '_')");
+  StatusOr<Hostfile> long_name = ParseHostList(std::string(254, 'a') + ":2");
+  REQUIRE_FALSE(long_name.ok());
+  CHECK(long_name.status().message() == "-H: '" + std::string(40, 'a') +
+                                            "...' is 254 characters long; a host name has at "
+                                            "most 253");
+  CHECK(ParseHostList(std::string(253, 'a') + ":2").ok());
 }
 
 TEST_CASE("a missing hostfile and a directory are clear errors") {

@@ -14,7 +14,7 @@ class RankLayoutBuilder {
   Status AddHost(const std::string& host, DeviceKind device,
                  const std::vector<int>& device_indices) {
     if (!IsValidHostName(host)) {
-      return InvalidArgumentError("{}: '{}' is not a valid host name", source_, host);
+      return InvalidArgumentError("{}: {}", source_, HostNameProblem(host));
     }
     if (!names_.insert(host).second) {
       return InvalidArgumentError("{}: host '{}' is listed twice", source_, host);

@@ -53,9 +53,7 @@ Status ExpandItem(std::string_view item, std::string_view whole, std::string_vie
   const size_t open = item.find('[');
   if (open == std::string_view::npos) {
     if (!IsValidHostName(item)) {
-      return InvalidArgumentError("{}: {} is not a valid host name (letters, digits, '.', '-', "
-                                  "'_')",
-                                  variable, Quoted(item));
+      return InvalidArgumentError("{}: {}", variable, HostNameProblem(item));
     }
     if (names.size() >= static_cast<size_t>(kMaxAllocationHosts)) {
       return InvalidArgumentError("{}: {} names more than {} hosts", variable, Quoted(whole),
@@ -241,6 +239,9 @@ StatusOr<Hostfile> ParsePbsNodefile(std::string_view text, std::string_view sour
     if (first == std::string_view::npos) continue;
     line = line.substr(first, line.find_last_not_of(" \t\r") - first + 1);
     if (!IsValidHostName(line)) {
+      if (line.find_first_of(" \t") == std::string_view::npos) {
+        return InvalidArgumentError("{}:{}: {}", source, line_number, HostNameProblem(line));
+      }
       return InvalidArgumentError("{}:{}: {} is not a valid host name (one host name per line)",
                                   source, line_number, Quoted(line));
     }

@@ -59,7 +59,10 @@ TEST_CASE("SLURM hostlists: errors name the variable and the bad part") {
   CHECK(error("") == "SLURM_JOB_NODELIST: no hosts (expected a list such as node[01-03],gpu5)");
   CHECK(error("node[1-2],node2") == "SLURM_JOB_NODELIST: host 'node2' is listed twice");
   CHECK(error("user@node") == "SLURM_JOB_NODELIST: 'user@node' is not a valid host name "
-                              "(letters, digits, '.', '-', '_')");
+                              "(user@host is not supported; set the user in ~/.ssh/config)");
+  CHECK(error(std::string(300, 'n')) ==
+        "SLURM_JOB_NODELIST: '" + std::string(40, 'n') +
+            "...' is 300 characters long; a host name has at most 253");
   CHECK(error("n[0-99999999]") ==
         "SLURM_JOB_NODELIST: 'n[0-99999999]' names more than 65536 hosts");
 }

@@ -112,6 +112,15 @@ StatusOr<std::string> SaveCheckpoint(const std::string& dir,
   if (ec) return InvalidArgumentError("{}: cannot create the checkpoint directory: {}", dir, ec.message());
   const std::string path = CheckpointPath(dir, state.step);
   PX_RETURN_IF_ERROR(WriteSafetensors(path, contents));
+  // A process killed while writing leaves its temporary file (`NAME.tmp.<pid>`); the
+  // directory is this writer's, so what is left there now is nobody's.
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const size_t tmp = name.find(".tmp.");
+    if (entry.is_regular_file() && tmp != std::string::npos && StepOfFileName(name.substr(0, tmp))) {
+      std::filesystem::remove(entry.path(), ec);  // best effort, as below
+    }
+  }
   if (keep > 0) {
     PX_ASSIGN_OR_RETURN(auto checkpoints, ListCheckpoints(dir));
     for (size_t i = 0; i + static_cast<size_t>(keep) < checkpoints.size(); ++i) {

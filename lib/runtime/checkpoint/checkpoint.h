@@ -74,8 +74,10 @@ StatusOr<std::vector<std::pair<int64_t, std::string>>> ListCheckpoints(const std
 StatusOr<std::optional<std::string>> LatestCheckpoint(const std::string& dir);
 
 // Writes the variables and state to CheckpointPath(dir, state.step) (creating `dir`),
-// then deletes all but the newest `keep` checkpoints (keep <= 0 keeps all). Errors: a
-// variable that is not initialised, an unwritable directory. Returns the path.
+// then deletes the temporary files of checkpoints a killed writer left in `dir`
+// (checkpoint-S.safetensors.tmp.<pid>: one process writes a directory) and all but the
+// newest `keep` checkpoints (keep <= 0 keeps all). Errors: a variable that is not
+// initialised, an unwritable directory. Returns the path.
 StatusOr<std::string> SaveCheckpoint(const std::string& dir,
                                      const std::vector<CheckpointVariable>& variables,
                                      VariableStore& store, const CheckpointState& state,

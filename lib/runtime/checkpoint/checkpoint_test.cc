@@ -95,6 +95,19 @@ TEST_CASE("only the newest K checkpoints are kept; temporary files are not check
   CHECK_FALSE(none->has_value());
 }
 
+TEST_CASE("the next checkpoint removes what a writer killed mid-write left") {
+  const std::string dir = testing::TempDir();
+  Initialised a;
+  REQUIRE(SaveCheckpoint(dir, Variables(), a.executor->variables(), {.step = 10}).ok());
+  REQUIRE(WriteFileAtomically(dir + "/checkpoint-20.safetensors.tmp.4242", "partial").ok());
+  REQUIRE(WriteFileAtomically(dir + "/notes.tmp.1", "not a checkpoint's").ok());
+  REQUIRE(SaveCheckpoint(dir, Variables(), a.executor->variables(), {.step = 30}).ok());
+  CHECK_FALSE(std::filesystem::exists(dir + "/checkpoint-20.safetensors.tmp.4242"));
+  CHECK(std::filesystem::exists(dir + "/notes.tmp.1"));
+  CHECK(std::filesystem::exists(dir + "/checkpoint-10.safetensors"));
+  CHECK(std::filesystem::exists(dir + "/checkpoint-30.safetensors"));
+}
+
 TEST_CASE("restore errors name the file and the variable; the store is untouched") {
   const std::string dir = testing::TempDir();
   Initialised a;

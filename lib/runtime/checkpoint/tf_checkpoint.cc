@@ -249,7 +249,7 @@ StatusOr<IndexContents> ReadIndexFile(const std::string& path) {
 // Writes `bytes` to `path` and flushes it to disk; on error removes it.
 Status WriteAndSync(const std::string& path, std::string_view bytes, const std::string& name) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return InvalidArgumentError("{}: cannot create: {}", name, std::strerror(errno));
+  if (fd < 0) return WriteError(name, "cannot create", errno);
   size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
@@ -258,14 +258,14 @@ Status WriteAndSync(const std::string& path, std::string_view bytes, const std::
       const int err = errno;
       ::close(fd);
       ::unlink(path.c_str());
-      return InvalidArgumentError("{}: write failed: {}", name, std::strerror(err));
+      return WriteError(name, "write failed", err);
     }
     done += static_cast<size_t>(n);
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     const int err = errno;
     ::unlink(path.c_str());
-    return InvalidArgumentError("{}: write failed: {}", name, std::strerror(err));
+    return WriteError(name, "write failed", err);
   }
   return Status::Ok();
 }
@@ -722,8 +722,7 @@ Status TfCheckpointWriter::Flush() {
     const ssize_t n = ::write(fd_, buffer_.data() + done, buffered_ - done);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      return InvalidArgumentError("{}: write failed: {}", TfCheckpointDataPath(prefix_, 0, 1),
-                                  std::strerror(errno));
+      return WriteError(TfCheckpointDataPath(prefix_, 0, 1), "write failed", errno);
     }
     done += static_cast<size_t>(n);
   }
@@ -855,7 +854,7 @@ Status TfCheckpointWriter::Finish() {
   if (Status s = Flush(); !s.ok()) return Fail(s);
   if (::fsync(fd_) != 0 || ::close(fd_) != 0) {
     fd_ = -1;
-    return Fail(InvalidArgumentError("{}: write failed: {}", data, std::strerror(errno)));
+    return Fail(WriteError(data, "write failed", errno));
   }
   fd_ = -1;
   buffer_ = {};
