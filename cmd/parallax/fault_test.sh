@@ -16,7 +16,9 @@
 #     left, the previous checkpoint intact and resumable; one process (no launcher) on a
 #     full disk exits 3 too (the run failed; it is not bad input);
 #  4. a corrupt newest checkpoint (a flipped byte on rank 0; then a truncated file on
-#     rank 1): --resume warns naming the file and resumes from the step before;
+#     rank 1): --resume warns naming the file and resumes from the step before; rank
+#     files that read back whole but come from different runs: after the resume the ranks
+#     compare their replicated variables, and the rank that differs names one (exit 3);
 #  5. a data file missing on rank 1 only (rank 1 runs in its own mount namespace with an
 #     empty directory over the data: SKIP when unshare or mount is impossible): one line
 #     naming the rank and the file, exit 3, within 10 s;
@@ -288,6 +290,30 @@ if grep -q "rank 1: bad/rank-1/checkpoint-100.safetensors: .*; skipping step 100
 else
   grep -v '<stdout>' bad.resume.log | tail -n 5
   fail "no warning names the truncated checkpoint"
+fi
+
+# Files that each read back whole but disagree: every rank wrote its own copy of every
+# variable (--checkpoint-every-rank), and rank 1's step-40 file is replaced by the one of
+# another run (another seed). No checksum can see it; after the resume the ranks compare
+# their replicated variables and rank 1 names the first that differs from rank 0's.
+for run in mixed other; do
+  seed_flag=(--seed 7)
+  [[ $run == other ]] && seed_flag=(--seed 8)
+  timeout 120 "$parallax" launch job/ --synthetic "${seed_flag[@]}" --log-every 1000 --steps 40 \
+    --checkpoint-dir "$run" --checkpoint-every-rank >"$run.log" 2>&1 ||
+    { cat "$run.log"; fail "every-rank checkpoints ($run)"; }
+done
+cp other/rank-1/checkpoint-40.safetensors mixed/rank-1/checkpoint-40.safetensors
+timeout 120 "$parallax" launch job/ "${flags[@]}" --steps 60 --checkpoint-dir mixed --resume \
+  >mixed.resume.log 2>&1
+rc=$?
+line=$(grep -E -m 1 '^(\[1,[0-9]+\]<stderr>:)?parallax: error: rank 1:' mixed.resume.log)
+echo "== 4b. rank 1's checkpoint from another run: exit $rc: $line"
+if [[ $rc -eq 3 && "$line" == *"parallax: error: rank 1: mixed/rank-1/checkpoint-40.safetensors: after the resume variable '"*"' on rank 1 differs from rank 0's copy (fingerprint "*"): the ranks' checkpoint files disagree" ]]; then
+  pass "replicated variables that disagree after a resume: rank 1 names one, exit 3"
+else
+  grep -v '<stdout>' mixed.resume.log | tail -n 6
+  fail "replicated variables that disagree after a resume (exit $rc)"
 fi
 
 # --- 5. a data file missing on one rank -----------------------------------------------------

@@ -670,6 +670,7 @@ Status Trainer::Initialize() {
       executor_->session().random().Restore(RandomPositionsOf(state.extra));
       spdlog::info("restored {} variables from {} (step {}, epoch {}, index {})", variables_.size(),
                    latest, state.step, state.position.epoch, state.position.index);
+      PX_RETURN_IF_ERROR(CheckReplicasAgree(latest));
       if (const std::string dir = SaveRestoredDir(); !dir.empty()) {
         PX_RETURN_IF_ERROR(CheckpointTo(RankDir(dir)).status());
       }
@@ -975,6 +976,46 @@ StatusOr<std::string> Trainer::CheckpointTo(const std::string& dir) {
     }
   }
   return SaveCheckpoint(dir, written, executor_->variables(), state, options_.keep_checkpoints);
+}
+
+Status Trainer::CheckReplicasAgree(const std::string& restored_from) {
+  Communicator* comm = options_.communicator;
+  const parallax::Plan* plan = options_.plan;
+  if (comm == nullptr || plan == nullptr || comm->size() == 1) return Status::Ok();
+  // FNV-1a 64 of each variable every rank holds identically, in variables_ order (the same
+  // on every rank: one graph), compared with rank 0's.
+  std::vector<const CheckpointVariable*> replicated;
+  std::vector<int64_t> fingerprints;
+  for (const CheckpointVariable& v : variables_) {
+    if (!plan->IdenticalOnEveryRank(v.name)) continue;
+    const Tensor* value = executor_->variables().Find(v.store_key);
+    if (value == nullptr || !value->initialized() || value->bytes() == 0) continue;
+    const std::string hex = Fingerprint(std::string_view(
+        static_cast<const char*>(value->raw_data()), value->bytes()));
+    replicated.push_back(&v);
+    fingerprints.push_back(static_cast<int64_t>(std::stoull(hex, nullptr, 16)));
+  }
+  const Tensor mine = Tensor::FromVector(
+      fingerprints, TensorShape({static_cast<int64_t>(fingerprints.size())}));
+  Tensor rank0 = mine.DeepCopy();
+  PX_RETURN_IF_ERROR(comm->Broadcast(rank0, 0));
+  if (rank0.num_elements() != mine.num_elements()) {
+    return FailedPreconditionError("{}: after the resume rank {} holds {} replicated variables, "
+                                   "rank 0 {}",
+                                   restored_from, comm->rank(), mine.num_elements(),
+                                   rank0.num_elements());
+  }
+  for (size_t i = 0; i < replicated.size(); ++i) {
+    const int64_t theirs = rank0.flat<int64_t>()[i];
+    if (theirs != fingerprints[i]) {
+      return FailedPreconditionError(
+          "{}: after the resume variable '{}' on rank {} differs from rank 0's copy "
+          "(fingerprint {:016x}, rank 0's {:016x}): the ranks' checkpoint files disagree",
+          restored_from, replicated[i]->name, comm->rank(), static_cast<uint64_t>(fingerprints[i]),
+          static_cast<uint64_t>(theirs));
+    }
+  }
+  return Status::Ok();
 }
 
 StatusOr<SafetensorsContents> Trainer::ContentsForThisRank(const JobCheckpoint& job) const {

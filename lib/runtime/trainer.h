@@ -264,6 +264,11 @@ class Trainer {
   // they are, each local storage "V/parallax/local" the rows of the reassembled V that
   // this rank owns in options_.plan. Errors name the checkpoint and the variable.
   StatusOr<SafetensorsContents> ContentsForThisRank(const JobCheckpoint& job) const;
+  // After a resume in a job: every variable the plan keeps identical on every rank is
+  // compared (a 64-bit fingerprint) with rank 0's copy; FailedPrecondition naming the
+  // first that differs on this rank (checkpoint files of different runs, or corrupted
+  // in a way no checksum saw).
+  Status CheckReplicasAgree(const std::string& restored_from);
   // A checkpoint to resume from, read: its tensors and metadata as this rank restores
   // them.
   struct ResumePoint {
