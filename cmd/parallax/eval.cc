@@ -92,7 +92,6 @@ Status Evaluate(const EvalFlags& flags) {
     return InvalidArgumentError("eval: --feed NAME=SRC is required (the labelled examples to "
                                 "evaluate on)");
   }
-  if (flags.batch < 0) return InvalidArgumentError("--batch must be positive, not {}", flags.batch);
   std::string graph_path = flags.graph;
   if (IsJobDir(flags.graph)) {
     PX_ASSIGN_OR_RETURN(graph_path, JobSourceGraph(flags.graph));

@@ -274,7 +274,7 @@ with open(sys.argv[1], 'r+b') as f:
     f.seek(-1, 2); b = f.read(1); f.seek(-1, 2); f.write(bytes([b[0] ^ 0x10]))
 " bad/rank-0/checkpoint-100.safetensors
 check_recovery "corrupt newest checkpoint (a flipped bit)" bad 100 80
-if grep -q "rank 0: bad/rank-0/checkpoint-100.safetensors: corrupt: the data section's CRC-32C is [0-9a-f]*, the header's 'data_crc32c' says '[0-9a-f]*' (bytes changed after the file was written); skipping step 100" bad.resume.log; then
+if grep -q "rank 0: bad/rank-0/checkpoint-100.safetensors: corrupt: tensor '[^']*': its CRC-32C is [0-9a-f]*, the header says '[0-9a-f]*' (bytes changed after the file was written); skipping step 100" bad.resume.log; then
   pass "the corrupt checkpoint is named in a warning"
 else
   grep -v '<stdout>' bad.resume.log | tail -n 5

@@ -3,7 +3,8 @@
 #  1. failures: a rank SIGKILLed mid-run under mpirun (test hook
 #     PARALLAX_TEST_FAIL_AT_STEP=R:S) ends the job within 10 s naming the rank (through
 #     `parallax launch`, exit 3, with the steps and bytes lost: fault_test); a rank that
-#     fails with an error (R:S:error) prints `parallax: error: rank R: ...`, exit 3;
+#     fails with an error (R:S:error) prints `parallax: error: rank R: ...`, exit 3; the
+#     job's directory run by hand without mpirun is refused as bad input, exit 2;
 #     SIGINT / SIGTERM to `parallax launch` stop every rank within 10 s, exit 130 / 143
 #     with one line, and the newest checkpoint reads back; a GPU plan is refused by
 #     launch (exit 2, before mpirun) and by its ranks, and trains with --cpu-fallback;
@@ -71,7 +72,7 @@ check_failure "rank 1 killed (mpirun)" "process rank 1 .*(signal 9|Killed)|rank 
 check_failure "rank 1 error (mpirun)" \
   "^parallax: error: rank 1: .*PARALLAX_TEST_FAIL_AT_STEP: injected failure before step 100" 3 \
   env PARALLAX_TEST_FAIL_AT_STEP=1:100:error "${mpirun[@]}" "$parallax" run job/ "${run_flags[@]}"
-check_failure "wrong world size" "^parallax: error: .*the plan has 2 ranks but this job has 1" 3 \
+check_failure "wrong world size" "^parallax: error: .*the plan has 2 ranks but this job has 1" 2 \
   "$parallax" run job/ --synthetic --steps 1
 
 # Ctrl-C and SIGTERM to `parallax launch` (started in the background, where a shell sets

@@ -384,7 +384,6 @@ StatusOr<TrainerOptions> OptionsFromFlags(const RunFlags& flags) {
     PX_ASSIGN_OR_RETURN(FeedSpec spec, ParseFeedSpec(text, "--eval-feed"));
     options.eval_feeds.push_back(std::move(spec));
   }
-  if (options.batch < 0) return InvalidArgumentError("--batch must be positive, not {}", options.batch);
   PX_ASSIGN_OR_RETURN(options.input.input_map, ParseInputMap(flags.input_map));
   return options;
 }

@@ -254,7 +254,7 @@ expect_error "--accumulate: --batch other than a fixed placeholder's" 2 \
 expect_error "unknown sparse method" 2 \
   "parallax: error: --sparse: unknown method 'gather' (expected ps, allgather or dense)" \
   emb.pb --ranks 2 --synthetic --sparse gather
-expect_error "no ranks" 2 "parallax: error: --ranks must be at least 1, not 0" \
+expect_error "no ranks" 2 "parallax: error: --ranks: must be at least 1, not 0" \
   mlp_sgd.pb --ranks 0 --synthetic
 expect_error "epoch end with 10000 examples on 3 ranks" 2 \
   "parallax: error: the data has 10000 examples per epoch, not a multiple of 3 ranks: each epoch the job leaves out the last 1, one device does not, so they read different examples after step 104; use --steps 104 or fewer, or data with a multiple of 3 examples" \

@@ -350,7 +350,7 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const Graph& graph, TrainerOp
 Status Trainer::Plan() {
   const TrainerOptions& o = options_;
   if (o.steps >= 0 && o.epochs >= 0) return InvalidArgumentError("--steps and --epochs exclude each other");
-  if (o.log_every < 1) return InvalidArgumentError("--log-every must be at least 1, not {}", o.log_every);
+  if (o.log_every < 1) return InvalidArgumentError("--log-every: must be at least 1, not {}", o.log_every);
   if (o.checkpoint_every < 0) return InvalidArgumentError("--checkpoint-every must not be negative");
   if (o.resume && o.checkpoint_dir.empty()) return InvalidArgumentError("--resume needs --checkpoint-dir");
   if (const int most = kMaxThreadsPerCore * MachineCores(); o.threads > most) {

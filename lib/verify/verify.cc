@@ -371,9 +371,10 @@ Status RefuseInGraphPipeline(const std::string& graph, const Trainer& trainer) {
 }  // namespace
 
 StatusOr<VerifyReport> Verify(const VerifyOptions& o) {
-  if (o.ranks < 1) return InvalidArgumentError("--ranks must be at least 1, not {}", o.ranks);
-  if (o.steps < 1) return InvalidArgumentError("--steps must be at least 1, not {}", o.steps);
-  if (o.batch < 0) return InvalidArgumentError("--batch must be positive, not {}", o.batch);
+  // The CLI's flag checks say the same (cmd/parallax AtLeast); callers in code get them here.
+  if (o.ranks < 1) return InvalidArgumentError("--ranks: must be at least 1, not {}", o.ranks);
+  if (o.steps < 1) return InvalidArgumentError("--steps: must be at least 1, not {}", o.steps);
+  if (o.batch < 0) return InvalidArgumentError("--batch: must be at least 1, not {}", o.batch);
   if (!(o.tolerance >= 0)) {
     return InvalidArgumentError("--tolerance must be 0 or more, not {}", o.tolerance);
   }

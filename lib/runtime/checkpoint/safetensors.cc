@@ -84,14 +84,13 @@ std::string_view SafetensorsDtypeName(DataType dtype) {
 }
 
 StatusOr<std::string> EncodeSafetensors(const SafetensorsContents& contents) {
-  // The data section is the tensors in name order: its checksum goes into the metadata.
-  uint32_t crc = 0;
-  for (const auto& [name, tensor] : contents.tensors) {
-    crc = Crc32cExtend(crc, std::string_view(static_cast<const char*>(tensor.raw_data()),
-                                             tensor.bytes()));
-  }
+  // Every tensor's checksum goes into the metadata.
   std::map<std::string, std::string> metadata = contents.metadata;
-  metadata[std::string(kDataChecksumKey)] = fmt::format("{:08x}", crc);
+  for (const auto& [name, tensor] : contents.tensors) {
+    const uint32_t crc = Crc32c(std::string_view(static_cast<const char*>(tensor.raw_data()),
+                                                 tensor.bytes()));
+    metadata[fmt::format("{}{}", kTensorChecksumPrefix, name)] = fmt::format("{:08x}", crc);
+  }
   JsonWriter json(0);
   json.BeginObject();
   json.Key("__metadata__").BeginObject();
@@ -223,6 +222,19 @@ StatusOr<SafetensorsContents> DecodeSafetensors(std::string_view bytes, std::str
     contents.metadata.erase(it);
   }
   for (const Entry& e : entries) {
+    const auto it = contents.metadata.find(fmt::format("{}{}", kTensorChecksumPrefix, e.name));
+    if (it == contents.metadata.end()) continue;
+    const std::string actual = fmt::format(
+        "{:08x}", Crc32c(std::string_view(data.data() + e.begin, e.end - e.begin)));
+    if (it->second != actual) {
+      return InvalidArgumentError("{}: corrupt: tensor '{}': its CRC-32C is {}, the header says "
+                                  "'{}' (bytes changed after the file was written)",
+                                  source, e.name, actual, it->second);
+    }
+  }
+  std::erase_if(contents.metadata,
+                [](const auto& entry) { return entry.first.starts_with(kTensorChecksumPrefix); });
+  for (const Entry& e : entries) {
     Tensor tensor(e.dtype, e.shape);
     if (e.end > e.begin) std::memcpy(tensor.raw_data(), data.data() + e.begin, e.end - e.begin);
     if (e.dtype == tensorflow::DT_BOOL) {
@@ -262,7 +274,10 @@ StatusOr<std::map<std::string, std::string>> ReadSafetensorsMetadata(const std::
   if (const JsonValue* value = header.Find("__metadata__")) {
     PX_RETURN_IF_ERROR(ReadMetadata(*value, path, &metadata));
   }
-  metadata.erase(std::string(kDataChecksumKey));  // checked by a full read only
+  // Checksums are checked by a full read only.
+  metadata.erase(std::string(kDataChecksumKey));
+  std::erase_if(metadata,
+                [](const auto& entry) { return entry.first.starts_with(kTensorChecksumPrefix); });
   return metadata;
 }
 

@@ -8,10 +8,12 @@
 // little-endian, row-major elements at [begin, end) relative to the section's start.
 // Dtypes: F32 F64 I32 I64 U8 BOOL. Metadata maps strings to strings.
 //
-// Checksum: the writer puts the data section's CRC-32C (8 hex digits) into the metadata
-// as `data_crc32c`; a full read checks it when present (files from elsewhere have none)
-// and leaves it out of the metadata it returns, so that bytes flipped on disk or in
-// transit are an error naming the file rather than silently different tensors.
+// Checksums: the writer puts every tensor's CRC-32C (8 hex digits) into the metadata as
+// `crc32c:NAME`, as TensorFlow's bundle keeps one per tensor; a full read checks each one
+// present and leaves them out of the metadata it returns, so that bytes flipped on disk
+// or in transit are an error naming the file and the tensor rather than silently
+// different values. Files of an earlier version carry one `data_crc32c` for the whole
+// data section instead, which is checked the same way; files from elsewhere have none.
 //
 // Reading validates everything a corrupt or hostile file could get wrong — a header
 // length beyond the file, JSON that does not parse, entries without dtype, shape or
@@ -31,7 +33,9 @@
 
 namespace parallax {
 
-// The metadata key of the data section's CRC-32C (see the file comment).
+// The metadata key prefix of a tensor's CRC-32C, and the older key of the whole data
+// section's (see the file comment).
+inline constexpr std::string_view kTensorChecksumPrefix = "crc32c:";
 inline constexpr std::string_view kDataChecksumKey = "data_crc32c";
 
 // Headers larger than this are refused before parsing (the reference implementation's

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "lib/base/crc32c.h"
 #include "lib/base/file.h"
 #include "lib/runtime/checkpoint/json_value.h"
 #include "lib/testing/testdata.h"
@@ -125,23 +126,43 @@ TEST_CASE("every corruption is one line naming the file and the tensor") {
   }
 }
 
-TEST_CASE("the data section's checksum: written, checked, not returned as metadata") {
+TEST_CASE("every tensor's checksum: written, checked, not returned as metadata") {
   StatusOr<std::string> bytes = EncodeSafetensors(Sample());
   REQUIRE(bytes.ok());
-  CHECK(bytes->find("\"data_crc32c\":\"") != std::string::npos);
-  // One flipped bit in a tensor's bytes (the last byte of the file is data).
+  for (const char* name : {"w", "b", "global_step", "count", "mask", "pixels", "empty"}) {
+    CHECK(bytes->find(fmt::format("\"crc32c:{}\":\"", name)) != std::string::npos);
+  }
+  StatusOr<SafetensorsContents> back = DecodeSafetensors(*bytes, "x");
+  REQUIRE(back.ok());
+  CHECK(back->metadata == Sample().metadata);
+  // One flipped bit in a tensor's bytes (the last byte of the file is w's: the data are in
+  // name order).
   std::string flipped = *bytes;
   flipped.back() = static_cast<char>(flipped.back() ^ 0x10);
   const std::string message = Message(flipped);
-  CHECK(message.starts_with("ck.safetensors: corrupt: the data section's CRC-32C is "));
+  CHECK(message.starts_with("ck.safetensors: corrupt: tensor 'w': its CRC-32C is "));
   CHECK(message.ends_with(" (bytes changed after the file was written)"));
-  // A file written elsewhere, without the key, reads as before.
+  // A file written elsewhere, without checksums, reads as before.
   StatusOr<SafetensorsContents> plain =
       DecodeSafetensors(File(R"({"a":{"data_offsets":[0,4],"shape":[],"dtype":"I32"}})",
                              std::string("\x01\x00\x00\x00", 4)),
                         "x");
   REQUIRE(plain.ok());
   CHECK(plain->metadata.empty());
+}
+
+TEST_CASE("a file of the earlier version: the data section's one checksum is checked") {
+  const std::string data("\x01\x00\x00\x00", 4);
+  const std::string crc = fmt::format("{:08x}", Crc32c(data));
+  const std::string header =
+      R"({"__metadata__":{"data_crc32c":")" + crc + R"("},"a":{"data_offsets":[0,4],"shape":[],"dtype":"I32"}})";
+  StatusOr<SafetensorsContents> good = DecodeSafetensors(File(header, data), "x");
+  REQUIRE(good.ok());
+  CHECK(good->metadata.empty());
+  CHECK(Message(File(header, std::string("\x02\x00\x00\x00", 4))) ==
+        fmt::format("ck.safetensors: corrupt: the data section's CRC-32C is {:08x}, the header's "
+                    "'data_crc32c' says '{}' (bytes changed after the file was written)",
+                    Crc32c(std::string("\x02\x00\x00\x00", 4)), crc));
 }
 
 TEST_CASE("ReadSafetensorsMetadata reads the header alone, with the reader's header errors") {
