@@ -98,17 +98,19 @@ grep -q '^exec mpirun -np 4 --hostfile "$job/hostfile" --map-by slot --bind-to n
   "$job/launch.sh" && pass || fail "launch.sh: $(cat "$job/launch.sh")"
 grep -q -- "$(realpath "$parallax") run" "$job/launch.sh" && pass || fail "launch.sh does not run this parallax"
 sh -n "$job/launch.sh" && pass || fail "launch.sh is not valid sh"
-# launch.sh decides at run time what depends on who runs it where: -x for the NCCL_* and
-# PARALLAX_* variables set then, --allow-run-as-root for root (a fake mpirun prints its
-# arguments).
+# launch.sh decides at run time what depends on who runs it where: -x for the NCCL_*
+# variables and the PARALLAX_* ones a rank reads that are set then (not others, not the
+# test hooks), --allow-run-as-root for root (a fake mpirun prints its arguments).
 grep '^exec' "$job/launch.sh" | grep -q -- '--allow-run-as-root\|-x PARALLAX_\|-x NCCL_' &&
   fail "launch.sh bakes in the transform-time environment: $(grep '^exec' "$job/launch.sh")" || pass
 mkdir -p "$tmp/echobin"
 printf '#!/bin/sh\necho "$@"\n' > "$tmp/echobin/mpirun"
 chmod +x "$tmp/echobin/mpirun"
-PATH="$tmp/echobin:$PATH" PARALLAX_LAUNCH_SH_TEST=1 "$job/launch.sh" --steps 3 > "$tmp/launch_sh.out"
+PATH="$tmp/echobin:$PATH" PARALLAX_HEARTBEAT_TIMEOUT_S=30 NCCL_DEBUG=INFO PARALLAX_LAUNCH_SH_TEST=1 \
+  PARALLAX_TEST_FAIL_AT_STEP=0:1 "$job/launch.sh" --steps 3 > "$tmp/launch_sh.out"
 root_words=""; [[ $(id -u) -eq 0 ]] && root_words=" --allow-run-as-root"
-grep -q -- "-x LD_LIBRARY_PATH .*-x PARALLAX_LAUNCH_SH_TEST .*run $job --steps 3$" "$tmp/launch_sh.out" &&
+! grep -q -- "PARALLAX_LAUNCH_SH_TEST\|PARALLAX_TEST_" "$tmp/launch_sh.out" &&
+grep -q -- "-x LD_LIBRARY_PATH .*-x NCCL_DEBUG -x PARALLAX_HEARTBEAT_TIMEOUT_S .*run $job --steps 3$" "$tmp/launch_sh.out" &&
   { [[ -z "$root_words" ]] || grep -q -- "$root_words " "$tmp/launch_sh.out"; } &&
   pass || fail "launch.sh at run time: $(cat "$tmp/launch_sh.out")"
 ls -d "$tmp"/job.* 2>/dev/null | grep -q . && fail "temporary directories left: $(ls -d "$tmp"/job.*)" || pass
@@ -124,7 +126,9 @@ printf 'hosts:\n  - name: localhost\n    cpus: 2\n' > "$tmp/local.yaml"
 expect 0 "$parallax" transform "$example" --cluster "$tmp/local.yaml" -o "$local_job"
 expect 0 "$parallax" launch "$local_job" --dry-run --steps 5 -- --mca btl self,tcp
 root_flag=""; [[ $(id -u) -eq 0 ]] && root_flag=" --allow-run-as-root"
-forwarded=$(env | cut -d= -f1 | grep -E '^(NCCL|PARALLAX)_' | sort | sed 's/^/ -x /' | tr -d '\n')
+# Forwarded: NCCL_* and the PARALLAX_* variables a rank reads (lib/launch/mpirun.h).
+rank_env='^(NCCL_.*|PARALLAX_(BUFFER_CACHE_MB|COLLECTIVE_TIMEOUT_S|COLLECTIVE_WAIT|HEARTBEAT_INTERVAL_S|HEARTBEAT_TIMEOUT_S|THREAD_POLICY))$'
+forwarded=$(env | cut -d= -f1 | grep -E "$rank_env" | sort | sed 's/^/ -x /' | tr -d '\n')
 # `parallax launch` forwards PATH and LD_LIBRARY_PATH when set (mpirun warns about unset
 # ones); launch.sh always names both.
 base_env=""
@@ -587,6 +591,14 @@ mkdir -p "$tmp/dir"$'\n'"x"
    >"$tmp/out" 2>"$tmp/err")
 [[ $? -eq 2 ]] && pass || fail "--sbatch in a directory with a newline: not exit 2"
 expect_stderr_line "parallax: error: --sbatch: the working directory '$tmp/dir\nx' holds a control character, which a #SBATCH line cannot; write the script from another directory"
+
+# The release binary reads no test hook: a failure injected at step 1 does not happen, and
+# launch does not forward the hooks to the ranks.
+PARALLAX_TEST_FAIL_AT_STEP=0:1:error expect 0 "$parallax" run "$tmp/open_softmax.pb" --synthetic --steps 3
+PARALLAX_TEST_FAIL_AT_STEP=0:1 expect 0 "$parallax" launch "$local_job" \
+  --dry-run --synthetic
+! grep -q -- "-x PARALLAX_TEST_FAIL_AT_STEP" "$tmp/out" && pass ||
+  fail "the release binary's launch forwards a test hook: $(tail -n 1 "$tmp/out")"
 
 # Exit codes: a job started without its launcher, a malformed plan.yaml and a FIFO given
 # as a graph or data are bad input (2, one line), not a failed job (3) or a hang.

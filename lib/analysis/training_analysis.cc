@@ -13,6 +13,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "lib/base/test_hooks.h"
 #include "lib/graph/algorithm.h"
 #include "lib/ops/dtypes.h"
 #include "lib/ops/op_registry.h"
@@ -557,7 +558,7 @@ void Analyzer::PlaceSync(GradientUpdate* u) {
   }
   // PARALLAX_TEST_SYNC_AFTER_CLIPPING=1 plants a bug for verify's tests: synchronise
   // after the maths (each rank clips its own gradient), as Parallax once did.
-  static const bool planted = std::getenv("PARALLAX_TEST_SYNC_AFTER_CLIPPING") != nullptr;
+  static const bool planted = TestHook("PARALLAX_TEST_SYNC_AFTER_CLIPPING").has_value();
   if (planted || (LinearInGradient(direct) && (!u->sparse || LinearInGradient(u->raw_indices)))) {
     u->where = fmt::format("at {}'s {}: the ops from tf.gradients to it ({} ...) are linear in "
                            "the gradient, so this is the same",

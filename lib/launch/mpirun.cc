@@ -16,9 +16,20 @@
 #include <map>
 #include <thread>
 
+#include "lib/base/test_hooks.h"
+
 extern char** environ;
 
 namespace parallax {
+
+bool ForwardedToRanks(std::string_view name) {
+  if (name.starts_with("NCCL_")) return true;
+  for (std::string_view known : kRankEnvironment) {
+    if (name == known) return true;
+  }
+  if (!TestHooksEnabled()) return false;
+  return std::find(kTestHooks.begin(), kTestHooks.end(), name) != kTestHooks.end();
+}
 
 MpirunOptions MpirunOptionsForThisMachine() {
   MpirunOptions options;
@@ -35,7 +46,7 @@ MpirunOptions MpirunOptionsForThisMachine() {
   for (char** env = environ; env != nullptr && *env != nullptr; ++env) {
     const std::string_view entry(*env);
     const std::string name(entry.substr(0, entry.find('=')));
-    if (name.starts_with("NCCL_") || name.starts_with("PARALLAX_")) extra.push_back(name);
+    if (ForwardedToRanks(name)) extra.push_back(name);
   }
   std::sort(extra.begin(), extra.end());
   options.forward_env.insert(options.forward_env.end(), extra.begin(), extra.end());

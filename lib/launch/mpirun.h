@@ -4,7 +4,7 @@
 // (never a shell string) the way Horovod's horovodrun does:
 //
 //   mpirun -np N --hostfile HOSTFILE --map-by slot --bind-to none --tag-output
-//          -x PATH -x LD_LIBRARY_PATH [-x NCCL_*] [-x PARALLAX_*]
+//          -x PATH -x LD_LIBRARY_PATH [-x NCCL_*] [-x each of kRankEnvironment]
 //          [--allow-run-as-root] [--oversubscribe] [extra mpirun args]
 //          PARALLAX run DIR [run args]
 //
@@ -40,9 +40,21 @@ struct MpirunOptions {
   std::vector<std::string> run_args;           // appended to `parallax run DIR`
 };
 
+// The PARALLAX_* variables a rank reads (docs/run.md): what launch forwards to the ranks
+// besides PATH, LD_LIBRARY_PATH and NCCL_*. A binary that reads test hooks
+// (lib/base/test_hooks.h) forwards those too; the release binary does not.
+inline constexpr std::string_view kRankEnvironment[] = {
+    "PARALLAX_BUFFER_CACHE_MB",      "PARALLAX_COLLECTIVE_TIMEOUT_S",
+    "PARALLAX_COLLECTIVE_WAIT",      "PARALLAX_HEARTBEAT_INTERVAL_S",
+    "PARALLAX_HEARTBEAT_TIMEOUT_S",  "PARALLAX_THREAD_POLICY"};
+
+// Whether `name` is a variable launch forwards to the ranks when it is set: NCCL_*, the
+// names of kRankEnvironment, and the test hooks in a binary that reads them.
+bool ForwardedToRanks(std::string_view name);
+
 // Options for this machine and process: root or not, its cores and host name, the
 // running parallax binary (its absolute path), and -x for PATH, LD_LIBRARY_PATH and every
-// NCCL_* and PARALLAX_* variable set in the environment.
+// variable set in the environment that ForwardedToRanks.
 MpirunOptions MpirunOptionsForThisMachine();
 
 // The argv for ranks on `hosts` (slots = ranks, in rank order), which mpirun reads from

@@ -19,6 +19,7 @@
 #include "lib/base/file.h"
 #include "lib/base/json_writer.h"
 #include "lib/base/machine.h"
+#include "lib/base/test_hooks.h"
 #include "lib/graph/algorithm.h"
 #include "lib/graph/graph_io.h"
 #include "lib/ops/dtypes.h"
@@ -222,8 +223,9 @@ enum class InjectedFailure { kKill, kError, kStop };
 // PARALLAX_TEST_FAIL_AT_STEP=R:S[:error|:stop] -> S when this is rank R, else -1; *how:
 // SIGKILL (no mode), an error, or SIGSTOP.
 int64_t FailAtStep(int rank, InjectedFailure* how) {
-  const char* text = std::getenv("PARALLAX_TEST_FAIL_AT_STEP");
-  if (text == nullptr) return -1;
+  const std::optional<std::string> hook = TestHook("PARALLAX_TEST_FAIL_AT_STEP");
+  if (!hook) return -1;
+  const char* text = hook->c_str();
   int r = -1;
   long long s = -1;
   char mode[16] = {};
@@ -271,10 +273,7 @@ std::map<std::string, std::string> RowRanges(const Plan& plan, int rank,
 
 // PARALLAX_TEST_SAVE_RESTORED=DIR (tests only): the directory into which a resumed run
 // writes the checkpoint it restored, as it holds it (DIR/rank-R in a job); "" when unset.
-std::string SaveRestoredDir() {
-  const char* text = std::getenv("PARALLAX_TEST_SAVE_RESTORED");
-  return text == nullptr ? "" : text;
-}
+std::string SaveRestoredDir() { return TestHook("PARALLAX_TEST_SAVE_RESTORED").value_or(""); }
 
 }  // namespace
 
@@ -598,8 +597,7 @@ Status Trainer::Plan() {
 int Trainer::StepStreamIndex() const {
   // The test hook PARALLAX_TEST_SHARED_RANDOM_STREAM=1 plants a bug `parallax verify`
   // must catch: every rank draws rank 0's numbers.
-  const char* shared_stream = std::getenv("PARALLAX_TEST_SHARED_RANDOM_STREAM");
-  const bool planted = shared_stream != nullptr && std::string_view(shared_stream) == "1";
+  const bool planted = TestHook("PARALLAX_TEST_SHARED_RANDOM_STREAM") == "1";
   return options_.communicator != nullptr && !planted ? options_.communicator->rank() : 0;
 }
 

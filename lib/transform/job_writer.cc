@@ -166,12 +166,14 @@ Status JobWriter::Commit() {
 
 std::string LaunchScript(const Plan& plan, const MpirunOptions& options) {
   // What depends on where and by whom the script runs is decided then, not at transform
-  // time: --allow-run-as-root for root, `-x` for the NCCL_*/PARALLAX_* variables then set.
+  // time: --allow-run-as-root for root, `-x` for the variables a rank reads that are then
+  // set (NCCL_*, kRankEnvironment).
   MpirunOptions script = options;
   script.as_root = false;
-  std::erase_if(script.forward_env, [](const std::string& name) {
-    return name.starts_with("NCCL_") || name.starts_with("PARALLAX_");
-  });
+  std::erase_if(script.forward_env,
+                [](const std::string& name) { return name != "PATH" && name != "LD_LIBRARY_PATH"; });
+  std::string rank_variables = "NCCL_[A-Za-z0-9_]*";
+  for (std::string_view name : kRankEnvironment) rank_variables += fmt::format("|{}", name);
   const std::vector<std::string> argv = MpirunArgv(plan, kJobPlaceholder, script);
   // After mpirun's fixed words and the -x pairs of script.forward_env.
   const size_t run_time_at =
@@ -200,13 +202,13 @@ std::string LaunchScript(const Plan& plan, const MpirunOptions& options) {
       "set -e\n"
       "job=$(cd \"$(dirname \"$0\")\" && pwd)\n"
       "forward=\"\"\n"
-      "for name in $(env | grep -E '^(NCCL|PARALLAX)_[A-Za-z0-9_]*=' | cut -d= -f1 | sort); do\n"
+      "for name in $(env | grep -E '^({})=' | cut -d= -f1 | sort); do\n"
       "  forward=\"$forward -x $name\"\n"
       "done\n"
       "root=\"\"\n"
       "if [ \"$(id -u)\" -eq 0 ]; then root=\"--allow-run-as-root\"; fi\n"
       "exec {} \"$@\"\n",
-      plan.world_size(), CommentText(plan.source_graph), line);
+      plan.world_size(), CommentText(plan.source_graph), rank_variables, line);
 }
 
 Status JobWriter::WriteJobFiles(const Plan& plan, const MpirunOptions& launch) {

@@ -20,6 +20,7 @@
 #include <set>
 #include <thread>
 
+#include "lib/base/test_hooks.h"
 #include "lib/ops/dtypes.h"
 #include "lib/runtime/comm/watchdog.h"
 
@@ -601,11 +602,11 @@ StatusOr<std::unique_ptr<MpiCommunicator>> MpiCommunicator::Create(const MpiOpti
         static_cast<int>(std::distance(distinct.begin(), distinct.find(l))));
   }
   // Test hook (communicator.h): fake hosts of K consecutive ranks.
-  if (const char* text = std::getenv("PARALLAX_TEST_RANKS_PER_HOST"); text != nullptr) {
-    const int k = std::atoi(text);
+  if (const std::optional<std::string> text = TestHook("PARALLAX_TEST_RANKS_PER_HOST")) {
+    const int k = std::atoi(text->c_str());
     if (k < 1) {
       return InvalidArgumentError("PARALLAX_TEST_RANKS_PER_HOST is '{}', not a positive count",
-                                  text);
+                                  *text);
     }
     communicator->host_id_ = state.rank / k;
     communicator->local_rank_ = state.rank % k;
