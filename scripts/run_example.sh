@@ -3,6 +3,10 @@
 # exports the zoo MLP, analyses it, transforms it for 2 local ranks, launches the job
 # with mpirun on Fashion-MNIST and prints the test accuracy. Everything it writes stays
 # in ${PARALLAX_EXAMPLE_DIR:-/tmp/parallax-example} for you to look at.
+#
+# PARALLAX_BIN=PATH runs a parallax already built instead of installing and building
+# (//scripts:run_example_test runs this script that way and checks the README's
+# accuracy).
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -10,9 +14,13 @@ cd "$repo"
 out=${PARALLAX_EXAMPLE_DIR:-/tmp/parallax-example}
 data=/usr/share/datasets/fashion-mnist
 
-scripts/setup.sh
-bazel build -c opt //cmd/parallax >/dev/null 2>&1 || bazel build -c opt //cmd/parallax
-parallax="$(bazel info -c opt bazel-bin 2>/dev/null)/cmd/parallax/parallax"
+if [[ -n "${PARALLAX_BIN:-}" ]]; then
+  parallax=$PARALLAX_BIN
+else
+  scripts/setup.sh
+  bazel build -c opt //cmd/parallax >/dev/null 2>&1 || bazel build -c opt //cmd/parallax
+  parallax="$(bazel info -c opt bazel-bin 2>/dev/null)/cmd/parallax/parallax"
+fi
 mkdir -p "$out"
 
 echo "== parallax models export mlp"
