@@ -14,7 +14,11 @@
 //
 // Sparse pull (rows = variable[ids]): each rank sends the local index of every distinct id
 // to the id's owner (one AllToAllV), owners gather those rows from their local storage and
-// send them back (a second AllToAllV), and each rank puts them in ids order. Sparse push sends
+// send them back (a second AllToAllV), and each rank puts them in ids order. When the job
+// spans hosts a pull goes through the same per-host aggregators as a push: requests to
+// the host's aggregator for each owner, which asks the owner once per distinct row and
+// hands the rows back (four AllToAllVs), so a row wanted by several ranks of a host
+// crosses to that host once. Sparse push sends
 // each (index, value row * scale) to the row's owner (two AllToAllVs: local indices and
 // rows); the owner returns them as local_values / local_indices grouped by source rank,
 // in each sender's order, duplicates kept (the update that follows sums them). When the
@@ -33,6 +37,7 @@
 // hop); across hosts each (host, owner) pair carries each distinct row once.
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -555,6 +560,18 @@ class ParallaxSparsePullOp : public OpKernel {
     }
     std::vector<int> distinct_owner(first.size());
     for (size_t u = 0; u < first.size(); ++u) distinct_owner[u] = owner[first[u]];
+    if (communicator->num_hosts() > 1) {
+      std::vector<int64_t> distinct_index(first.size());
+      for (size_t u = 0; u < first.size(); ++u) distinct_index[u] = local_index[first[u]];
+      PX_ASSIGN_OR_RETURN(const Tensor distinct_rows,
+                          AggregatedPull(*communicator, distinct_owner, distinct_index, params));
+      const char* rows_of = static_cast<const char*>(distinct_rows.raw_data());
+      for (size_t i = 0; i < ids.size(); ++i) {
+        std::memcpy(out + static_cast<int64_t>(i) * row_bytes, rows_of + distinct_of[i] * row_bytes,
+                    static_cast<size_t>(row_bytes));
+      }
+      return Status::Ok();
+    }
     // 1. Each owner gets the local indices of the rows asked of it.
     const Routing routing(distinct_owner, size);
     Tensor requests(tensorflow::DT_INT64, TensorShape{static_cast<int64_t>(first.size())});
@@ -589,6 +606,94 @@ class ParallaxSparsePullOp : public OpKernel {
   }
 
  private:
+  // The pull across hosts, through the aggregators of push_aggregation.h the other way:
+  // each request (owner[u], local_index[u]) goes to this host's aggregator for its owner
+  // (on this host); an aggregator asks each owner once for every distinct row its host
+  // wants, and hands each requester the rows it asked for. So each distinct row crosses
+  // from an owner to another host once per step, however many ranks there want it.
+  // Returns the rows of the requests, in request order.
+  StatusOr<Tensor> AggregatedPull(Communicator& communicator, const std::vector<int>& owner,
+                                  const std::vector<int64_t>& local_index,
+                                  const Tensor& params) const {
+    const int size = communicator.size();
+    const HostLayout layout = HostLayout::Of(communicator);
+    const int64_t n = static_cast<int64_t>(owner.size());
+    const int64_t row_bytes = comm_internal::RowBytes(params);
+    // 1. The requests to this host's aggregators.
+    std::vector<int> aggregator(owner.size());
+    for (size_t u = 0; u < owner.size(); ++u) {
+      aggregator[u] = PushAggregator(layout, communicator.host_id(), owner[u]);
+    }
+    const Routing to_aggregators(aggregator, size);
+    Tensor keys(tensorflow::DT_INT64, TensorShape{n, 2});
+    for (size_t u = 0; u < owner.size(); ++u) {
+      keys.data<int64_t>()[2 * to_aggregators.slot[u]] = owner[u];
+      keys.data<int64_t>()[2 * to_aggregators.slot[u] + 1] = local_index[u];
+    }
+    Tensor got_keys;
+    std::vector<int64_t> got_counts;
+    PX_RETURN_IF_ERROR(communicator.AllToAllV(keys, to_aggregators.counts, &got_keys, &got_counts));
+    // 2. Each aggregator asks each owner once per distinct row.
+    const int64_t received = got_keys.dim(0);
+    std::vector<int64_t> key_of(static_cast<size_t>(received));  // received request -> key
+    std::vector<int> key_owner;
+    std::vector<int64_t> key_index;
+    {
+      std::map<std::pair<int64_t, int64_t>, int64_t> seen;
+      for (int64_t k = 0; k < received; ++k) {
+        const std::pair<int64_t, int64_t> key = {got_keys.data<int64_t>()[2 * k],
+                                                 got_keys.data<int64_t>()[2 * k + 1]};
+        const auto [it, inserted] = seen.emplace(key, static_cast<int64_t>(key_owner.size()));
+        if (inserted) {
+          key_owner.push_back(static_cast<int>(key.first));
+          key_index.push_back(key.second);
+        }
+        key_of[static_cast<size_t>(k)] = it->second;
+      }
+    }
+    const Routing to_owners(key_owner, size);
+    Tensor asks(tensorflow::DT_INT64, TensorShape{static_cast<int64_t>(key_owner.size())});
+    for (size_t d = 0; d < key_owner.size(); ++d) {
+      asks.data<int64_t>()[to_owners.slot[d]] = key_index[d];
+    }
+    Tensor asked;
+    std::vector<int64_t> asked_counts;
+    PX_RETURN_IF_ERROR(communicator.AllToAllV(asks, to_owners.counts, &asked, &asked_counts));
+    // 3. Owners answer with those rows, in the order asked.
+    Tensor answers(params.dtype(), RowsShape(asked.dim(0), params.shape(), 1));
+    for (int64_t k = 0; k < asked.dim(0); ++k) {
+      const int64_t index = asked.data<int64_t>()[k];
+      if (index < 0 || index >= params.dim(0)) {
+        return InternalError("rank {} was asked for local row {} of {}", communicator.rank(),
+                             index, params.dim(0));
+      }
+      std::memcpy(static_cast<char*>(answers.raw_data()) + k * row_bytes,
+                  static_cast<const char*>(params.raw_data()) + index * row_bytes,
+                  static_cast<size_t>(row_bytes));
+    }
+    Tensor answered;
+    std::vector<int64_t> answered_counts;
+    PX_RETURN_IF_ERROR(communicator.AllToAllV(answers, asked_counts, &answered, &answered_counts));
+    // 4. Each aggregator hands every requester the rows it asked for, in its order.
+    Tensor replies(params.dtype(), RowsShape(received, params.shape(), 1));
+    for (int64_t k = 0; k < received; ++k) {
+      const int64_t slot = to_owners.slot[static_cast<size_t>(key_of[static_cast<size_t>(k)])];
+      std::memcpy(static_cast<char*>(replies.raw_data()) + k * row_bytes,
+                  static_cast<const char*>(answered.raw_data()) + slot * row_bytes,
+                  static_cast<size_t>(row_bytes));
+    }
+    Tensor back;
+    std::vector<int64_t> back_counts;
+    PX_RETURN_IF_ERROR(communicator.AllToAllV(replies, got_counts, &back, &back_counts));
+    Tensor rows(params.dtype(), RowsShape(n, params.shape(), 1));
+    for (size_t u = 0; u < owner.size(); ++u) {
+      std::memcpy(static_cast<char*>(rows.raw_data()) + static_cast<int64_t>(u) * row_bytes,
+                  static_cast<const char*>(back.raw_data()) + to_aggregators.slot[u] * row_bytes,
+                  static_cast<size_t>(row_bytes));
+    }
+    return rows;
+  }
+
   Partitioning partitioning_;
 };
 PX_REGISTER_KERNEL(ParallaxSparsePullOp, "ParallaxSparsePull", kCpu);

@@ -1,6 +1,7 @@
 // Per-host aggregation of parameter-server pushes (DESIGN §5: "a push of (indices,
 // values) to the owners ... locally aggregated per host first"), used by the
-// ParallaxSparsePush kernel (collective_ops.cc) when the job spans hosts.
+// ParallaxSparsePush kernel (collective_ops.cc) when the job spans hosts. Pulls
+// (ParallaxSparsePull) route their requests through the same aggregators.
 //
 // Terms:
 //  - an *item* of a push is one (owner, local index, value row): a row of the gradient
