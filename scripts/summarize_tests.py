@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """Summarises a `bazel test` run from its build event file (--build_event_json_file).
 
-Prints the failing targets, then one closing line `tests: N passed, M failed`, counting
-Catch2 test cases from each test target's test.log ("All tests passed (.. in N test
-cases)" or "test cases: N | P passed | F failed"). A test target whose log has no Catch2
-summary counts as one test: skipped when it passed with a line starting `SKIP ` and none
-starting `PASS ` (a script test that could not run here, e.g. without network
-namespaces), else passed; a test that crashed, timed out or failed to build counts as
-one failure; so does any other target that failed to build, and a Bazel exit code
-other than 0 (passed) or 3 (tests failed) when nothing else explains it. The closing
-line adds `, K skipped` when K > 0. Exits 1 if anything failed.
+Prints the failing targets, then one closing line `tests: N passed, M failed, K skipped`
+(K may be 0), counting Catch2 test cases from each test target's test.log ("All tests
+passed (.. in N test cases)" or "test cases: N | P passed | F failed"). A line starting
+`SKIP ` in a Catch2 log is one skipped case (a test case whose data is missing,
+lib/testing/testdata.h): it counts as skipped, not passed (taken off that log's passed
+cases, never below 0). A test target whose log has no Catch2 summary (a script test)
+counts as one test: skipped when it passed with a line starting `SKIP ` and none
+starting `PASS ` (it could not run here, e.g. without network namespaces or without its
+data), else passed, and then each of its `SKIP ` lines is one skipped item more. A test
+that crashed, timed out or failed to build counts as one failure; so does any other
+target that failed to build, and a Bazel exit code other than 0 (passed) or 3 (tests
+failed) when nothing else explains it. Exits 1 if anything failed.
 
 Usage: summarize_tests.py BEP_JSON [BAZEL_EXIT_CODE]
 """
@@ -37,19 +40,24 @@ def read_log(uri):
 
 
 def count_cases(log):
-    """(passed, failed) Catch2 test cases from one log, or None without a summary."""
+    """(passed, failed, skipped) Catch2 test cases from one log, or None without a
+    summary; each SKIP line is a skipped case, not a passed one."""
     m = ALL_PASSED.search(log)
     if m:
-        return int(m.group(1)), 0
-    m = CASES_LINE.search(log)
-    if m:
+        passed, failed = int(m.group(1)), 0
+    else:
+        m = CASES_LINE.search(log)
+        if not m:
+            return None
+
         def column(pattern):
             found = re.search(pattern, m.group(1))
             return int(found.group(1)) if found else 0
         # Columns: passed, failed, failed as expected ([!shouldfail] tests: a pass).
-        return (column(r"(\d+) passed") + column(r"(\d+) failed as expected"),
-                column(r"(\d+) failed(?! as expected)"))
-    return None
+        passed = column(r"(\d+) passed") + column(r"(\d+) failed as expected")
+        failed = column(r"(\d+) failed(?! as expected)")
+    skipped = len(SKIP_LINE.findall(log))
+    return max(passed - skipped, 0), failed, skipped
 
 
 def main(argv):
@@ -82,7 +90,7 @@ def main(argv):
                         summary.get("overallStatus", "NO_STATUS"), logs)
     except (OSError, ValueError) as e:
         print(f"summarize_tests: cannot read build events: {e}", file=sys.stderr)
-        print("tests: 0 passed, 1 failed")
+        print("tests: 0 passed, 1 failed, 0 skipped")
         return 1
 
     passed = failed = skipped = 0
@@ -92,17 +100,19 @@ def main(argv):
         counts = [c for c in (count_cases(read_log(u)) for u in logs) if c is not None]
         target_ok = status in ("PASSED", "FLAKY")
         if counts:
-            passed += sum(p for p, _ in counts)
-            failed += sum(f for _, f in counts)
-            if not target_ok and not any(f for _, f in counts):
+            passed += sum(p for p, _, _ in counts)
+            failed += sum(f for _, f, _ in counts)
+            skipped += sum(s for _, _, s in counts)
+            if not target_ok and not any(f for _, f, _ in counts):
                 failed += 1  # e.g. crashed or timed out after its last summary
         elif target_ok:
             texts = [read_log(u) for u in logs]
-            if any(SKIP_LINE.search(t) for t in texts) and not any(PASS_LINE.search(t)
-                                                                  for t in texts):
+            skip_lines = sum(len(SKIP_LINE.findall(t)) for t in texts)
+            if skip_lines and not any(PASS_LINE.search(t) for t in texts):
                 skipped += 1
             else:
                 passed += 1
+                skipped += skip_lines
         else:
             failed += 1
         if not target_ok:
@@ -121,8 +131,7 @@ def main(argv):
         print("failing targets:")
         for line in bad:
             print(f"  {line}")
-    print(f"tests: {passed} passed, {failed} failed" +
-          (f", {skipped} skipped" if skipped else ""))
+    print(f"tests: {passed} passed, {failed} failed, {skipped} skipped")
     return 1 if failed else 0
 
 

@@ -3,14 +3,18 @@
 #
 # Installs missing Debian packages first (scripts/setup.sh), points the tests at the
 # shared test data beside the checkout, runs `bazel test //...` (or the targets/flags
-# given), and ends with one line `tests: N passed, M failed` counting Catch2 test cases
-# (a test target without a Catch2 summary, or one that failed to build, counts as one;
-# `, K skipped` follows for script tests that printed SKIP and could not run here).
+# given), and ends with one line `tests: N passed, M failed, K skipped` counting Catch2
+# test cases (a test target without a Catch2 summary, or one that failed to build, counts
+# as one). Skipped are the Catch2 cases and script tests that printed a `SKIP` line: their
+# data is missing (the shared folder, Fashion-MNIST) or the machine cannot run them (no
+# network namespaces, no SLURM); scripts/summarize_tests.py has the exact rules.
 # Exits non-zero when anything failed or did not build.
 #
 # Environment: PARALLAX_SHARED_DIR overrides the shared folder (default ../shared beside
-# the checkout; tests that need it skip with a message when it is absent). CI=true makes
-# the log plain and short and stops the Bazel server at the end.
+# the checkout; tests that need it skip with a SKIP line when it is absent). CI=true, or
+# PARALLAX_REQUIRE_DATA=1, makes missing test data a failure instead of a skip (Bazel
+# passes both to the tests, .bazelrc); CI=true also makes the log plain and short and
+# stops the Bazel server at the end.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,7 +27,7 @@ if [[ -z "${PARALLAX_SHARED_DIR:-}" ]]; then
     PARALLAX_SHARED_DIR=$(cd "$repo/../shared" && pwd)
     export PARALLAX_SHARED_DIR
   else
-    echo "test.sh: no shared folder beside the checkout; tests that need it will skip"
+    echo "test.sh: no shared folder beside the checkout; tests that need it will skip (fail under CI=true)"
   fi
 fi
 

@@ -551,12 +551,7 @@ TEST_CASE("apply ops match the reference table, in ref and resource forms") {
 
 TEST_CASE("every op in the shared test graphs is registered, with the right arity") {
   const std::vector<std::string> files = testing::SharedTfGraphFiles();
-  if (files.empty()) {
-    std::string why;
-    testing::SharedTfGraphDir(&why);
-    WARN("skipped: " << why);
-    return;
-  }
+  if (files.empty()) return;  // skipped, or failed under CI
   for (const std::string& path : files) {
     INFO(path);
     // Loaded as Parallax loads them (text or binary; GraphDef or MetaGraphDef), then

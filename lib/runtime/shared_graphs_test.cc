@@ -7,7 +7,6 @@
 // step) is the test target shared_graphs_sfmlearner_test (this file with
 // PARALLAX_SFMLEARNER_ONLY).
 #include <cmath>
-#include <cstdlib>
 #include <numeric>
 #include <set>
 
@@ -25,24 +24,17 @@
 namespace parallax {
 namespace {
 
-// The shared graph `file`, or nullopt (with a WARN naming why) when the folder is absent.
+// The shared graph `file`, or nullopt when the folder is absent (missing test data:
+// skipped, or failed under CI; lib/testing/testdata.h).
 std::optional<Graph> SharedGraph(const std::string& file) {
-  std::string why;
-  std::optional<std::string> dir = testing::SharedTfGraphDir(&why);
-  if (!dir) {
-    WARN("skipped: " << why);
-    return std::nullopt;
-  }
+  std::optional<std::string> dir = testing::SharedTfGraphDir();
+  if (!dir) return std::nullopt;
   StatusOr<Graph> graph = LoadGraph(*dir + "/" + file);
   INFO(graph.status().ToString());
   REQUIRE(graph.ok());
   // As `parallax run` does.
   REQUIRE(StripHorovod(*graph).ok());
   return std::move(graph).value();
-}
-
-std::string SharedFiles(const std::string& relative) {
-  return std::string(std::getenv("PARALLAX_SHARED_DIR")) + "/testdata/tf-files/" + relative;
 }
 
 // The ops of `graph` without a CPU kernel.
@@ -87,6 +79,9 @@ double Mean(const std::vector<double>& v, size_t begin, size_t end) {
 TEST_CASE("bert_tiny_mrpc_finetune: BERT-Tiny fine-tunes on MRPC from its own tf.data pipeline") {
   std::optional<Graph> graph = SharedGraph("bert_tiny_mrpc_finetune.pbtxt");
   if (!graph) return;
+  // Its TFRecordDataset reads train.tf_record from the input directory.
+  const std::optional<std::string> mrpc = testing::SharedDataPath("testdata/tf-files/bert_mrpc");
+  if (!mrpc) return;
   // The graph's checkpoint_initializer restores "./bert_model.ckpt" (pretrained BERT,
   // not in the shared data): a checkpoint of the same tensors, random, written here.
   const std::string dir = testing::TempDir();
@@ -94,7 +89,7 @@ TEST_CASE("bert_tiny_mrpc_finetune: BERT-Tiny fine-tunes on MRPC from its own tf
   REQUIRE(written.ok());
   CHECK(*written >= 40);
   TrainerOptions o;
-  o.input.input_dir = SharedFiles("bert_mrpc");  // its TFRecordDataset reads train.tf_record
+  o.input.input_dir = *mrpc;
   o.init_checkpoint = dir + "/pretrained";
   o.steps = 60;
   Trained t = Train(*graph, o);
@@ -106,6 +101,7 @@ TEST_CASE("bert_tiny_mrpc_finetune: BERT-Tiny fine-tunes on MRPC from its own tf
 TEST_CASE("bigdl_lenet_rmsprop_train: TF-slim LeNet reads TFRecords through queues and readers") {
   std::optional<Graph> graph = SharedGraph("bigdl_lenet_rmsprop_train.pbtxt");
   if (!graph) return;
+  if (!testing::FashionMnistDir()) return;  // WriteSlimMnist's images
   const std::string dir = testing::TempDir();
   REQUIRE(testing::WriteSlimMnist(dir + "/mnist_train.tfrecord", 500).ok());
   TrainerOptions o;
@@ -142,7 +138,9 @@ TEST_CASE("bigdl_lenet_rmsprop_train: TF-slim LeNet reads TFRecords through queu
 TEST_CASE("horovod_mnist_rmsprop: a Horovod graph trains as its single-device graph") {
   std::optional<Graph> graph = SharedGraph("horovod_mnist_rmsprop.pbtxt");
   if (!graph) return;
-  const std::string fm = testing::kFashionMnistDir;
+  const std::optional<std::string> fashion_mnist = testing::FashionMnistDir();
+  if (!fashion_mnist) return;
+  const std::string& fm = *fashion_mnist;
   TrainerOptions o;
   o.feeds = {{"input/image", fm + "/train-images-idx3-ubyte.gz"},
              {"input/label", fm + "/train-labels-idx1-ubyte.gz"}};
@@ -156,10 +154,12 @@ TEST_CASE("horovod_mnist_rmsprop: a Horovod graph trains as its single-device gr
 TEST_CASE("tensorboard_mnist_mlp_train: the MLP trains from a checkpoint, its queue fed") {
   std::optional<Graph> graph = SharedGraph("tensorboard_mnist_mlp_train.pbtxt");
   if (!graph) return;
+  const std::optional<std::string> fashion_mnist = testing::FashionMnistDir();
+  if (!fashion_mnist) return;
   // Its queue has no enqueue op in the graph and no variable has an initializer.
   const std::string dir = testing::TempDir();
   REQUIRE(testing::WriteRandomCheckpoint(*graph, dir + "/start", true).ok());
-  const std::string fm = testing::kFashionMnistDir;
+  const std::string& fm = *fashion_mnist;
   const std::string q = "mnist_dataset_train_2/random_shuffle_queue_DequeueMany";
   TrainerOptions o;
   o.feeds = {{q + ":0", fm + "/train-images-idx3-ubyte.gz"},

@@ -37,12 +37,7 @@ Graph LoadAnalysisGraph(const std::string& name) {
 std::vector<std::string> AnalysisAndSharedGraphFiles() {
   std::vector<std::string> paths;
   for (const char* name : kAnalysisGraphs) paths.push_back(AnalysisGraphPath(name));
-  std::vector<std::string> shared = SharedTfGraphFiles();
-  if (shared.empty()) {
-    std::string why;
-    SharedTfGraphDir(&why);
-    WARN("skipping the shared TF graphs: " << why);
-  }
+  std::vector<std::string> shared = SharedTfGraphFiles();  // skips or fails when absent
   paths.insert(paths.end(), shared.begin(), shared.end());
   return paths;
 }

@@ -6,7 +6,8 @@
 // as data ("//lib/analysis:testdata").
 //
 // Catch2-dependent and testonly: a graph that fails to load fails the test case with the
-// load error (a REQUIRE), and a missing shared folder is a WARN.
+// load error (a REQUIRE); a missing shared folder is missing test data (testdata.h:
+// skipped, or a failure under CI=true / PARALLAX_REQUIRE_DATA=1).
 #ifndef PARALLAX_LIB_TESTING_TEST_GRAPHS_H_
 #define PARALLAX_LIB_TESTING_TEST_GRAPHS_H_
 
@@ -24,8 +25,8 @@ Graph LoadGraphOrFail(const std::string& path);
 // loads.
 Graph LoadAnalysisGraph(const std::string& name);
 
-// Paths of every analysis test graph followed by the shared TF graphs; WARNs (and lists
-// only the analysis graphs) when the shared folder is absent.
+// Paths of every analysis test graph followed by the shared TF graphs; when the shared
+// folder is absent, SkipForMissingData (testdata.h) and only the analysis graphs.
 std::vector<std::string> AnalysisAndSharedGraphFiles();
 
 }  // namespace parallax::testing

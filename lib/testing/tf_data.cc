@@ -12,6 +12,7 @@
 #include "lib/runtime/data/tfrecord.h"
 #include "lib/runtime/kernels/cpu/image_codec.h"
 #include "lib/runtime/tensor.h"
+#include "lib/testing/testdata.h"
 #include "protos/example.pb.h"
 
 namespace parallax::testing {

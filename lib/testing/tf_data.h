@@ -20,9 +20,7 @@
 
 namespace parallax::testing {
 
-// Fashion-MNIST's IDX files as Debian installs them.
-inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
-
+// Reads Fashion-MNIST from kFashionMnistDir (testdata.h); an error when it is absent.
 Status WriteSlimMnist(const std::string& path, int n);
 
 // `n` tf.train.Examples for lib/runtime/testdata/tfdata_softmax.pbtxt: x, 4 floats

@@ -73,10 +73,10 @@ void CheckTwoRankGoldens(const PassFactory& make_pass, SyncMethod method,
 // reports no change and leaves the graph as `input` was.
 void CheckNoChange(const PassFactory& make_pass, const Graph& input, const Plan& plan);
 
-// For each shared TF graph (a WARN and nothing else when the folder is absent): runs the
-// pass on ranks 0 and 1 of a 2-rank plan with `method`; both must succeed and issue the
-// same collectives, two of them on the graphs with one sparse variable
-// (*sparse_apply_momentum*, *scattersub*) (Catch2 checks).
+// For each shared TF graph (missing test data, skipped or failed as testdata.h says, when
+// the folder is absent): runs the pass on ranks 0 and 1 of a 2-rank plan with `method`;
+// both must succeed and issue the same collectives, two of them on the graphs with one
+// sparse variable (*sparse_apply_momentum*, *scattersub*) (Catch2 checks).
 void CheckSharedTfGraphsOnTwoRanks(const PassFactory& make_pass, SyncMethod method);
 
 }  // namespace parallax::testing

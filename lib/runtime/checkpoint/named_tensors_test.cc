@@ -1,7 +1,6 @@
 #include "lib/runtime/checkpoint/named_tensors.h"
 
 #include <catch2/catch.hpp>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -136,23 +135,15 @@ TEST_CASE("named tensors over both formats: list, find, read") {
 }
 
 TEST_CASE("the shared TF checkpoints through the named-tensor interface") {
-  const char* shared = std::getenv("PARALLAX_SHARED_DIR");
-  if (shared == nullptr || *shared == '\0') {
-    WARN("skipped: PARALLAX_SHARED_DIR is not set (scripts/test.sh sets it to ../shared)");
-    return;
-  }
-  const std::string files = std::string(shared) + "/testdata/tf-files";
-  if (!fs::is_directory(files)) {
-    WARN("skipped: " << files << " does not exist");
-    return;
-  }
+  const std::optional<std::string> files = testing::SharedDataPath("testdata/tf-files");
+  if (!files) return;
   // An Estimator's model_dir: its `checkpoint` file names model.ckpt-1000.
-  const std::unique_ptr<NamedTensorReader> taxi = OpenOrFail(files + "/tfx_taxi_estimator_ckpt");
-  CHECK(taxi->location().path == files + "/tfx_taxi_estimator_ckpt/model.ckpt-1000");
+  const std::unique_ptr<NamedTensorReader> taxi = OpenOrFail(*files + "/tfx_taxi_estimator_ckpt");
+  CHECK(taxi->location().path == *files + "/tfx_taxi_estimator_ckpt/model.ckpt-1000");
   StatusOr<Tensor> step = taxi->Read("global_step");
   REQUIRE(step.ok());
   CHECK(*step->data<int64_t>() == 1000);
-  const std::unique_ptr<NamedTensorReader> half = OpenOrFail(files + "/tfserving_half_plus_two/export");
+  const std::unique_ptr<NamedTensorReader> half = OpenOrFail(*files + "/tfserving_half_plus_two/export");
   REQUIRE(half->tensors().size() == 2);
   CHECK(*half->Read("Variable")->data<float>() == 0.5f);
   CHECK(*half->Read("Variable_1")->data<float>() == 2.0f);

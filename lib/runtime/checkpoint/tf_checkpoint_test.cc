@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -17,21 +16,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using tensorflow::BundleEntryProto;
-
-// $PARALLAX_SHARED_DIR/testdata/tf-files, or nullopt with a WARN saying why.
-std::optional<std::string> SharedTfFiles() {
-  const char* shared = std::getenv("PARALLAX_SHARED_DIR");
-  if (shared == nullptr || *shared == '\0') {
-    WARN("skipped: PARALLAX_SHARED_DIR is not set (scripts/test.sh sets it to ../shared)");
-    return std::nullopt;
-  }
-  const std::string dir = std::string(shared) + "/testdata/tf-files";
-  if (!fs::is_directory(dir)) {
-    WARN("skipped: " << dir << " does not exist");
-    return std::nullopt;
-  }
-  return dir;
-}
 
 std::string Bytes(const std::string& path) {
   StatusOr<std::string> bytes = ReadFileToString(path);
@@ -114,7 +98,7 @@ uint32_t Restarts(std::string_view table, uint64_t offset, uint64_t size) {
 // ---------------------------------------------------------------------------------
 
 TEST_CASE("half_plus_two: TF's index is a LevelDB table of the published layout") {
-  const std::optional<std::string> dir = SharedTfFiles();
+  const std::optional<std::string> dir = testing::SharedDataPath("testdata/tf-files");
   if (!dir) return;
   const std::string table = Bytes(*dir + "/tfserving_half_plus_two/export.index");
   const Footer f = ParseFooter(table);
@@ -151,7 +135,7 @@ TEST_CASE("half_plus_two: TF's index is a LevelDB table of the published layout"
 }
 
 TEST_CASE("half_plus_two: a = 0.5, b = 2.0, and Parallax writes the same bytes") {
-  const std::optional<std::string> dir = SharedTfFiles();
+  const std::optional<std::string> dir = testing::SharedDataPath("testdata/tf-files");
   if (!dir) return;
   const std::string prefix = *dir + "/tfserving_half_plus_two/export";
   const TfCheckpointReader reader = Open(prefix);
@@ -174,7 +158,7 @@ TEST_CASE("half_plus_two: a = 0.5, b = 2.0, and Parallax writes the same bytes")
 }
 
 TEST_CASE("taxi: every entry of a complete Estimator checkpoint reads, and rewrites byte for byte") {
-  const std::optional<std::string> dir = SharedTfFiles();
+  const std::optional<std::string> dir = testing::SharedDataPath("testdata/tf-files");
   if (!dir) return;
   const std::string prefix = *dir + "/tfx_taxi_estimator_ckpt/model.ckpt-1000";
   const TfCheckpointReader reader = Open(prefix);
@@ -210,7 +194,7 @@ TEST_CASE("taxi: every entry of a complete Estimator checkpoint reads, and rewri
 }
 
 TEST_CASE("BERT: an index without its data files lists 124 tensors; reading one says what is missing") {
-  const std::optional<std::string> dir = SharedTfFiles();
+  const std::optional<std::string> dir = testing::SharedDataPath("testdata/tf-files");
   if (!dir) return;
   const std::string prefix = *dir + "/bert_mrpc/model.ckpt-343";
   const TfCheckpointReader reader = Open(prefix);
@@ -229,7 +213,7 @@ TEST_CASE("BERT: an index without its data files lists 124 tensors; reading one 
 }
 
 TEST_CASE("the `checkpoint` state files TF wrote") {
-  const std::optional<std::string> dir = SharedTfFiles();
+  const std::optional<std::string> dir = testing::SharedDataPath("testdata/tf-files");
   if (!dir) return;
   StatusOr<tensorflow::CheckpointState> state = ReadTfCheckpointState(*dir + "/tfx_taxi_estimator_ckpt");
   REQUIRE(state.ok());

@@ -1,11 +1,12 @@
 #include "lib/runtime/data/idx.h"
 
 #include <cstdio>
-#include <filesystem>
+#include <cstdlib>
 
 #include <catch2/catch.hpp>
 
 #include "lib/base/file.h"
+#include "lib/testing/testdata.h"
 
 namespace parallax {
 namespace {
@@ -76,11 +77,9 @@ TEST_CASE("IDX errors name the file") {
 }
 
 TEST_CASE("the real Fashion-MNIST files read as 60000 28x28 images and labels in [0, 10)") {
-  const std::string dir = "/usr/share/datasets/fashion-mnist";
-  if (!std::filesystem::exists(dir + "/train-images-idx3-ubyte.gz")) {
-    WARN("skipped: " << dir << " is absent (scripts/setup.sh installs dataset-fashion-mnist)");
-    return;
-  }
+  const std::optional<std::string> fashion_mnist = testing::FashionMnistDir();
+  if (!fashion_mnist) return;
+  const std::string& dir = *fashion_mnist;
   StatusOr<Tensor> images = ReadIdx(dir + "/train-images-idx3-ubyte.gz");
   REQUIRE(images.ok());
   CHECK(images->dtype() == tensorflow::DT_UINT8);

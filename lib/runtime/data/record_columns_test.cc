@@ -60,17 +60,14 @@ TEST_CASE("TFRecord features by key, one example per record") {
 }
 
 TEST_CASE("the shared MNIST TFRecord file feeds its image_class feature") {
-  const char* shared = std::getenv("PARALLAX_SHARED_DIR");
-  if (shared == nullptr) {
-    WARN("skipped: PARALLAX_SHARED_DIR is not set");
-    return;
-  }
-  const std::string path = std::string(shared) + "/testdata/tf-files/tfrecords/tfx_mnist.tfrecord";
-  StatusOr<std::shared_ptr<TensorColumn>> labels = LoadKeyedColumn(path, "image_class");
+  const std::optional<std::string> path =
+      testing::SharedDataPath("testdata/tf-files/tfrecords/tfx_mnist.tfrecord");
+  if (!path) return;
+  StatusOr<std::shared_ptr<TensorColumn>> labels = LoadKeyedColumn(*path, "image_class");
   INFO(labels.status().ToString());
   REQUIRE(labels.ok());
   CHECK((*labels)->num_examples() == 1000);
-  StatusOr<std::shared_ptr<TensorColumn>> images = LoadKeyedColumn(path, "image_floats");
+  StatusOr<std::shared_ptr<TensorColumn>> images = LoadKeyedColumn(*path, "image_floats");
   REQUIRE(images.ok());
   CHECK((*images)->example_shape() == TensorShape({784}));
 }

@@ -7,7 +7,6 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <optional>
 
@@ -25,21 +24,6 @@ namespace {
 constexpr TFRecordCompression kNone = TFRecordCompression::kNone;
 constexpr TFRecordCompression kZlib = TFRecordCompression::kZlib;
 constexpr TFRecordCompression kGzip = TFRecordCompression::kGzip;
-
-// $PARALLAX_SHARED_DIR/testdata/tf-files, or nullopt with a WARN saying why.
-std::optional<std::string> SharedTfFiles() {
-  const char* shared = std::getenv("PARALLAX_SHARED_DIR");
-  if (shared == nullptr || *shared == '\0') {
-    WARN("skipped: PARALLAX_SHARED_DIR is not set (scripts/test.sh sets it to ../shared)");
-    return std::nullopt;
-  }
-  const std::string dir = std::string(shared) + "/testdata/tf-files";
-  if (!std::filesystem::is_directory(dir)) {
-    WARN("skipped: " << dir << " does not exist");
-    return std::nullopt;
-  }
-  return dir;
-}
 
 std::string ErrorOf(const Status& status) {
   REQUIRE_FALSE(status.ok());
@@ -79,7 +63,7 @@ std::vector<std::string> SampleRecords() {
 }
 
 TEST_CASE("TFRecord: TensorFlow's MNIST records are tf.train.Examples of 784 floats and a class") {
-  const std::optional<std::string> dir = SharedTfFiles();
+  const std::optional<std::string> dir = testing::SharedDataPath("testdata/tf-files");
   if (!dir) return;
   const std::string path = *dir + "/tfrecords/tfx_mnist.tfrecord";
   StatusOr<std::unique_ptr<TFRecordReader>> reader = TFRecordReader::Open(path);
@@ -124,7 +108,7 @@ TEST_CASE("TFRecord: TensorFlow's MNIST records are tf.train.Examples of 784 flo
 }
 
 TEST_CASE("TFRecord: BERT's MRPC train and eval records hold 128 input ids each") {
-  const std::optional<std::string> dir = SharedTfFiles();
+  const std::optional<std::string> dir = testing::SharedDataPath("testdata/tf-files");
   if (!dir) return;
   for (const auto& [name, expected] :
        std::vector<std::pair<std::string, size_t>>{{"train.tf_record", 3668},

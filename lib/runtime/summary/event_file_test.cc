@@ -4,9 +4,7 @@
 #include "lib/runtime/summary/event_file.h"
 
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <map>
 #include <optional>
 
@@ -18,21 +16,6 @@
 
 namespace parallax {
 namespace {
-
-// $PARALLAX_SHARED_DIR/testdata/tf-files, or nullopt with a WARN saying why.
-std::optional<std::string> SharedTfFiles() {
-  const char* shared = std::getenv("PARALLAX_SHARED_DIR");
-  if (shared == nullptr || *shared == '\0') {
-    WARN("skipped: PARALLAX_SHARED_DIR is not set (scripts/test.sh sets it to ../shared)");
-    return std::nullopt;
-  }
-  const std::string dir = std::string(shared) + "/testdata/tf-files";
-  if (!std::filesystem::is_directory(dir)) {
-    WARN("skipped: " << dir << " does not exist");
-    return std::nullopt;
-  }
-  return dir;
-}
 
 struct Point {
   int64_t step;
@@ -70,7 +53,7 @@ std::string ErrorOf(const Status& status) {
 }
 
 TEST_CASE("Event files: BERT's MRPC fine-tuning run, with its loss scalars") {
-  const std::optional<std::string> dir = SharedTfFiles();
+  const std::optional<std::string> dir = testing::SharedDataPath("testdata/tf-files");
   if (!dir) return;
   const Contents c = Read(*dir + "/bert_mrpc/events.out.tfevents.1731714513.mrpc");
   REQUIRE(c.events.size() == 696);
@@ -92,7 +75,7 @@ TEST_CASE("Event files: BERT's MRPC fine-tuning run, with its loss scalars") {
 }
 
 TEST_CASE("Event files: a TFX taxi Estimator's run, with scalars and histograms") {
-  const std::optional<std::string> dir = SharedTfFiles();
+  const std::optional<std::string> dir = testing::SharedDataPath("testdata/tf-files");
   if (!dir) return;
   const Contents c = Read(*dir + "/tfx_taxi_estimator_ckpt/events.out.tfevents.1646034739.taxi");
   REQUIRE(c.events.size() == 28);

@@ -5,7 +5,6 @@
 // -> MergeV2Checkpoints; SfMLearner: plain).
 #include <algorithm>
 #include <catch2/catch.hpp>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -151,20 +150,6 @@ TEST_CASE("MergeV2Checkpoints joins shards and removes the temporary directory")
 // Real graphs
 // ---------------------------------------------------------------------------------
 
-std::optional<std::string> SharedDir(const std::string& sub) {
-  const char* shared = std::getenv("PARALLAX_SHARED_DIR");
-  if (shared == nullptr || *shared == '\0') {
-    WARN("skipped: PARALLAX_SHARED_DIR is not set (scripts/test.sh sets it to ../shared)");
-    return std::nullopt;
-  }
-  const std::string dir = std::string(shared) + "/testdata/" + sub;
-  if (!fs::is_directory(dir)) {
-    WARN("skipped: " << dir << " does not exist");
-    return std::nullopt;
-  }
-  return dir;
-}
-
 Graph Load(const std::string& path) {
   StatusOr<Graph> graph = LoadGraph(path);
   if (!graph.ok()) FAIL(graph.status().message());
@@ -177,7 +162,8 @@ void Run(Executor& executor, const RunRequest& request) {
 }
 
 TEST_CASE("half_plus_two's Saver: restores what TF wrote and saves the same bytes back") {
-  const std::optional<std::string> dir = SharedDir("tf-files/tfserving_half_plus_two");
+  const std::optional<std::string> dir =
+      testing::SharedDataPath("testdata/tf-files/tfserving_half_plus_two");
   if (!dir) return;
   const Graph graph = Load(*dir + "/export.meta");
   CpuDevice device(2);
@@ -252,7 +238,7 @@ void RoundTripThroughSaver(const std::string& path) {
 
 TEST_CASE("the Savers of real graphs: restore, then save (sharded: StringJoin, ShardedFilename, "
           "SaveV2, Pack, MergeV2Checkpoints)") {
-  const std::optional<std::string> dir = SharedDir("tf");
+  const std::optional<std::string> dir = testing::SharedTfGraphDir();
   if (!dir) return;
   for (const char* file : {"horovod_mnist_rmsprop.pbtxt", "bert_tiny_mrpc_finetune.pbtxt",
                            "impala_scalable_agent_learner.pbtxt", "sfmlearner_queue_adam.pbtxt"}) {

@@ -6,14 +6,13 @@
 // errors.
 #include <catch2/catch.hpp>
 
-#include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <map>
 #include <random>
 
 #include "lib/runtime/data/tfrecord.h"
 #include "lib/runtime/testing/op_test_util.h"
+#include "lib/testing/testdata.h"
 #include "protos/example.pb.h"
 
 namespace parallax {
@@ -367,20 +366,6 @@ TEST_CASE("ParseExampleV2 parses vectors and scalars, with ragged features") {
 
 // ---- Real records written by TensorFlow ----
 
-std::string SharedFile(const std::string& relative, std::string* why) {
-  const char* shared = std::getenv("PARALLAX_SHARED_DIR");
-  if (shared == nullptr || *shared == '\0') {
-    *why = "PARALLAX_SHARED_DIR is not set";
-    return "";
-  }
-  const std::string path = std::string(shared) + "/testdata/tf-files/" + relative;
-  if (!std::filesystem::exists(path)) {
-    *why = path + " does not exist";
-    return "";
-  }
-  return path;
-}
-
 std::vector<std::string> ReadRecords(const std::string& path, size_t limit) {
   StatusOr<std::unique_ptr<TFRecordReader>> reader = TFRecordReader::Open(path);
   REQUIRE(reader.ok());
@@ -396,13 +381,10 @@ std::vector<std::string> ReadRecords(const std::string& path, size_t limit) {
 }
 
 TEST_CASE("ParseExample reads TF's MNIST records (tfx_mnist.tfrecord)") {
-  std::string why;
-  const std::string path = SharedFile("tfrecords/tfx_mnist.tfrecord", &why);
-  if (path.empty()) {
-    WARN("skipped: " << why);
-    return;
-  }
-  const std::vector<std::string> records = ReadRecords(path, 1000);
+  const std::optional<std::string> path =
+      testing::SharedDataPath("testdata/tf-files/tfrecords/tfx_mnist.tfrecord");
+  if (!path) return;
+  const std::vector<std::string> records = ReadRecords(*path, 1000);
   REQUIRE(records.size() == 1000);
   std::string error;
   std::vector<Tensor> out =
@@ -428,13 +410,10 @@ TEST_CASE("ParseExample reads TF's MNIST records (tfx_mnist.tfrecord)") {
 }
 
 TEST_CASE("ParseSingleExample and ParseExample read TF's BERT MRPC records") {
-  std::string why;
-  const std::string path = SharedFile("bert_mrpc/train.tf_record", &why);
-  if (path.empty()) {
-    WARN("skipped: " << why);
-    return;
-  }
-  const std::vector<std::string> records = ReadRecords(path, 32);
+  const std::optional<std::string> path =
+      testing::SharedDataPath("testdata/tf-files/bert_mrpc/train.tf_record");
+  if (!path) return;
+  const std::vector<std::string> records = ReadRecords(*path, 32);
   REQUIRE(records.size() == 32);
   // As run_classifier.py's input_fn: int64 [128] x 3, label_ids [] , is_real_example [].
   const std::vector<std::string> keys = {"input_ids", "input_mask", "segment_ids", "label_ids",

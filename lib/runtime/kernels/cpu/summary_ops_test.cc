@@ -8,7 +8,6 @@
 #include <catch2/catch.hpp>
 #include <cfloat>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <optional>
 #include <set>
@@ -222,17 +221,12 @@ TEST_CASE("HistogramSummary: NaN and Inf are errors with TF's messages") {
 }
 
 TEST_CASE("HistogramSummary: the limits TensorFlow wrote are TF's default limits") {
-  const char* shared = std::getenv("PARALLAX_SHARED_DIR");
-  const std::string path = std::string(shared ? shared : "") +
-                           "/testdata/tf-files/tfx_taxi_estimator_ckpt/"
-                           "events.out.tfevents.1646034739.taxi";
-  if (shared == nullptr || !std::filesystem::exists(path)) {
-    WARN("skipped: " << path << " is not there (PARALLAX_SHARED_DIR)");
-    return;
-  }
+  const std::optional<std::string> path = testing::SharedDataPath(
+      "testdata/tf-files/tfx_taxi_estimator_ckpt/events.out.tfevents.1646034739.taxi");
+  if (!path) return;
   const std::vector<double> reference = ReferenceLimits();
   const std::set<double> limits(reference.begin(), reference.end());
-  StatusOr<std::vector<tensorflow::Event>> events = ReadEventFile(path);
+  StatusOr<std::vector<tensorflow::Event>> events = ReadEventFile(*path);
   REQUIRE(events.ok());
   int histograms = 0;
   for (const tensorflow::Event& e : *events) {
