@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `parallax checkpoint ls`: the table and JSON of TensorFlow and safetensors checkpoints,
 # how a directory resolves, and the one-line errors of the testdata/bad_checkpoints corpus.
-# Prints "checkpoint_cli_test: N passed, M failed, K skipped".
+# Prints "checkpoint_cli_test: N passed, M failed, K skipped": TensorFlow's own checkpoints
+# ($PARALLAX_SHARED_DIR/testdata/tf-files) are skipped with a SKIP line when missing, a
+# failure instead under CI=true or PARALLAX_REQUIRE_DATA=1.
 set -u
 
 root="${TEST_SRCDIR:-$PWD}/${TEST_WORKSPACE:-.}"
@@ -14,6 +16,24 @@ skipped=0
 
 pass() { passed=$((passed + 1)); }
 fail() { failed=$((failed + 1)); echo "FAILED: $*"; }
+
+# missing_data WHAT MISSING: test data from outside the repository (MISSING says which and
+# how to get it) is not there, so WHAT cannot run: a failure under CI=true or
+# PARALLAX_REQUIRE_DATA=1, else a line `SKIP WHAT: ...` (scripts/summarize_tests.py counts it).
+missing_data() {
+  local required_by=""
+  if [[ "${CI:-}" == "true" ]]; then
+    required_by="CI=true"
+  elif [[ "${PARALLAX_REQUIRE_DATA:-}" == "1" ]]; then
+    required_by="PARALLAX_REQUIRE_DATA=1"
+  fi
+  if [[ -n $required_by ]]; then
+    fail "$1: missing test data: $2; $required_by requires it"
+  else
+    echo "SKIP $1: missing test data: $2"
+    skipped=$((skipped + 1))
+  fi
+}
 
 # expect CODE CMD...: runs CMD, checks its exit code; stdout/stderr land in $tmp/out|err.
 expect() {
@@ -93,9 +113,7 @@ Variable_1  float  []                4
   expect 0 "$parallax" checkpoint ls "$shared/tfx_taxi_estimator_ckpt"
   grep -q '^global_step  *int64  *\[\]  *8$' "$tmp/out" && pass || fail "taxi: no global_step line"
 else
-  echo "skipped: PARALLAX_SHARED_DIR/testdata/tf-files is absent"
-  skipped=$((skipped + 1))
-  if [[ "${CI:-}" == "true" ]]; then fail "CI=true and the shared TF files are missing"; fi
+  missing_data "TensorFlow's own checkpoints" "\$PARALLAX_SHARED_DIR/testdata/tf-files is not there (PARALLAX_SHARED_DIR='${PARALLAX_SHARED_DIR:-}'; set it to the shared folder)"
 fi
 
 echo "checkpoint_cli_test: $passed passed, $failed failed, $skipped skipped"

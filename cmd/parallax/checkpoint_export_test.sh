@@ -5,7 +5,8 @@
 # reads all 16); its step-10 checkpoint, exported as ONE TensorFlow checkpoint (the
 # partitioned embeddings and their Adagrad slot reassembled), starts the single-device
 # graph (`run --init-checkpoint`, batch 16), whose first loss equals the job's step-11
-# loss (computed from the same variables on the same 16 examples) to 1e-6 relative.
+# loss (computed from the same variables on the same 16 examples) to 3e-7 relative
+# (measured 1.0e-7: one float32 rounding step of a loss near 2.3).
 # Also: the export lists exactly the single-device graph's variables; safetensors export;
 # bad input.
 #   checkpoint_export_test.sh PARALLAX CLUSTER_YAML
@@ -67,7 +68,7 @@ if [[ "$names" == "$want" ]]; then pass "the export holds the single-device grap
   --log-every 1 --metrics single.jsonl >single.out 2>&1 || { cat single.out; fail "the single-device run"; }
 single_loss=$(grep '"step":1,' single.jsonl | sed 's/.*"loss":\([^,]*\),.*/\1/')
 echo "job step 11 loss $job_loss, single device from the export: $single_loss"
-if python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if abs(a - b) <= 1e-6 * abs(b) else 1)" \
+if python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if abs(a - b) <= 3e-7 * abs(b) else 1)" \
      "${job_loss:-nan}" "${single_loss:-0}"; then
   pass "the single-device graph from the export gives the job's loss"
 else

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `parallax verify` under mpirun on localhost (docs/verify.md): N ranks x batch b trained
 # side by side with one device x batch N*b, every variable compared after 20 steps.
-#  1. equivalence (PASS, exit 0, max relative difference <= 1e-5 unless said otherwise):
+#  1. equivalence (PASS, exit 0, and the overall max relative difference at most a bound
+#     of 2-3x what the case measures, the figures of docs/verify.md's table; 0 where the
+#     runs must be bit-identical):
 #     zoo mlp with SGD, Momentum (2 ranks), lenet (Momentum, 2 ranks), embedding under
 #     parameter servers with 1, 2 and 3 partitions (3 ranks), with allgather and densify
 #     (2 and 4 ranks), embedding with sparse Adam on PS, started from --init-checkpoint;
@@ -11,13 +13,13 @@
 #     ranks (one device runs each rank's 200 examples and applies the combined gradients:
 #     bit-identical where the cross-rank sum has the same order); --accumulate on the
 #     fixed-batch mlp, on the embedding (sparse slices: PS, 3 ranks; allgather) and on the
-#     Adam mlp (bit-identical, where N*b gives 1.8e-5) and
+#     Adam mlp (bit-identical, where N*b gives 7.2e-6) and
 #     following the plan's sum (`average: false`). Adam on the dense mlp with N*b is
-#     checked at 1e-4: TF's Adam (epsilon 1e-8 added to the uncorrected sqrt(v))
-#     amplifies the last-bit differences of gradients that cancel to ~3e-7 by ~1000x, and
-#     the zoo mlp reaches 1.8e-5 / 3.8e-5 at seeds 0 / 1 (docs/verify.md);
+#     checked at 2e-5 (verify's --tolerance too): TF's Adam (epsilon 1e-8 added to the
+#     uncorrected sqrt(v)) amplifies the last-bit differences of gradients that cancel
+#     to ~3e-7 by ~1000x (docs/verify.md);
 #     Gradients taken at the backprop boundary: clip_by_global_norm + Adam, and BERT's
-#     Assign-based AdamWeightDecay after clipping (embedding all-gathered), 1e-5;
+#     Assign-based AdamWeightDecay after clipping (embedding all-gathered);
 #  2. the check can fail: gradients summed instead of averaged (`average: false`) FAILs
 #     with exit 1; gradients synchronised after clipping (a planted bug) FAILs; tolerance
 #     0 on a run that is not bit-identical FAILs;
@@ -25,7 +27,9 @@
 #     in-graph pipeline without --accumulate, an unknown method, no init op, data
 #     whose epoch is not a multiple of the ranks when the steps pass its end; a rank that
 #     fails makes verify exit 3.
-# Every case prints verify's table, so the log shows each measured difference.
+# Every case prints verify's table, so the log shows each measured difference. Without the
+# shared folder ($PARALLAX_SHARED_DIR) the TensorBoard MLP cases print a SKIP line (a FAIL
+# under CI=true or PARALLAX_REQUIRE_DATA=1).
 #   verify_test.sh PARALLAX TENSORBOARD_MLP_INIT_PY
 set -u
 parallax=$(realpath "$1")
@@ -42,6 +46,23 @@ passed=0
 failed=0
 pass() { echo "PASS $1"; passed=$((passed + 1)); }
 fail() { echo "FAIL $1"; failed=$((failed + 1)); }
+
+# missing_data WHAT MISSING: test data from outside the repository (MISSING says which and
+# how to get it) is not there, so WHAT cannot run: a failure under CI=true or
+# PARALLAX_REQUIRE_DATA=1, else a line `SKIP WHAT: ...` (scripts/summarize_tests.py counts it).
+missing_data() {
+  local required_by=""
+  if [[ "${CI:-}" == "true" ]]; then
+    required_by="CI=true"
+  elif [[ "${PARALLAX_REQUIRE_DATA:-}" == "1" ]]; then
+    required_by="PARALLAX_REQUIRE_DATA=1"
+  fi
+  if [[ -n $required_by ]]; then
+    fail "$1: missing test data: $2; $required_by requires it"
+  else
+    echo "SKIP $1: missing test data: $2"
+  fi
+}
 start=$(date +%s)
 
 # verify_case NAME EXPECTED_EXIT MAX_REL_LIMIT ARGS...: runs `parallax verify ARGS`,
@@ -100,37 +121,37 @@ export_model embedding --vocab 1000 --dim 16 --seq 4 --batch 0 --optimizer adamw
 
 # --- 1. equivalence ---------------------------------------------------------------------
 syn=(--synthetic --steps 20)
-verify_case "mlp SGD, 2 ranks" 0 1e-5 mlp_sgd.pb --ranks 2 --batch 32 "${syn[@]}"
-verify_case "mlp SGD, 4 ranks, shuffled, seed 7" 0 1e-5 mlp_sgd.pb --ranks 4 --batch 16 \
+verify_case "mlp SGD, 2 ranks" 0 5e-7 mlp_sgd.pb --ranks 2 --batch 32 "${syn[@]}"
+verify_case "mlp SGD, 4 ranks, shuffled, seed 7" 0 1e-6 mlp_sgd.pb --ranks 4 --batch 16 \
   "${syn[@]}" --seed 7
-verify_case "mlp Momentum, 2 ranks" 0 1e-5 mlp_momentum.pb --ranks 2 --batch 32 "${syn[@]}"
-verify_case "mlp Adam, 2 ranks (1e-4: see the header)" 0 1e-4 mlp_adam.pb --ranks 2 --batch 32 \
-  "${syn[@]}" --tolerance 1e-4
+verify_case "mlp Momentum, 2 ranks" 0 1e-6 mlp_momentum.pb --ranks 2 --batch 32 "${syn[@]}"
+verify_case "mlp Adam, 2 ranks (2e-5: see the header)" 0 2e-5 mlp_adam.pb --ranks 2 --batch 32 \
+  "${syn[@]}" --tolerance 2e-5
 # --accumulate: the one device runs both ranks' 32 examples and applies the mean gradient,
-# so only the cross-rank sum's order could differ (none on 2 ranks): far below N*b's 1.8e-5.
-verify_case "mlp Adam, 2 ranks, --accumulate" 0 1e-6 mlp_adam.pb --ranks 2 --batch 32 \
+# so only the cross-rank sum's order could differ (none on 2 ranks): bit-identical.
+verify_case "mlp Adam, 2 ranks, --accumulate" 0 0 mlp_adam.pb --ranks 2 --batch 32 \
   "${syn[@]}" --accumulate
 grep -q "vs one device accumulating 2 batches of 32" <<<"$last_out" ||
   fail "--accumulate: the header does not say the one device accumulates"
-verify_case "fixed-batch mlp (placeholder [32,784]), 3 ranks, --accumulate" 0 1e-5 fixed.pb \
+verify_case "fixed-batch mlp (placeholder [32,784]), 3 ranks, --accumulate" 0 3e-7 fixed.pb \
   --ranks 3 "${syn[@]}" --accumulate
-verify_case "lenet Momentum, 2 ranks" 0 1e-5 lenet.pb --ranks 2 --batch 16 "${syn[@]}"
+verify_case "lenet Momentum, 2 ranks" 0 3e-6 lenet.pb --ranks 2 --batch 16 "${syn[@]}"
 # --accumulate with sparse gradients: each micro-batch's slices concatenated in rank order,
 # as allgather gathers them and the parameter servers receive them.
-verify_case "embedding PS, 3 ranks, --accumulate" 0 1e-6 emb.pb --ranks 3 --batch 16 \
+verify_case "embedding PS, 3 ranks, --accumulate" 0 5e-7 emb.pb --ranks 3 --batch 16 \
   "${syn[@]}" --strategy ps --accumulate
-verify_case "embedding allgather, 2 ranks, --accumulate" 0 1e-6 emb.pb --ranks 2 --batch 16 \
+verify_case "embedding allgather, 2 ranks, --accumulate" 0 0 emb.pb --ranks 2 --batch 16 \
   "${syn[@]}" --sparse allgather --accumulate
 for p in 1 2 3; do
-  verify_case "embedding PS, $p partitions, 3 ranks" 0 1e-5 emb.pb --ranks 3 --batch 16 \
+  verify_case "embedding PS, $p partitions, 3 ranks" 0 2e-7 emb.pb --ranks 3 --batch 16 \
     "${syn[@]}" --strategy ps --partitions "$p"
   grep -q '^  embeddings .* ps (rows) ' <<<"$last_out" ||
     fail "embedding PS, $p partitions: embeddings not reassembled from parameter-server rows"
 done
-verify_case "embedding allgather, 2 ranks" 0 1e-5 emb.pb --ranks 2 --batch 16 "${syn[@]}" \
+verify_case "embedding allgather, 2 ranks" 0 2e-7 emb.pb --ranks 2 --batch 16 "${syn[@]}" \
   --sparse allgather
 grep -q '^  embeddings .* allgather ' <<<"$last_out" || fail "embedding: not allgather"
-verify_case "embedding densify, 4 ranks" 0 1e-5 emb.pb --ranks 4 --batch 8 "${syn[@]}" \
+verify_case "embedding densify, 4 ranks" 0 2e-7 emb.pb --ranks 4 --batch 8 "${syn[@]}" \
   --sparse dense
 grep -q '^  embeddings .* densify ' <<<"$last_out" || fail "embedding: not densify"
 verify_case "embedding sparse Adam, PS, 2 ranks" 0 1e-5 emb_adam.pb --ranks 2 --batch 16 \
@@ -138,9 +159,9 @@ verify_case "embedding sparse Adam, PS, 2 ranks" 0 1e-5 emb_adam.pb --ranks 2 --
 # Gradients synchronised at the backprop boundary: clip_by_global_norm (0.05: it clips
 # every step) must see the averaged gradient, as must BERT's Assign-based AdamWeightDecay
 # (the embedding's IndexedSlices all-gathered before the optimizer densifies it).
-verify_case "mlp clip_by_global_norm + Adam, 2 ranks" 0 1e-5 mlp_clip.pb --ranks 2 --batch 16 \
+verify_case "mlp clip_by_global_norm + Adam, 2 ranks" 0 2e-6 mlp_clip.pb --ranks 2 --batch 16 \
   "${syn[@]}"
-verify_case "embedding clip_by_global_norm + AdamWeightDecay, 3 ranks" 0 1e-5 emb_adamw.pb \
+verify_case "embedding clip_by_global_norm + AdamWeightDecay, 3 ranks" 0 3e-6 emb_adamw.pb \
   --ranks 3 --batch 8 "${syn[@]}"
 grep -q '^  embeddings .* allgather ' <<<"$last_out" || fail "AdamWeightDecay: embeddings not allgather"
 # Per-variable overrides from a cluster spec: embeddings on 2 PS partitions, the rest
@@ -154,13 +175,13 @@ strategy:
   variables:
     embeddings: {sparse: ps, partitions: 2}
 EOF
-verify_case "embedding, overrides from --cluster, 3 ranks" 0 1e-5 emb.pb --ranks 3 --batch 16 \
+verify_case "embedding, overrides from --cluster, 3 ranks" 0 5e-7 emb.pb --ranks 3 --batch 16 \
   "${syn[@]}" --cluster overrides.yaml
 
 # --init-checkpoint: both sides start from a checkpoint (sliced into the ranks' PS rows).
 "$parallax" run emb.pb --synthetic --steps 1 --seed 9 --checkpoint-dir emb_init >/dev/null ||
   fail "writing an initial checkpoint"
-verify_case "embedding PS from --init-checkpoint, 2 partitions, 3 ranks" 0 1e-5 emb.pb \
+verify_case "embedding PS from --init-checkpoint, 2 partitions, 3 ranks" 0 3e-7 emb.pb \
   --ranks 3 --batch 16 "${syn[@]}" --strategy ps --partitions 2 \
   --init-checkpoint emb_init/checkpoint-1.safetensors
 expect_error "a missing --init-checkpoint" 2 \
@@ -188,11 +209,15 @@ if [[ -n "${PARALLAX_SHARED_DIR:-}" && -f "$tb" ]]; then
     "parallax: error: $tb: one device, batch 400 (its input pipeline dequeues 200): step 1: node 'MatMul' (MatMul): Matrix size-incompatible: In[0]: [200,1568], In[1]: [784,100] (transpose_a=false, transpose_b=false); the graph seems to fix its batch size beyond its inputs (e.g. a Reshape to a constant shape): use --accumulate (one device accumulates the ranks' batches) or a graph that trains at any batch size" \
     "$tb" --ranks 2 "${syn[@]}" --init-checkpoint tb_init.safetensors
   # ... which --accumulate verifies: all-reduce on 2, 3 and 4 ranks, parameter servers on 3.
+  # Bit-identical on 2 ranks; on 3 and 4 MPI's all-reduce or the parameter servers may
+  # add the ranks' terms in another order than the one device (measured 0 to 2.6e-7).
   for n in 2 3 4; do
-    verify_case "TensorBoard MNIST MLP (shared), $n ranks, --accumulate" 0 1e-5 "$tb" \
+    limit=5e-7
+    (( n == 2 )) && limit=0
+    verify_case "TensorBoard MNIST MLP (shared), $n ranks, --accumulate" 0 "$limit" "$tb" \
       --ranks "$n" "${syn[@]}" --init-checkpoint tb_init.safetensors --accumulate
   done
-  verify_case "TensorBoard MNIST MLP (shared), 3 ranks, ps, --accumulate" 0 1e-5 "$tb" \
+  verify_case "TensorBoard MNIST MLP (shared), 3 ranks, ps, --accumulate" 0 5e-7 "$tb" \
     --ranks 3 "${syn[@]}" --init-checkpoint tb_init.safetensors --accumulate --strategy ps
   for strategy in auto ps; do
     verify_case "TensorBoard MNIST MLP (shared), 1 rank, $strategy: bit-identical" 0 0 "$tb" \
@@ -202,7 +227,7 @@ if [[ -n "${PARALLAX_SHARED_DIR:-}" && -f "$tb" ]]; then
       fail "TensorBoard MLP: no note on the input pipeline"
   done
 else
-  echo "skipped the TensorBoard MNIST MLP: PARALLAX_SHARED_DIR/testdata/tf is absent"
+  missing_data "the TensorBoard MNIST MLP (shared)" "\$PARALLAX_SHARED_DIR/testdata/tf/tensorboard_mnist_mlp_train.pbtxt is not there (PARALLAX_SHARED_DIR='${PARALLAX_SHARED_DIR:-}'; set it to the shared folder)"
 fi
 
 # --- 2. the check can fail -------------------------------------------------------------
@@ -216,7 +241,7 @@ EOF
 verify_case "gradients summed, not averaged: FAIL" 1 0 mlp_sgd.pb --ranks 2 --batch 32 \
   "${syn[@]}" --cluster sum.yaml
 # With --accumulate the one device combines as the plan does: summed here, so it PASSes.
-verify_case "gradients summed, --accumulate sums too: PASS" 0 1e-5 mlp_sgd.pb --ranks 2 \
+verify_case "gradients summed, --accumulate sums too: PASS" 0 0 mlp_sgd.pb --ranks 2 \
   --batch 32 "${syn[@]}" --cluster sum.yaml --accumulate
 # The bug Parallax had: each rank clips its own gradient, then the clipped ones are
 # averaged (PARALLAX_TEST_SYNC_AFTER_CLIPPING plants it).
