@@ -11,13 +11,11 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 TMPDIR=$(mktemp -d /tmp/parallax-example-test.XXXXXX)
 export TMPDIR
 trap 'rm -rf "$TMPDIR"' EXIT
+# shellcheck source=../lib/testing/missing_data.sh
+source "${TEST_SRCDIR}/${TEST_WORKSPACE}/lib/testing/missing_data.sh"
 if [[ ! -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]]; then
-  missing="/usr/share/datasets/fashion-mnist is missing (scripts/setup.sh installs dataset-fashion-mnist)"
-  if [[ "${CI:-}" == "true" || "${PARALLAX_REQUIRE_DATA:-}" == "1" ]]; then
-    echo "FAIL the example's data: $missing"
-    exit 1
-  fi
-  echo "SKIP the README's example: $missing"
+  fail() { echo "FAIL $1"; exit 1; }
+  missing_data "the README's example" "/usr/share/datasets/fashion-mnist is missing (scripts/setup.sh installs dataset-fashion-mnist)"
   exit 0
 fi
 PARALLAX_BIN=$parallax PARALLAX_EXAMPLE_DIR=$TMPDIR/example timeout 600 "$script" >example.log 2>&1

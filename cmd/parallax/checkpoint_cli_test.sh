@@ -17,23 +17,10 @@ skipped=0
 pass() { passed=$((passed + 1)); }
 fail() { failed=$((failed + 1)); echo "FAILED: $*"; }
 
-# missing_data WHAT MISSING: test data from outside the repository (MISSING says which and
-# how to get it) is not there, so WHAT cannot run: a failure under CI=true or
-# PARALLAX_REQUIRE_DATA=1, else a line `SKIP WHAT: ...` (scripts/summarize_tests.py counts it).
-missing_data() {
-  local required_by=""
-  if [[ "${CI:-}" == "true" ]]; then
-    required_by="CI=true"
-  elif [[ "${PARALLAX_REQUIRE_DATA:-}" == "1" ]]; then
-    required_by="PARALLAX_REQUIRE_DATA=1"
-  fi
-  if [[ -n $required_by ]]; then
-    fail "$1: missing test data: $2; $required_by requires it"
-  else
-    echo "SKIP $1: missing test data: $2"
-    skipped=$((skipped + 1))
-  fi
-}
+# missing_data WHAT WHY: a failure under CI=true or PARALLAX_REQUIRE_DATA=1, else a
+# SKIP line (lib/testing/missing_data.sh).
+# shellcheck source=../../lib/testing/missing_data.sh
+source "${TEST_SRCDIR}/${TEST_WORKSPACE}/lib/testing/missing_data.sh"
 
 # expect CODE CMD...: runs CMD, checks its exit code; stdout/stderr land in $tmp/out|err.
 expect() {

@@ -16,22 +16,10 @@ failed=0
 pass() { passed=$((passed + 1)); }
 fail() { failed=$((failed + 1)); echo "FAILED: $*"; }
 
-# missing_data WHAT MISSING: test data from outside the repository (MISSING says which and
-# how to get it) is not there, so WHAT cannot run: a failure under CI=true or
-# PARALLAX_REQUIRE_DATA=1, else a line `SKIP WHAT: ...` (scripts/summarize_tests.py counts it).
-missing_data() {
-  local required_by=""
-  if [[ "${CI:-}" == "true" ]]; then
-    required_by="CI=true"
-  elif [[ "${PARALLAX_REQUIRE_DATA:-}" == "1" ]]; then
-    required_by="PARALLAX_REQUIRE_DATA=1"
-  fi
-  if [[ -n $required_by ]]; then
-    fail "$1: missing test data: $2; $required_by requires it"
-  else
-    echo "SKIP $1: missing test data: $2"
-  fi
-}
+# missing_data WHAT WHY: a failure under CI=true or PARALLAX_REQUIRE_DATA=1, else a
+# SKIP line (lib/testing/missing_data.sh).
+# shellcheck source=../../lib/testing/missing_data.sh
+source "${TEST_SRCDIR}/${TEST_WORKSPACE}/lib/testing/missing_data.sh"
 
 # expect CODE CMD...: runs CMD, checks its exit code; stdout/stderr land in $tmp/out|err.
 expect() {
@@ -210,10 +198,10 @@ assert [r["kind"] for r in plan["ranks"]] == ["GPU", "GPU", "CPU", "CPU"], plan[
 assert plan["feeds"] == ["ids", "y"] and plan["fetches"] == ["loss:0"], plan
 PY
 # --force replaces only a job or an empty directory: not a folder of other work.
-mkdir -p "$tmp/work" && touch "$tmp/work/thesis.tex"
-expect 2 "$parallax" transform "$example" --cluster "$cluster" -o "$tmp/work" --force
-expect_stderr_line "parallax: error: $tmp/work: exists and is not a Parallax job (it has no plan.yaml); --force replaces only a job directory or an empty one"
-[[ -e "$tmp/work/thesis.tex" ]] && pass || fail "--force deleted a directory that is not a job"
+mkdir -p "$tmp/other_files" && touch "$tmp/other_files/thesis.tex"
+expect 2 "$parallax" transform "$example" --cluster "$cluster" -o "$tmp/other_files" --force
+expect_stderr_line "parallax: error: $tmp/other_files: exists and is not a Parallax job (it has no plan.yaml); --force replaces only a job directory or an empty one"
+[[ -e "$tmp/other_files/thesis.tex" ]] && pass || fail "--force deleted a directory that is not a job"
 mkdir -p "$tmp/empty_out"
 expect 0 "$parallax" transform "$example" --cluster "$cluster" -o "$tmp/empty_out" --force
 [[ -s "$tmp/empty_out/plan.yaml" ]] && pass || fail "--force did not fill an empty directory"

@@ -21,13 +21,11 @@ set -u
 parallax=$(realpath "$1")
 cluster=$(realpath "$2")
 data=/usr/share/datasets/fashion-mnist
+# shellcheck source=../../lib/testing/missing_data.sh
+source "${TEST_SRCDIR}/${TEST_WORKSPACE}/lib/testing/missing_data.sh"
 if [[ ! -f $data/train-images-idx3-ubyte.gz ]]; then
-  missing="$data/train-images-idx3-ubyte.gz is not there (scripts/setup.sh installs dataset-fashion-mnist)"
-  if [[ "${CI:-}" == "true" || "${PARALLAX_REQUIRE_DATA:-}" == "1" ]]; then
-    echo "FAIL Fashion-MNIST on 2 ranks: missing test data: $missing; CI=true or PARALLAX_REQUIRE_DATA=1 requires it"
-    exit 1
-  fi
-  echo "SKIP Fashion-MNIST on 2 ranks: missing test data: $missing"
+  fail() { echo "FAIL $1"; exit 1; }
+  missing_data "Fashion-MNIST on 2 ranks" "$data/train-images-idx3-ubyte.gz is not there (scripts/setup.sh installs dataset-fashion-mnist)"
   exit 0
 fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

@@ -988,10 +988,9 @@ Status Trainer::CheckReplicasAgree(const std::string& restored_from) {
     if (!plan->IdenticalOnEveryRank(v.name)) continue;
     const Tensor* value = executor_->variables().Find(v.store_key);
     if (value == nullptr || !value->initialized() || value->bytes() == 0) continue;
-    const std::string hex = Fingerprint(std::string_view(
-        static_cast<const char*>(value->raw_data()), value->bytes()));
     replicated.push_back(&v);
-    fingerprints.push_back(static_cast<int64_t>(std::stoull(hex, nullptr, 16)));
+    fingerprints.push_back(static_cast<int64_t>(
+        Fnv1a64(std::string_view(static_cast<const char*>(value->raw_data()), value->bytes()))));
   }
   const Tensor mine = Tensor::FromVector(
       fingerprints, TensorShape({static_cast<int64_t>(fingerprints.size())}));

@@ -209,13 +209,15 @@ std::map<std::string, uint64_t> RandomPositionsOf(const std::map<std::string, st
   return positions;
 }
 
-std::string Fingerprint(std::string_view bytes) {
+uint64_t Fnv1a64(std::string_view bytes) {
   uint64_t hash = 0xcbf29ce484222325ULL;
   for (char c : bytes) {
     hash ^= static_cast<uint8_t>(c);
     hash *= 0x100000001b3ULL;
   }
-  return fmt::format("{:016x}", hash);
+  return hash;
 }
+
+std::string Fingerprint(std::string_view bytes) { return fmt::format("{:016x}", Fnv1a64(bytes)); }
 
 }  // namespace parallax
