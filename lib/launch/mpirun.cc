@@ -1,6 +1,7 @@
 #include "lib/launch/mpirun.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -185,10 +186,10 @@ std::string CommentText(std::string_view text) {
 
 namespace {
 
-// Starts argv (stdout and stderr to `output_path` when given), calls `started` with its
-// pid, and waits for it.
+// Starts argv (stdout and stderr to `output_path` when given, else stderr to
+// `stderr_fd` when that is not -1), calls `started` with its pid, and waits for it.
 StatusOr<int> RunChild(const std::vector<std::string>& argv, const std::string& output_path,
-                       const std::function<void(pid_t)>& started) {
+                       int stderr_fd, const std::function<void(pid_t)>& started) {
   if (argv.empty()) return InternalError("RunAndWait: empty argv");
   int output = -1;
   if (!output_path.empty()) {
@@ -215,6 +216,7 @@ StatusOr<int> RunChild(const std::vector<std::string>& argv, const std::string& 
     if (output >= 0 && (::dup2(output, STDOUT_FILENO) < 0 || ::dup2(output, STDERR_FILENO) < 0)) {
       ::_exit(127);
     }
+    if (output < 0 && stderr_fd >= 0 && ::dup2(stderr_fd, STDERR_FILENO) < 0) ::_exit(127);
     ::execvp(args[0], args.data());
     const int err = errno;  // exec failed: tell the parent why
     (void)!::write(error_pipe[1], &err, sizeof(err));
@@ -252,12 +254,39 @@ void ForwardSignal(int signal) {
   if (pid > 0) ::kill(pid, SIGTERM);
 }
 
+// Copies what arrives on `from` to this process's stderr until the end of the stream, or
+// until `child_exited` is set and nothing more arrives for 100 ms (a daemon the child
+// started may hold the pipe open). Once a signal has been received the bytes are read and
+// dropped: they are the stopped ranks' teardown noise (OpenMPI's "Read -1, expected ...").
+void PassStderrUntilInterrupted(int from, const std::atomic<bool>& child_exited) {
+  char buffer[4096];
+  while (true) {
+    pollfd ready{.fd = from, .events = POLLIN, .revents = 0};
+    const int polled = ::poll(&ready, 1, 100);
+    if (polled < 0 && errno != EINTR) return;
+    if (polled <= 0) {
+      if (child_exited) return;
+      continue;
+    }
+    const ssize_t got = ::read(from, buffer, sizeof(buffer));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return;
+    if (signal_received != 0) continue;
+    for (ssize_t written = 0; written < got;) {
+      const ssize_t n = ::write(STDERR_FILENO, buffer + written, got - written);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      written += n;
+    }
+  }
+}
+
 }  // namespace
 
 StatusOr<int> RunAndWait(const std::vector<std::string>& argv) { return RunAndWait(argv, ""); }
 
 StatusOr<int> RunAndWait(const std::vector<std::string>& argv, const std::string& output_path) {
-  return RunChild(argv, output_path, nullptr);
+  return RunChild(argv, output_path, -1, nullptr);
 }
 
 StatusOr<InterruptibleRun> RunForwardingSignals(const std::vector<std::string>& argv) {
@@ -269,10 +298,23 @@ StatusOr<InterruptibleRun> RunForwardingSignals(const std::vector<std::string>& 
   struct sigaction old_int = {}, old_term = {};
   ::sigaction(SIGINT, &action, &old_int);
   ::sigaction(SIGTERM, &action, &old_term);
-  StatusOr<int> status = RunChild(argv, "", [](pid_t pid) {
+  int stderr_pipe[2] = {-1, -1};
+  const bool piped = ::pipe2(stderr_pipe, O_CLOEXEC) == 0;
+  std::atomic<bool> child_exited{false};
+  std::thread passer;
+  if (piped) {
+    passer = std::thread(PassStderrUntilInterrupted, stderr_pipe[0], std::cref(child_exited));
+  }
+  StatusOr<int> status = RunChild(argv, "", piped ? stderr_pipe[1] : -1, [](pid_t pid) {
     forward_to = pid;
     if (signal_received != 0) ::kill(pid, SIGTERM);  // it came before the pid was known
   });
+  child_exited = true;
+  if (piped) {
+    ::close(stderr_pipe[1]);
+    passer.join();
+    ::close(stderr_pipe[0]);
+  }
   forward_to = 0;
   ::sigaction(SIGINT, &old_int, nullptr);
   ::sigaction(SIGTERM, &old_term, nullptr);

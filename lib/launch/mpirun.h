@@ -108,8 +108,10 @@ StatusOr<int> RunAndWait(const std::vector<std::string>& argv, const std::string
 // RunAndWait for a job the user may stop: while argv runs, a SIGINT or SIGTERM this
 // process receives (Ctrl-C, `kill`, a batch system's time limit) is passed to it as
 // SIGTERM — mpirun then stops every rank — and the wait goes on until it has exited.
-// Even a SIGINT the shell set to be ignored (a background job) is caught. Returns the
-// exit status and the signal received (0 when none); the previous handlers are restored.
+// Even a SIGINT the shell set to be ignored (a background job) is caught. argv's stderr
+// passes through until the signal and is dropped after it (the stopped ranks' teardown
+// noise), so the caller's own line is the one the user reads. Returns the exit status
+// and the signal received (0 when none); the previous handlers are restored.
 struct InterruptibleRun {
   int exit_status = 0;
   int signal = 0;  // SIGINT or SIGTERM when one arrived

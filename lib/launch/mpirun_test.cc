@@ -1,10 +1,12 @@
 #include "lib/launch/mpirun.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 
+#include "lib/base/file.h"
 #include "lib/launch/testing/plan_on_hosts.h"
 
 namespace parallax {
@@ -98,6 +100,25 @@ TEST_CASE("RunForwardingSignals passes a SIGINT or SIGTERM on as SIGTERM and res
   REQUIRE(quiet.ok());
   CHECK(quiet->signal == 0);
   CHECK(quiet->exit_status == 4);
+}
+
+TEST_CASE("RunForwardingSignals passes stderr through until the signal and drops it after") {
+  // The child writes a line after the SIGTERM it ignores, as a rank's teardown noise
+  // would come; this test's own stderr goes to a file for the run.
+  TemporaryFile captured = *TemporaryFile::Create("parallax-stderr", "");
+  const int saved = ::dup(STDERR_FILENO);
+  const int file = ::open(captured.path().c_str(), O_WRONLY | O_TRUNC);
+  REQUIRE(file >= 0);
+  ::dup2(file, STDERR_FILENO);
+  ::close(file);
+  StatusOr<InterruptibleRun> run = RunForwardingSignals(
+      {"sh", "-c",
+       "trap '' TERM; echo before >&2; sleep 0.3; kill -INT $PPID; sleep 0.3; echo after >&2"});
+  ::dup2(saved, STDERR_FILENO);
+  ::close(saved);
+  REQUIRE(run.ok());
+  CHECK(run->signal == SIGINT);
+  CHECK(*ReadFileToString(captured.path()) == "before\n");
 }
 
 TEST_CASE("RunAndWait returns the exit status and reports programs that cannot start") {
