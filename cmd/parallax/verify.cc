@@ -1,5 +1,6 @@
 // `parallax verify GRAPH --ranks N [--steps K] [feed flags as run] [--strategy S]
 // [--sparse M] [--partitions P] [--cluster C.yaml] [--accumulate] [--tolerance T]
+// [--noise-factor F]
 // [--init-checkpoint C] [--input-dir D] [--input-map OLD=NEW] [--keep DIR] [--json]`: trains the single-device graph with the global batch N·b (with
 // --accumulate: N accumulated batches of b) in this process and its N-rank transform with
 // b per rank under mpirun on localhost, then compares every variable
@@ -53,8 +54,12 @@ Command AddVerifyCommand(CLI::App& app, bool* failed) {
                                                      "variables (strategy.partitions)");
   sub->add_option("--cluster", o.cluster, "a cluster spec whose strategy section (overrides per "
                                           "variable, average) to use; its hosts are ignored");
-  sub->add_option("--tolerance", o.tolerance, "largest max relative difference that passes "
-                                              "(default 1e-5)");
+  sub->add_option("--tolerance", o.tolerance, "largest max relative difference that always "
+                                              "passes (default 1e-5)");
+  sub->add_option("--noise-factor", o.noise_factor,
+                  "N*b: a variable passes within max(tolerance, this x the noise), the noise "
+                  "measured by two more one-device runs with each batch reordered (default 10; "
+                  "0: no noise run, the tolerance alone)");
   sub->add_flag("--accumulate", o.accumulate,
                 "one device accumulates the gradients of the ranks' N batches of b per step "
                 "(for graphs that fix their batch size) instead of one batch of N*b");

@@ -10,8 +10,9 @@
 //    before step S (trainer.cc);
 //  - PARALLAX_TEST_SAVE_RESTORED=DIR: a resumed run writes what it restored to DIR;
 //  - PARALLAX_TEST_RANKS_PER_HOST=L: a job's ranks are treated as hosts of L ranks;
-//  - PARALLAX_TEST_SHARED_RANDOM_STREAM=1 and PARALLAX_TEST_SYNC_AFTER_CLIPPING: planted
-//    bugs that `parallax verify` must FAIL on.
+//  - PARALLAX_TEST_SHARED_RANDOM_STREAM=1, PARALLAX_TEST_SYNC_AFTER_CLIPPING and
+//    PARALLAX_TEST_UNAVERAGED_RANK=R (rank R keeps the sum of averaged all-reduces):
+//    planted bugs that `parallax verify` must FAIL on.
 #ifndef PARALLAX_LIB_BASE_TEST_HOOKS_H_
 #define PARALLAX_LIB_BASE_TEST_HOOKS_H_
 
@@ -22,9 +23,10 @@
 
 namespace parallax {
 
-inline constexpr std::array<std::string_view, 5> kTestHooks = {
-    "PARALLAX_TEST_FAIL_AT_STEP", "PARALLAX_TEST_SAVE_RESTORED", "PARALLAX_TEST_RANKS_PER_HOST",
-    "PARALLAX_TEST_SHARED_RANDOM_STREAM", "PARALLAX_TEST_SYNC_AFTER_CLIPPING"};
+inline constexpr std::array<std::string_view, 6> kTestHooks = {
+    "PARALLAX_TEST_FAIL_AT_STEP",         "PARALLAX_TEST_SAVE_RESTORED",
+    "PARALLAX_TEST_RANKS_PER_HOST",       "PARALLAX_TEST_SHARED_RANDOM_STREAM",
+    "PARALLAX_TEST_SYNC_AFTER_CLIPPING",  "PARALLAX_TEST_UNAVERAGED_RANK"};
 
 // The value of hook `name` (one of kTestHooks), or nullopt: unset, or a release build.
 std::optional<std::string> TestHook(std::string_view name);

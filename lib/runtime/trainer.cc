@@ -914,6 +914,10 @@ StatusOr<std::optional<double>> Trainer::Step() {
   RunRequest request;
   std::vector<int64_t> ids;  // the batch's examples of the fed columns
   if (has_columns_ || pipeline_outputs_.empty()) ids = sampler_->Next(feeder_->batch_size());
+  if (options_.batch_order == BatchOrder::kReversed) std::reverse(ids.begin(), ids.end());
+  if (options_.batch_order == BatchOrder::kRotatedHalf) {
+    std::rotate(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(ids.size() / 2), ids.end());
+  }
   StatusOr<std::vector<std::pair<std::string, Tensor>>> feeds = MicroBatchFeeds(ids);
   if (!feeds.ok()) return feeds.status().WithPrefix(fmt::format("step {}", step_ + 1));
   request.feeds = std::move(feeds).value();

@@ -99,6 +99,12 @@ StatusOr<FeedSpec> ParseFeedSpec(std::string_view text, std::string_view flag = 
 // Kernel threads per core beyond which --threads is refused.
 inline constexpr int kMaxThreadsPerCore = 4;
 
+enum class BatchOrder {
+  kAsRead,
+  kReversed,     // the last example first
+  kRotatedHalf,  // the second half first, then the first half
+};
+
 struct TrainerOptions {
   std::vector<FeedSpec> feeds;
   std::vector<FeedSpec> eval_feeds;
@@ -134,6 +140,10 @@ struct TrainerOptions {
   std::string init_checkpoint_flag = "--init-checkpoint";  // names it in messages
   int threads = 0;             // <= 0: one per core
   ShardSpec shard;
+  // The order of each batch's examples of the fed columns: as read, or permuted — the
+  // same examples, summed in another order (`parallax verify` measures the reference's
+  // own float noise with it).
+  BatchOrder batch_order = BatchOrder::kAsRead;
   InputOptions input;          // in-graph pipelines: --input-dir/--input-map (shard: set here)
   // Set when the job's plan put this rank on a GPU and it trains on the CPU instead
   // (`--cpu-fallback`): "GPU 0 of host-a". Every metrics line then says

@@ -22,7 +22,21 @@
 //    normalised by the variable's largest reference magnitude, not per element (an
 //    element-wise ratio explodes where values cross zero). A NaN on either side is a
 //    failure. The overall figures are the maxima over variables;
-//  - *PASS*: every variable present, rows complete, relative difference <= tolerance.
+//  - the *noise* of a variable (N·b only): its max relative difference between the
+//    reference and the same one-device run with each batch's examples reordered (reversed;
+//    halves swapped: two runs) — the same training in exact arithmetic, other summation
+//    orders in floats. It is the
+//    reference's own float noise at this learning rate and step count (a few 1e-7 after
+//    20 steps of SGD; 1e-5 and more where training amplifies rounding: high learning
+//    rates, Adam on gradients that cancel);
+//  - the *noise* of the run: the largest variable noise; the *bound*: max(tolerance,
+//    min(noise factor × the noise, kMaxNoiseBound)) (factor 10 by default; 0 turns the
+//    noise run off and the bound is the tolerance). One bound for all variables: rounding differences spread
+//    through every variable, and one variable's own noise can be 10x below what another
+//    summation order leaves in it. A difference within the bound cannot be told from the
+//    reference's own rounding; a rewrite bug (a gradient left un-averaged, a wrong
+//    shard) moves variables by far more;
+//  - *PASS*: every variable present, rows complete, relative difference <= the bound.
 //
 // With `accumulate`, one device instead runs, per step, the forward and backward pass on
 // each rank's b examples (micro-batch r = rank r's shard, or the next batch of an
@@ -78,6 +92,12 @@ namespace parallax {
 inline constexpr double kTinyMagnitude = 1e-30;
 inline constexpr int64_t kDefaultVerifySteps = 20;
 inline constexpr double kDefaultVerifyTolerance = 1e-5;
+inline constexpr double kDefaultNoiseFactor = 10;
+// The bound never exceeds this: where noise factor × the noise would, the reference's
+// own noise (random ops in the step draw for other examples when reversed; chaotic
+// training) is too large to tell a bug from rounding, and the report says so and
+// suggests --accumulate.
+inline constexpr double kMaxNoiseBound = 1e-3;
 
 struct VerifyOptions {
   std::string graph;            // the single-device training graph (path)
@@ -91,6 +111,11 @@ struct VerifyOptions {
   int threads = 0;              // the one device's kernel threads (0: one per core); the ranks
                                 // get the cores divided by N, as `parallax run JOB_DIR`
   double tolerance = kDefaultVerifyTolerance;
+  // N·b: a variable passes within max(tolerance, noise_factor × the noise), the noise
+  // measured by two more one-device runs with each batch reordered; 0: no such runs, the
+  // tolerance alone. Not used with `accumulate` (its comparison is exact up to the
+  // cross-rank sum's order).
+  double noise_factor = kDefaultNoiseFactor;
   // Strategy: the cluster spec's `strategy` section (hosts are replaced by localhost with
   // N CPU ranks), and these flags, which win over it as transform's do.
   std::string cluster;                     // "" : the defaults (auto, average)
@@ -121,6 +146,8 @@ struct VariableComparison {
   double max_abs = 0;           // max |x - y|
   double max_rel = 0;           // max_abs / max(max |y|, kTinyMagnitude); NaN when either has NaN
   double reference_max = 0;     // max |y|
+  std::optional<double> noise;  // N·b with noise runs: the reference vs itself reordered
+  double bound = 0;             // what max_rel is judged against (the same for all)
   std::string problem;          // missing on a rank, dtype/shape mismatch, rows not covered
   // Rank-local state (batch-norm moving statistics, ...): each rank writes it from its own
   // examples or random numbers. With accumulate it is compared on rank 0 only (one
@@ -139,6 +166,9 @@ struct VerifyReport {
   bool accumulate = false;
   std::string strategy;
   double tolerance = 0;
+  double noise_factor = 0;         // 0: no noise run (accumulate, or turned off)
+  std::optional<double> noise;     // the largest variable noise, when measured
+  double bound = 0;                // what every max_rel is judged against
   std::vector<VariableComparison> variables;  // in the reference checkpoint's (name) order
   double max_abs = 0;
   double max_rel = 0;

@@ -36,12 +36,15 @@
 // sends duplicate indices once per occurrence (shared memory; combining would cost a
 // hop); across hosts each (host, owner) pair carries each distinct row once.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "lib/base/test_hooks.h"
 #include "lib/ops/dtypes.h"
 #include "lib/runtime/comm/communicator.h"
 #include "lib/runtime/kernel.h"
@@ -138,6 +141,11 @@ class CollectiveReduceV2Op : public OpKernel {
     if (status->ok() && final_op != "Id" && final_op != "Div") {
       *status = InvalidArgumentError("attr 'final_op' is '{}', expected Id or Div", final_op);
     }
+    // PARALLAX_TEST_UNAVERAGED_RANK=R plants a bug `parallax verify` must FAIL on: rank R
+    // keeps the sum of an averaged all-reduce (its gradients left un-averaged).
+    if (std::optional<std::string> rank = TestHook("PARALLAX_TEST_UNAVERAGED_RANK")) {
+      unaveraged_rank_ = std::atoi(rank->c_str());
+    }
   }
 
   Status Compute(KernelContext& context) const override {
@@ -154,13 +162,15 @@ class CollectiveReduceV2Op : public OpKernel {
     }
     Communicator::ScopedLabel label(communicator, Label(context, keys.instance_key));
     Tensor output;
-    PX_RETURN_IF_ERROR(communicator->AllReduce(input, &output, op_));
+    const bool planted = op_ == ReduceOp::kMean && communicator->rank() == unaveraged_rank_;
+    PX_RETURN_IF_ERROR(communicator->AllReduce(input, &output, planted ? ReduceOp::kSum : op_));
     context.set_output(0, std::move(output));
     return Status::Ok();
   }
 
  private:
   ReduceOp op_ = ReduceOp::kSum;
+  int unaveraged_rank_ = -1;  // the planted bug's rank (test builds only)
 };
 PX_REGISTER_KERNEL(CollectiveReduceV2Op, "CollectiveReduceV2", kCpu);
 
