@@ -1,6 +1,5 @@
 #include "lib/launch/host_probe.h"
 
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,6 +10,7 @@
 #include <thread>
 
 #include "lib/base/file.h"
+#include "lib/launch/child_process.h"
 
 namespace parallax {
 namespace {
@@ -36,33 +36,6 @@ struct RunningProbe {
   int status = 0;
   bool timed_out = false;
 };
-
-// Starts argv with stdout and stderr to `output_path`; the child's pid.
-StatusOr<pid_t> Start(const std::vector<std::string>& argv, const std::string& output_path) {
-  const int output = ::open(output_path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
-  if (output < 0) {
-    return InternalError("{}: cannot write: {}", output_path, std::strerror(errno));
-  }
-  std::vector<char*> args;
-  for (const std::string& word : argv) args.push_back(const_cast<char*>(word.c_str()));
-  args.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(output);
-    return InternalError("cannot start {}: {}", argv[0], std::strerror(errno));
-  }
-  if (pid == 0) {
-    const int null = ::open("/dev/null", O_RDONLY);
-    if (null >= 0) ::dup2(null, STDIN_FILENO);
-    if (::dup2(output, STDOUT_FILENO) < 0 || ::dup2(output, STDERR_FILENO) < 0) ::_exit(127);
-    ::execvp(args[0], args.data());
-    const std::string message = fmt::format("cannot run '{}': {}\n", argv[0], std::strerror(errno));
-    (void)!::write(STDERR_FILENO, message.data(), message.size());
-    ::_exit(127);
-  }
-  ::close(output);
-  return pid;
-}
 
 }  // namespace
 
@@ -92,7 +65,9 @@ StatusOr<std::vector<HostProbe>> ProbeHosts(const std::vector<std::string>& host
       break;
     }
     probes[i].output.emplace(*std::move(output));
-    StatusOr<pid_t> pid = Start(ProbeArgv(hosts[i], options), probes[i].output->path());
+    StatusOr<pid_t> pid = StartChild(ProbeArgv(hosts[i], options),
+                                     ChildIo{.output_path = probes[i].output->path(),
+                                             .stdin_null = true});
     if (!pid.ok()) {
       start_error = pid.status();
     } else {

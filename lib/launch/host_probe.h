@@ -36,9 +36,9 @@ struct HostProbe {
 // [extra mpirun args] PARALLAX --version.
 std::vector<std::string> ProbeArgv(std::string_view host, const MpirunOptions& options);
 
-// Probes `hosts` at once (see the file comment); results in the order of `hosts`. A
-// launcher that cannot run is a host that does not answer ("cannot run 'mpirun': ...").
-// Errors: no process or output file could be made for a probe.
+// Probes `hosts` at once (see the file comment); results in the order of `hosts`.
+// Errors: no process or output file could be made for a probe, or the launcher cannot
+// run at all ("cannot run 'mpirun': No such file or directory": no host's fault).
 StatusOr<std::vector<HostProbe>> ProbeHosts(const std::vector<std::string>& hosts,
                                             const MpirunOptions& options,
                                             std::chrono::milliseconds timeout);

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "lib/base/test_hooks.h"
+#include "lib/launch/child_process.h"
 
 extern char** environ;
 
@@ -190,58 +191,10 @@ namespace {
 // `stderr_fd` when that is not -1), calls `started` with its pid, and waits for it.
 StatusOr<int> RunChild(const std::vector<std::string>& argv, const std::string& output_path,
                        int stderr_fd, const std::function<void(pid_t)>& started) {
-  if (argv.empty()) return InternalError("RunAndWait: empty argv");
-  int output = -1;
-  if (!output_path.empty()) {
-    output = ::open(output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (output < 0) {
-      return InvalidArgumentError("{}: cannot write: {}", output_path, std::strerror(errno));
-    }
-  }
-  std::vector<char*> args;
-  for (const std::string& word : argv) args.push_back(const_cast<char*>(word.c_str()));
-  args.push_back(nullptr);
-  int error_pipe[2];
-  if (::pipe2(error_pipe, O_CLOEXEC) != 0) {
-    if (output >= 0) ::close(output);
-    return InternalError("cannot start {}: {}", argv[0], std::strerror(errno));
-  }
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    if (output >= 0) ::close(output);
-    return InternalError("cannot start {}: {}", argv[0], std::strerror(errno));
-  }
-  if (pid == 0) {
-    ::close(error_pipe[0]);
-    if (output >= 0 && (::dup2(output, STDOUT_FILENO) < 0 || ::dup2(output, STDERR_FILENO) < 0)) {
-      ::_exit(127);
-    }
-    if (output < 0 && stderr_fd >= 0 && ::dup2(stderr_fd, STDERR_FILENO) < 0) ::_exit(127);
-    ::execvp(args[0], args.data());
-    const int err = errno;  // exec failed: tell the parent why
-    (void)!::write(error_pipe[1], &err, sizeof(err));
-    ::_exit(127);
-  }
+  PX_ASSIGN_OR_RETURN(const pid_t pid,
+                      StartChild(argv, ChildIo{.output_path = output_path, .stderr_fd = stderr_fd}));
   if (started) started(pid);
-  ::close(error_pipe[1]);
-  if (output >= 0) ::close(output);
-  int exec_errno = 0;
-  ssize_t got = 0;
-  do {
-    got = ::read(error_pipe[0], &exec_errno, sizeof(exec_errno));
-  } while (got < 0 && errno == EINTR);
-  const bool exec_failed = got == sizeof(exec_errno);
-  ::close(error_pipe[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return InternalError("waiting for {}: {}", argv[0], std::strerror(errno));
-  }
-  if (exec_failed) {
-    return NotFoundError("cannot run '{}': {}", argv[0], std::strerror(exec_errno));
-  }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 1;
+  return WaitChild(pid, argv[0]);
 }
 
 // RunForwardingSignals' state, read by its handler.
