@@ -27,6 +27,7 @@
 #include "lib/transform/report.h"
 #include "lib/transform/strategy.h"
 #include "lib/transform/transform.h"
+#include "lib/transform/write_job.h"
 
 namespace parallax::cli {
 
@@ -96,25 +97,22 @@ Status RunTransform(const TransformFlags& flags) {
   PX_ASSIGN_OR_RETURN(Plan plan, BuildPlan(graph, analysis, cluster, layout, options));
   for (const std::string& warning : plan.warnings) spdlog::warn("{}", warning);
 
-  PX_ASSIGN_OR_RETURN(std::unique_ptr<JobWriter> writer, JobWriter::Begin(flags.output, flags.force));
-  TransformRunOptions run;
-  run.threads = flags.threads;
-  PX_RETURN_IF_ERROR(TransformEach(graph, plan, pipeline, run, [&](int rank, Graph&& rank_graph) {
-    return writer->WriteRankGraph(rank, rank_graph);
-  }));
-  PX_RETURN_IF_ERROR(writer->WriteSourceGraph(graph));
-  PX_RETURN_IF_ERROR(writer->WriteFile(kClusterFile, cluster_text));
-  PX_RETURN_IF_ERROR(writer->WriteJobFiles(plan, MpirunOptionsForThisMachine()));
-  const std::string report = RenderReport(plan, writer->dir());
-  PX_RETURN_IF_ERROR(writer->Commit());
-  spdlog::info("wrote {} ({} rank graphs)", writer->dir(), plan.world_size());
+  PX_ASSIGN_OR_RETURN(const std::string job_dir,
+                      WriteTransformedJob(flags.output, flags.force,
+                                          JobToWrite{.source = &graph,
+                                                     .plan = &plan,
+                                                     .pipeline = pipeline,
+                                                     .run = TransformRunOptions{.threads = flags.threads},
+                                                     .cluster_yaml = cluster_text,
+                                                     .launch = MpirunOptionsForThisMachine()}));
+  spdlog::info("wrote {} ({} rank graphs)", job_dir, plan.world_size());
   if (flags.stop_after >= 0 || !flags.disabled_passes.empty()) {
     spdlog::warn("{}: passes were skipped (--stop-after/--disable-pass): the rank graphs are a "
                  "debugging aid, not a runnable job",
-                 writer->dir());
+                 job_dir);
   }
 
-  const std::string out = flags.json ? PlanToJson(plan, writer->dir()) : report;
+  const std::string out = flags.json ? PlanToJson(plan, job_dir) : RenderReport(plan, job_dir);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return Status::Ok();
 }

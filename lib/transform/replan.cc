@@ -16,6 +16,7 @@
 #include "lib/transform/plan_io.h"
 #include "lib/transform/strategy.h"
 #include "lib/transform/transform.h"
+#include "lib/transform/write_job.h"
 
 namespace parallax {
 namespace {
@@ -110,15 +111,12 @@ StatusOr<Plan> ReplanOnFewerHosts(const std::string& job, int hosts, const std::
     }
   }
 
-  PX_ASSIGN_OR_RETURN(std::unique_ptr<JobWriter> writer, JobWriter::Begin(output, /*force=*/true));
-  PX_RETURN_IF_ERROR(TransformEach(graph, plan, PipelineOptions{}, TransformRunOptions{},
-                                   [&](int rank, Graph&& rank_graph) {
-                                     return writer->WriteRankGraph(rank, rank_graph);
-                                   }));
-  PX_RETURN_IF_ERROR(writer->WriteSourceGraph(graph));
-  PX_RETURN_IF_ERROR(writer->WriteFile(kClusterFile, FormatClusterSpec(spec)));
-  PX_RETURN_IF_ERROR(writer->WriteJobFiles(plan, launch));
-  PX_RETURN_IF_ERROR(writer->Commit());
+  PX_RETURN_IF_ERROR(WriteTransformedJob(output, /*force=*/true,
+                                         JobToWrite{.source = &graph,
+                                                    .plan = &plan,
+                                                    .cluster_yaml = FormatClusterSpec(spec),
+                                                    .launch = launch})
+                         .status());
   return plan;
 }
 
