@@ -23,6 +23,7 @@
 
 #include "cmd/parallax/command.h"
 #include "lib/base/file.h"
+#include "lib/base/fnv1a.h"
 #include "lib/base/json_writer.h"
 #include "lib/graph/graph_io.h"
 #include "lib/runtime/checkpoint/named_tensors.h"

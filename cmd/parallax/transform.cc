@@ -17,6 +17,7 @@
 #include "cmd/parallax/inspect_report.h"
 #include "lib/analysis/training_analysis.h"
 #include "lib/base/file.h"
+#include "lib/base/fnv1a.h"
 #include "lib/cluster/cluster_spec.h"
 #include "lib/cluster/rank_layout.h"
 #include "lib/graph/graph_io.h"

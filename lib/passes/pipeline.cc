@@ -4,19 +4,15 @@
 
 #include <spdlog/spdlog.h>
 
+#include "lib/base/fnv1a.h"
 #include "lib/graph/graph_io.h"
 #include "lib/graph/verifier.h"
 
 namespace parallax {
 
 uint64_t GraphFingerprint(const Graph& graph) {
-  // FNV-1a over the binary GraphDef: stable across runs and platforms.
-  uint64_t hash = 14695981039346656037ull;
-  for (unsigned char c : SerializeGraphDef(graph)) {
-    hash ^= c;
-    hash *= 1099511628211ull;
-  }
-  return hash;
+  // Over the binary GraphDef: stable across runs and platforms.
+  return Fnv1a64(SerializeGraphDef(graph));
 }
 
 Pipeline::Pipeline(std::string name, std::string description,

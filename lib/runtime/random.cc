@@ -3,6 +3,8 @@
 #include <cstring>
 #include <functional>
 
+#include "lib/base/fnv1a.h"
+
 namespace parallax {
 
 PhiloxBlock Philox(PhiloxBlock counter, PhiloxKey key) {
@@ -42,12 +44,8 @@ double UniformDouble(uint32_t lo, uint32_t hi) {
 
 namespace {
 
-// FNV-1a: a stable hash of a node name (std::hash may differ between builds).
-uint64_t HashName(std::string_view name) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
-  return h;
-}
+// A stable hash of a node name (std::hash may differ between builds).
+uint64_t HashName(std::string_view name) { return Fnv1a64(name); }
 
 }  // namespace
 

@@ -17,6 +17,7 @@
 
 #include "lib/analysis/training_analysis.h"
 #include "lib/base/file.h"
+#include "lib/base/fnv1a.h"
 #include "lib/base/json_writer.h"
 #include "lib/base/machine.h"
 #include "lib/base/test_hooks.h"
@@ -424,7 +425,7 @@ Status Trainer::Plan() {
     }
     variables_.push_back(std::move(cv));
   }
-  fingerprint_ = Fingerprint(SerializeGraphDef(graph_));
+  fingerprint_ = Fnv1a64Hex(SerializeGraphDef(graph_));
 
   // Feeds given, then the inputs the step needs that nothing feeds yet.
   PX_ASSIGN_OR_RETURN(Bindings bindings, BindFeeds(graph_, o.feeds, o.seed, "--feed"));

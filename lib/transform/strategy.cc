@@ -593,15 +593,6 @@ std::vector<Partition> PartitionRows(int64_t rows, int count, const RankLayout& 
   return partitions;
 }
 
-std::string Fnv1a64Hex(std::string_view bytes) {
-  uint64_t hash = 14695981039346656037ull;
-  for (unsigned char c : bytes) {
-    hash ^= c;
-    hash *= 1099511628211ull;
-  }
-  return fmt::format("{:016x}", hash);
-}
-
 StatusOr<Plan> BuildPlan(const Graph& graph, const TrainingAnalysis& analysis,
                          const ClusterSpec& cluster, const RankLayout& layout,
                          const TransformOptions& options) {

@@ -119,8 +119,6 @@ std::vector<Partition> PartitionRows(int64_t rows, int count, const RankLayout& 
 // The ranks in owner order: host-interleaved (see the file comment).
 std::vector<int> OwnerOrder(const RankLayout& layout);
 
-// FNV-1a, 64 bits, as 16 lower-case hex digits.
-std::string Fnv1a64Hex(std::string_view bytes);
 
 }  // namespace parallax
 

@@ -510,10 +510,5 @@ TEST_CASE("cost model numbers") {
   CHECK(CostModel(net).AllReduce(8000).bytes == 0);
 }
 
-TEST_CASE("FNV-1a fingerprint") {
-  CHECK(Fnv1a64Hex("") == "cbf29ce484222325");
-  CHECK(Fnv1a64Hex("a") == "af63dc4c8601ec8c");
-}
-
 }  // namespace
 }  // namespace parallax

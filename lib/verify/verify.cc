@@ -21,6 +21,7 @@
 
 #include "lib/analysis/training_analysis.h"
 #include "lib/base/file.h"
+#include "lib/base/fnv1a.h"
 #include "lib/base/json_writer.h"
 #include "lib/cluster/rank_layout.h"
 #include "lib/graph/attr_values.h"

@@ -209,15 +209,5 @@ std::map<std::string, uint64_t> RandomPositionsOf(const std::map<std::string, st
   return positions;
 }
 
-uint64_t Fnv1a64(std::string_view bytes) {
-  uint64_t hash = 0xcbf29ce484222325ULL;
-  for (char c : bytes) {
-    hash ^= static_cast<uint8_t>(c);
-    hash *= 0x100000001b3ULL;
-  }
-  return hash;
-}
-
-std::string Fingerprint(std::string_view bytes) { return fmt::format("{:016x}", Fnv1a64(bytes)); }
 
 }  // namespace parallax

@@ -99,9 +99,6 @@ StatusOr<CheckpointState> RestoreCheckpointFrom(const SafetensorsContents& conte
 // entries; values that are not numbers are skipped), by stream.
 std::map<std::string, uint64_t> RandomPositionsOf(const std::map<std::string, std::string>& metadata);
 
-// FNV-1a 64 over `bytes`, and as 16 lower-case hex digits.
-uint64_t Fnv1a64(std::string_view bytes);
-std::string Fingerprint(std::string_view bytes);
 
 }  // namespace parallax
 
