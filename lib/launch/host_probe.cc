@@ -15,8 +15,22 @@
 namespace parallax {
 namespace {
 
+// Whether `line` is one of OpenMPI's own diagnostics, "[host:pid] plm:rsh: Warning: ...":
+// under load its rsh launcher can warn of a setpgid race before the agent's complaint.
+bool IsOpenMpiDiagnostic(std::string_view line) {
+  if (!line.starts_with('[')) return false;
+  const size_t close = line.find("] ");
+  const size_t colon = line.rfind(':', close);
+  if (close == std::string_view::npos || colon == std::string_view::npos || colon + 1 >= close) {
+    return false;
+  }
+  const std::string_view pid = line.substr(colon + 1, close - colon - 1);
+  return pid.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
 // The first line of `text` that says something (not blank, not one of OpenMPI's rules
-// of dashes), trimmed: ssh's or the agent's complaint comes before OpenMPI's explanation.
+// of dashes or its own diagnostics), trimmed: ssh's or the agent's complaint comes before
+// OpenMPI's explanation.
 std::string FirstLine(std::string_view text) {
   while (!text.empty()) {
     const size_t end = text.find('\n');
@@ -24,7 +38,9 @@ std::string FirstLine(std::string_view text) {
     text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
     while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
     while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.remove_suffix(1);
-    if (line.find_first_not_of('-') != std::string_view::npos) return std::string(line);
+    if (line.find_first_not_of('-') != std::string_view::npos && !IsOpenMpiDiagnostic(line)) {
+      return std::string(line);
+    }
   }
   return "";
 }

@@ -26,14 +26,16 @@ TEST_CASE("a probe starts parallax --version on the host as the job's ranks are 
                                  "/opt/parallax", "--version"});
 }
 
-// A stand-in for mpirun: answers for host `up`, fails like ssh for `down`, hangs for
-// `hung` (its argv: -np 1 --host HOST ...).
+// A stand-in for mpirun: answers for host `up`, fails like ssh for `down` (after the
+// setpgid warning OpenMPI's rsh launcher can print under load), hangs for `hung` (its
+// argv: -np 1 --host HOST ...).
 std::string FakeMpirun() {
   const std::string path = testing::TempDir() + "/mpirun";
   REQUIRE(WriteFileAtomically(path, R"sh(#!/bin/sh
 case "$4" in
   up) echo "parallax 0.1.0"; exit 0 ;;
-  down) echo "ssh: connect to host down port 22: Connection refused" >&2
+  down) echo "[vm:31329] plm:rsh: Warning: setpgid(31336,31336) failed in parent with errno=Permission denied(13)" >&2
+        echo "ssh: connect to host down port 22: Connection refused" >&2
         echo "-------------" >&2
         echo "ORTE was unable to reliably start one or more daemons." >&2; exit 1 ;;
   quiet) echo "" >&2; echo "  ----------" >&2; exit 1 ;;
