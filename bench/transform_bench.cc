@@ -37,6 +37,7 @@
 #include "bench/training_graph_generator.h"
 #include "lib/analysis/training_analysis.h"
 #include "lib/base/file.h"
+#include "lib/base/fnv1a.h"
 #include "lib/base/status.h"
 #include "lib/cluster/cluster_spec.h"
 #include "lib/cluster/rank_layout.h"
