@@ -8,7 +8,7 @@
 #          timeout) name it as missing and abort, exit status 3
 #   stop:  the last rank stops itself (SIGSTOP)          -> the next rank (0) misses its
 #          heartbeat (2 s timeout; the collective timeout is 60 s here) and names it, exit 3
-# Each mode must exit non-zero within 10 s and print the expected text. (OpenMPI's own
+# Each mode must exit non-zero within 10 s (mpirun itself is killed after 30 s) and print the expected text. (OpenMPI's own
 # notices are not checked where they are ours to print: mpirun sometimes drops its
 # MPI_ABORT banner when several ranks abort at once.)
 #   mpi_failure_test.sh BINARY
@@ -19,24 +19,45 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # under TMPDIR: a short private one, not Bazel's long TEST_TMPDIR.
 TMPDIR=$(mktemp -d /tmp/parallax-mpi.XXXXXX)
 export TMPDIR
-trap 'rm -rf "$TMPDIR"' EXIT
+trap 'reap_ranks; rm -rf "$TMPDIR"' EXIT
 export PARALLAX_COLLECTIVE_TIMEOUT_S=2 PARALLAX_HEARTBEAT_TIMEOUT_S=20
 export PARALLAX_HEARTBEAT_INTERVAL_S=0.5
 passed=0
 failed=0
 
+# Continue and kill any rank a timed-out mpirun left behind (a stopped one stays forever).
+reap_ranks() {
+  pkill -CONT -f "^$binary --fail=" 2>/dev/null
+  pkill -KILL -f "^$binary --fail=" 2>/dev/null
+  return 0
+}
+
 check() {  # check MODE EXPECTED_REGEX [EXIT_STATUS]
   local mode=$1 expected=$2 status=${3:-}
-  local start end output rc elapsed
-  start=$(date +%s%N)
-  output=$(timeout 60 mpirun -np 3 --oversubscribe --mca btl self,vader \
-             -x PARALLAX_COLLECTIVE_TIMEOUT_S -x PARALLAX_HEARTBEAT_TIMEOUT_S \
-             -x PARALLAX_HEARTBEAT_INTERVAL_S "$binary" "--fail=$mode" 2>&1)
-  rc=$?
-  end=$(date +%s%N)
-  elapsed=$(( (end - start) / 1000000 ))
-  echo "== --fail=$mode: exit status $rc after ${elapsed} ms"
-  echo "$output"
+  local start end output rc elapsed attempt
+  for attempt in 1 2; do
+    start=$(date +%s%N)
+    # Output to a file, not $(...): a rank mpirun failed to kill would hold the pipe open.
+    timeout -k 5 30 mpirun -np 3 --oversubscribe --mca btl self,vader \
+      -x PARALLAX_COLLECTIVE_TIMEOUT_S -x PARALLAX_HEARTBEAT_TIMEOUT_S \
+      -x PARALLAX_HEARTBEAT_INTERVAL_S "$binary" "--fail=$mode" >"$TMPDIR/output" 2>&1
+    rc=$?
+    end=$(date +%s%N)
+    output=$(<"$TMPDIR/output")
+    elapsed=$(( (end - start) / 1000000 ))
+    echo "== --fail=$mode: exit status $rc after ${elapsed} ms"
+    echo "$output"
+    reap_ranks
+    # OpenMPI 4.1's mpirun has been seen (once, on a loaded CI machine) to hang for good
+    # in its kill sequence for a stopped rank after rank 0 had printed its line and
+    # aborted; its own SIGTERM then did not end it. One retry for that case only; a
+    # second hang fails.
+    if [[ $mode == stop && ( $rc -eq 124 || $rc -eq 137 ) && $attempt -eq 1 ]]; then
+      echo "-- mpirun hung after a stopped rank (OpenMPI's kill sequence); retrying once"
+      continue
+    fi
+    break
+  done
   local ok=1
   if [[ $rc -eq 0 || $rc -eq 124 ]]; then
     echo "FAIL --fail=$mode: exit status $rc (expected a failure, not 0 or a timeout)"
