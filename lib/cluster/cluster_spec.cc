@@ -1,14 +1,17 @@
 #include "lib/cluster/cluster_spec.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <exception>
 #include <map>
 #include <set>
+#include <sstream>
 #include <utility>
 
 #include "lib/base/file.h"
+#include "lib/base/utf8.h"
 #include "lib/cluster/text_util.h"
 
 namespace parallax {
@@ -286,6 +289,43 @@ const HostSpec* ClusterSpec::FindHost(std::string_view name) const {
 
 namespace {
 
+// Where the root node of each YAML document of a stream is, from yaml-cpp's events:
+// what ParseClusterSpec needs of YAML::LoadAll, which it replaces because LoadAll never
+// returns on a ',' outside brackets at the top of a document (yaml-cpp 0.7 reads an
+// empty document there without consuming the ',', again and again). Here a document
+// whose root is where the previous one's was shows that.
+class DocumentRoots : public YAML::EventHandler {
+ public:
+  const std::vector<YAML::Mark>& marks() const { return marks_; }
+
+  void OnDocumentStart(const YAML::Mark&) override { at_root_ = true; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Node(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Node(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    Node(mark);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    Node(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    Node(mark);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void Node(const YAML::Mark& mark) {
+    if (at_root_) marks_.push_back(mark);
+    at_root_ = false;
+  }
+  std::vector<YAML::Mark> marks_;
+  bool at_root_ = false;
+};
+
 // 1-based line of a node, 0 when yaml-cpp has no position for it.
 int LineOf(const YAML::Node& node) {
   const YAML::Mark mark = node.Mark();
@@ -498,16 +538,42 @@ StatusOr<ClusterSpec> SpecParser::Parse(std::string_view text) {
     return InvalidArgumentError("{}: file is empty; expected a cluster spec with a 'hosts' list",
                                 source_);
   }
-  std::vector<YAML::Node> documents = YAML::LoadAll(std::string(text));
-  if (documents.size() > 1) {
-    return Error(LineOf(documents[1]), "",
+  // YAML is UTF-8 text; yaml-cpp takes some other bytes, but cannot read them back once
+  // FormatClusterSpec has quoted them (found by fuzz/cluster_spec_fuzzer.cc).
+  if (const size_t bad = FirstInvalidUtf8(text); bad != std::string_view::npos) {
+    const std::string_view before = text.substr(0, bad);
+    const size_t last_newline = before.rfind('\n');
+    const size_t line = static_cast<size_t>(std::count(before.begin(), before.end(), '\n')) + 1;
+    const size_t column = bad - (last_newline == std::string_view::npos ? 0 : last_newline + 1) + 1;
+    return InvalidArgumentError("{}:{}:{}: byte 0x{:02x} is not valid UTF-8 (a cluster spec is "
+                                "UTF-8 text)",
+                                source_, line, column, static_cast<unsigned char>(text[bad]));
+  }
+  // The documents' roots, as far as the second: one more is an error.
+  std::istringstream stream{std::string(text)};
+  YAML::Parser parser(stream);
+  DocumentRoots roots;
+  while (roots.marks().size() < 2 && parser.HandleNextDocument(roots)) {
+  }
+  const std::vector<YAML::Mark>& marks = roots.marks();
+  if (marks.size() > 1 && marks[1].pos == marks[0].pos) {
+    const std::string_view rest =
+        text.substr(std::min(static_cast<size_t>(marks[0].pos), text.size()));
+    return InvalidArgumentError("{}:{}:{}: unexpected {}{}", source_, marks[0].line + 1,
+                                marks[0].column + 1, Quoted(rest.substr(0, 1)),
+                                rest.starts_with(',')
+                                    ? "; ',' separates items only inside [...] or {...}"
+                                    : "");
+  }
+  if (marks.size() > 1) {
+    return Error(marks[1].line + 1, "",
                  "a cluster spec is one YAML document; a second one starts here");
   }
-  if (documents.empty() || documents[0].IsNull()) {
+  const YAML::Node root = YAML::Load(std::string(text));
+  if (marks.empty() || root.IsNull()) {
     return InvalidArgumentError(
         "{}: file holds only comments; expected a cluster spec with a 'hosts' list", source_);
   }
-  const YAML::Node& root = documents[0];
   if (!root.IsMap()) {
     return Error(LineOf(root), "",
                  fmt::format("expected a mapping with 'hosts' (and optionally 'network' and "
@@ -697,6 +763,14 @@ Status SpecParser::ParseVariables(const Field& field, StrategySpec& strategy) co
                       Fields(field.value, field.line, field.path, {}, QuotedPath));
   for (const Field& entry : entries) {
     if (entry.key.empty()) return Error(entry.line, entry.path, "empty variable name");
+    // The text is UTF-8 (Parse checks), but yaml-cpp decodes the escapes \N and \_ to
+    // the single bytes 0x85 and 0xa0, which FormatClusterSpec could not write back
+    // (found by fuzz/cluster_spec_fuzzer.cc). No TF variable name holds them anyway.
+    if (!IsValidUtf8(entry.key)) {
+      return Error(entry.line, field.path,
+                   "a variable name that is not valid UTF-8 (yaml-cpp reads the escapes \\N "
+                   "and \\_ as the bytes 0x85 and 0xa0)");
+    }
     if (!entry.value.IsMap() || entry.value.size() == 0) {
       return Error(entry.line, entry.path,
                    fmt::format("expected settings such as {{sparse: ps, partitions: 4}} "
@@ -731,8 +805,15 @@ StatusOr<ClusterSpec> ParseClusterSpec(std::string_view yaml_text, std::string_v
   try {
     return parser.Parse(yaml_text);
   } catch (const YAML::Exception& e) {
-    if (e.mark.is_null()) return InvalidArgumentError("{}: {}", source, e.msg);
-    return InvalidArgumentError("{}:{}:{}: {}", source, e.mark.line + 1, e.mark.column + 1, e.msg);
+    // yaml-cpp's message may hold the offending character itself ("unknown escape
+    // character: " and a newline); control characters are shown as '?', as Quoted does.
+    std::string message = e.msg;
+    for (char& c : message) {
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    }
+    if (e.mark.is_null()) return InvalidArgumentError("{}: {}", source, message);
+    return InvalidArgumentError("{}:{}:{}: {}", source, e.mark.line + 1, e.mark.column + 1,
+                                message);
   } catch (const std::exception& e) {
     return InternalError("{}: reading the cluster spec failed: {}", source, e.what());
   }
@@ -749,8 +830,19 @@ namespace {
 std::string YamlQuoted(std::string_view text) {
   std::string out = "\"";
   for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (u < 0x20 || u == 0x7f) {
+      // A control character taken as it is would end the line or be dropped by the
+      // reader (found by fuzz/cluster_spec_fuzzer.cc: a pattern holding a newline).
+      out += fmt::format("\\x{:02x}", u);
+    } else {
+      out += c;
+    }
   }
   return out + '"';
 }

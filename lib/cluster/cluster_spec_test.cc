@@ -130,6 +130,7 @@ strategy:
     "embedding/*": {sparse: dense, partitions: 4}
     "dense/kernel": {dense: ps}
     "we\"ird\\name": {partitions: auto}
+    "line\nbreak\ttab\x01": {dense: ps}
 )yaml");
   const std::string text = FormatClusterSpec(full);
   INFO(text);
@@ -137,6 +138,10 @@ strategy:
   REQUIRE(again.ok());
   CheckSameSpec(full, *again);
   CHECK(again->strategy.variables[2].pattern == "we\"ird\\name");
+  // Control characters are escaped, not written as they are (found by
+  // fuzz/cluster_spec_fuzzer.cc: a newline ended the line and the spec did not parse).
+  CHECK(again->strategy.variables[3].pattern == "line\nbreak\ttab\x01");
+  CHECK(text.find(R"("line\nbreak\x09tab\x01")") != std::string::npos);
   CHECK(FormatClusterSpec(*again) == text);
 
   const ClusterSpec minimal = Parse("hosts:\n  - {name: localhost, cpus: 1}\n");
@@ -361,6 +366,19 @@ TEST_CASE("anything but a cluster spec gives one clear line, never an exception"
         "cluster.yaml: file holds only comments; expected a cluster spec with a 'hosts' list");
   CHECK(ErrorOf(" \n\t\n") ==
         "cluster.yaml: file is empty; expected a cluster spec with a 'hosts' list");
+  // yaml-cpp's LoadAll never returned on a ',' opening a document (found by
+  // fuzz/cluster_spec_fuzzer.cc); nor may the parser.
+  CHECK(ErrorOf(",") ==
+        "cluster.yaml:1:1: unexpected ','; ',' separates items only inside [...] or {...}");
+  // YAML is UTF-8 (found by fuzz/cluster_spec_fuzzer.cc: a pattern of other bytes was
+  // read, but its quoted form in FormatClusterSpec's output was not).
+  CHECK(ErrorOf("hosts: [{name: a, cpus: 1}]\nstrategy:\n  variables: {\"e\xff\": {}}\n") ==
+        "cluster.yaml:3:17: byte 0xff is not valid UTF-8 (a cluster spec is UTF-8 text)");
+  CHECK(ErrorOf("hosts: [{name: a, cpus: 1}]\nstrategy:\n  variables:\n    \"e\\N\": {}\n") ==
+        "cluster.yaml:4: strategy.variables: a variable name that is not valid UTF-8 (yaml-cpp "
+        "reads the escapes \\N and \\_ as the bytes 0x85 and 0xa0)");
+  CHECK(ErrorOf("hosts: [{name: a, cpus: 1}]\n---\n,\n") ==
+        "cluster.yaml:3: a cluster spec is one YAML document; a second one starts here");
   // Deep nesting hits yaml-cpp's depth guard, which throws; it must come back as a Status.
   const std::string deep = "hosts: " + std::string(3000, '[') + std::string(3000, ']') + "\n";
   StatusOr<ClusterSpec> nested = ParseClusterSpec(deep, "deep.yaml");

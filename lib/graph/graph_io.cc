@@ -4,13 +4,18 @@
 
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
 #include <google/protobuf/text_format.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <optional>
+#include <vector>
 
 #include "lib/base/file.h"
+#include "lib/base/utf8.h"
 #include "lib/graph/wire.h"
 
 namespace parallax {
@@ -27,6 +32,28 @@ std::string_view GraphContainerName(GraphContainer container) {
   }
   return "GraphDef";
 }
+
+namespace {
+
+// `text` quoted for a message with every byte outside printable ASCII as \xNN (text
+// that is not valid UTF-8 cannot be printed as it is).
+std::string EscapeNonAscii(std::string_view text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (out.size() >= 80) return out + "...";
+    if (c == '\'' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c >= 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 // Builds a Graph from a binary GraphDef in one pass over the bytes, then resolves
 // input names once every node is known (real graphs are not topologically ordered).
@@ -103,6 +130,7 @@ class GraphBuilder {
     Node node;
     node.id_ = static_cast<NodeId>(index);
     RecordSpan attrs, extra;
+    std::optional<std::string_view> non_utf8_attr_key;
     const size_t first_input = pending_inputs_.size();
     wire::Reader reader(node_def);
     wire::Field field;
@@ -124,7 +152,7 @@ class GraphBuilder {
         case 3: pending_inputs_.push_back(Span(field.bytes)); break;
         case 4: node.device_ = field.bytes; break;
         case 5:
-          PX_RETURN_IF_ERROR(CheckAttrRecord(field.bytes, index, offset));
+          PX_RETURN_IF_ERROR(CheckAttrRecord(field.bytes, index, offset, &non_utf8_attr_key));
           attrs.Add(field.record);
           break;
         default: extra.Add(field.record); break;
@@ -143,6 +171,16 @@ class GraphBuilder {
       return Error("node '{}': '{}' is not a valid op name", node.name_,
                    QuoteForMessage(node.op_));
     }
+    // String fields that are not UTF-8, which protobuf refuses to parse: TensorFlow
+    // could not read the graph, nor could it be printed as text.
+    if (non_utf8_attr_key) {
+      return Error("node '{}': attr key '{}' is not valid UTF-8", node.name_,
+                   EscapeNonAscii(*non_utf8_attr_key));
+    }
+    if (!IsValidUtf8(node.device_)) {
+      return Error("node '{}': device '{}' is not valid UTF-8", node.name_,
+                   EscapeNonAscii(node.device_));
+    }
     node.attrs_ = attrs.Finish(*graph_.arena_);
     node.extra_ = extra.Finish(*graph_.arena_);
     input_begin_.push_back(static_cast<uint32_t>(first_input));
@@ -150,8 +188,11 @@ class GraphBuilder {
     return Status::Ok();
   }
 
-  // An attr record is a map entry: key (field 1) and an AttrValue (field 2).
-  Status CheckAttrRecord(std::string_view entry, size_t index, size_t offset) {
+  // An attr record is a map entry: key (field 1) and an AttrValue (field 2). The first
+  // key of the node that is not valid UTF-8 goes to *non_utf8_key (reported once the
+  // node's name is known).
+  Status CheckAttrRecord(std::string_view entry, size_t index, size_t offset,
+                         std::optional<std::string_view>* non_utf8_key) {
     wire::Reader reader(entry);
     wire::Field field;
     bool has_key = false;
@@ -161,7 +202,12 @@ class GraphBuilder {
         return Error("malformed binary GraphDef: node #{} (at byte {}): malformed attr entry{}",
                      index, offset, status.ok() ? "" : ": " + status.message());
       }
-      has_key |= field.number == 1;
+      if (field.number == 1) {
+        has_key = true;
+        if (!non_utf8_key->has_value() && !IsValidUtf8(field.bytes)) {
+          *non_utf8_key = field.bytes;
+        }
+      }
     }
     if (!has_key) {
       return Error("malformed binary GraphDef: node #{} (at byte {}): attr entry without a key",
@@ -358,6 +404,45 @@ Status ParseText(std::string_view text, std::string_view source, std::string_vie
   return Status::Ok();
 }
 
+// A string field (not bytes) that is not valid UTF-8: its path from the message
+// ("node[1].attr[0].key") and its value.
+struct NonUtf8String {
+  std::string path;
+  std::string value;
+};
+
+// The first such field of `message`, depth first. Text format accepts them, but protobuf
+// logs an error line to stderr when it serializes one (and refuses to parse it back), so
+// a text graph is checked before it is converted to binary.
+std::optional<NonUtf8String> FindNonUtf8String(const google::protobuf::Message& message) {
+  using google::protobuf::FieldDescriptor;
+  const google::protobuf::Reflection* reflection = message.GetReflection();
+  std::vector<const FieldDescriptor*> fields;
+  reflection->ListFields(message, &fields);
+  for (const FieldDescriptor* field : fields) {
+    const int count = field->is_repeated() ? reflection->FieldSize(message, field) : 1;
+    for (int i = 0; i < count; ++i) {
+      const std::string path =
+          field->is_repeated() ? fmt::format("{}[{}]", field->name(), i) : field->name();
+      if (field->type() == FieldDescriptor::TYPE_STRING) {
+        const std::string value = field->is_repeated()
+                                      ? reflection->GetRepeatedString(message, field, i)
+                                      : reflection->GetString(message, field);
+        if (!IsValidUtf8(value)) return NonUtf8String{path, value};
+      } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+        const google::protobuf::Message& inner =
+            field->is_repeated() ? reflection->GetRepeatedMessage(message, field, i)
+                                 : reflection->GetMessage(message, field);
+        if (std::optional<NonUtf8String> found = FindNonUtf8String(inner)) {
+          found->path = path + "." + found->path;
+          return found;
+        }
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 StatusOr<Graph> ParseTextGraph(std::string contents, std::string_view source) {
   const std::string_view token = FirstTextToken(contents);
   tensorflow::GraphDef graph_def;
@@ -392,6 +477,10 @@ StatusOr<Graph> ParseTextGraph(std::string contents, std::string_view source) {
     return InvalidArgumentError("{}: text starts with '{}', which is not a field of GraphDef, "
                                 "MetaGraphDef or SavedModel",
                                 source, QuoteForMessage(token, 40));
+  }
+  if (std::optional<NonUtf8String> bad = FindNonUtf8String(graph_def)) {
+    return InvalidArgumentError("{}: {} '{}' is not valid UTF-8", source, bad->path,
+                                EscapeNonAscii(bad->value));
   }
   contents.clear();
   contents.shrink_to_fit();
@@ -501,11 +590,26 @@ std::string SerializeGraphDef(const Graph& graph) {
 StatusOr<tensorflow::GraphDef> ToGraphDef(const Graph& graph) {
   tensorflow::GraphDef graph_def;
   const std::string bytes = SerializeGraphDef(graph);
-  if (!graph_def.ParseFromString(bytes)) {
-    return InternalError("{}: the graph does not serialize to a valid GraphDef",
-                         graph.source());
+  if (graph_def.ParseFromString(bytes)) return graph_def;
+  // The loader checks the fields it reads; attr values and fields it keeps as bytes
+  // (function libraries, debug info) are checked only by protobuf, here. Name the part
+  // protobuf refuses.
+  // SerializeGraphDef writes the live nodes in id order, then the other fields.
+  wire::Reader reader(bytes);
+  wire::Field field;
+  for (NodeId id = 0; id < graph.id_limit(); ++id) {
+    if (!graph.IsLive(id)) continue;
+    if (reader.done() || !reader.Next(&field).ok() || field.number != 1) break;
+    tensorflow::NodeDef node_def;
+    if (!node_def.ParseFromString(std::string(field.bytes))) {
+      return InvalidArgumentError("{}: node '{}' is not a NodeDef protobuf can parse (an attr "
+                                  "value is malformed or a string in it is not UTF-8)",
+                                  graph.source(), graph.node(id).name());
+    }
   }
-  return graph_def;
+  return InvalidArgumentError("{}: the graph's fields other than its nodes (versions, function "
+                              "library, debug info) are not a GraphDef protobuf can parse",
+                              graph.source());
 }
 
 StatusOr<std::string> SerializeGraphDefText(const Graph& graph) {
