@@ -78,7 +78,7 @@ expect 2 "$parallax" checkpoint
 cd "$bad"
 for name in empty not_a_table block_crc bad_block_type no_header bad_header zero_shards \
             big_endian newer_version bad_consumer out_of_order bad_entry unknown_dim bad_shard \
-            bad_size missing_slice; do
+            bad_size missing_slice huge_block_handle; do
   want=$(grep "^$name | " expected_errors.txt | sed 's/^[^|]*| //')
   expect 2 "$parallax" checkpoint ls "$name"
   expect_stderr_line "parallax: error: $want"

@@ -147,6 +147,22 @@ def table(entries, block_type=0):
     return out + footer
 
 
+def _varints(data, count):
+    """The first `count` varints of `data`, then the offset after them."""
+    values, at = [], 0
+    for _ in range(count):
+        value, shift = 0, 0
+        while True:
+            byte = data[at]
+            at += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                break
+        values.append(value)
+    return values + [at]
+
+
 def write(name, data=None, index_bytes=None, entries=None, block_type=0):
     if index_bytes is None:
         index_bytes = table(entries, block_type)
@@ -220,6 +236,29 @@ def main():
     write("bool_value", flags, entries=[
         (b"", header()), (b"f", entry(DT_BOOL, [2], 0, 2, mask(crc32c(flags))))])
     write("variant", entries=[(b"", header()), (b"v", entry(DT_VARIANT, []))])
+
+    # Each once a crash of the reader (found by fuzz/tf_checkpoint_fuzzer.cc, or while
+    # writing it).
+    # A footer whose index block handle claims 2^56 bytes: LevelDB allocated that much
+    # before reading the block.
+    good_table = table(good_entries)
+    handles = good_table[-48:-8]
+    meta_offset, meta_size, index_offset, at = _varints(handles, 3)
+    footer = varint(meta_offset) + varint(meta_size) + varint(index_offset) + varint(1 << 56)
+    footer += b"\0" * (40 - len(footer)) + good_table[-8:]
+    write("huge_block_handle", index_bytes=good_table[:-48] + footer)
+    # An index claiming 4 TiB of floats beside a 4-byte data file: refused before the
+    # tensor is allocated.
+    write("huge_shape", half, entries=[
+        (b"", header()), (b"a", entry(DT_FLOAT, [1 << 40], 0, 4 << 40, mask(crc32c(half))))])
+    # String lengths whose sum wraps around 2^64 to the bytes there (5 + (2^64 - 2) = 3),
+    # with a valid checksum of the lengths (TF sums lengths above 4 GiB as uint64s).
+    lengths = [5, (1 << 64) - 2]
+    crc = crc32c(b"".join(struct.pack("<I" if n < 1 << 32 else "<Q", n) for n in lengths))
+    checksum = struct.pack("<I", mask(crc))
+    wrapped = b"".join(varint(n) for n in lengths) + checksum + b"abc"
+    write("string_lengths_overflow", wrapped, entries=[
+        (b"", header()), (b"s", entry(DT_STRING, [2], 0, len(wrapped), mask(crc32c(wrapped))))])
 
 
 if __name__ == "__main__":

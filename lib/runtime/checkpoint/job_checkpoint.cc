@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/graph/names.h"
 #include "lib/runtime/checkpoint/checkpoint.h"
 #include "lib/runtime/checkpoint/safetensors.h"
 
@@ -85,7 +86,7 @@ StatusOr<std::vector<RowRange>> ParseRowRanges(std::string_view text) {
     }
     if (!begin || !end || *begin < 0 || *end <= *begin) {
       return InvalidArgumentError("row ranges '{}': '{}' is not BEGIN-END with 0 <= BEGIN < END",
-                                  text, part);
+                                  QuoteForMessage(text), QuoteForMessage(part));
     }
     out.push_back({*begin, *end});
     start = comma + 1;

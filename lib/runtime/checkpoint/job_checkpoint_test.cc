@@ -74,6 +74,8 @@ TEST_CASE("ParseRowRanges") {
   CHECK(ParseRowRanges("")->empty());
   CHECK(ParseRowRanges("500-200").status().message() ==
         "row ranges '500-200': '500-200' is not BEGIN-END with 0 <= BEGIN < END");
+  CHECK(ParseRowRanges("1-2\n3").status().message() ==
+        "row ranges '1-2\\x0a3': '1-2\\x0a3' is not BEGIN-END with 0 <= BEGIN < END");
   CHECK(!ParseRowRanges("1-2,").ok());
   CHECK(!ParseRowRanges("x").ok());
 }

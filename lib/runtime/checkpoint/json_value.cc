@@ -97,8 +97,9 @@ class TreeBuilder : public nlohmann::json_sax<nlohmann::json> {
     JsonValue* v = &root_;
     if (!stack_.empty()) {
       JsonValue& parent = *stack_.back();
-      v = parent.is_array() ? &parent.array.emplace_back()
-                            : &parent.object.emplace_back(std::move(key_), JsonValue()).second;
+      v = parent.is_array()
+              ? &parent.array.emplace_back()
+              : &parent.object.emplace_back(JsonMember{std::move(key_), JsonValue()}).value;
     }
     v->kind = kind;
     return *v;

@@ -18,12 +18,13 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 #include "lib/base/status.h"
 
 namespace parallax {
+
+struct JsonMember;
 
 struct JsonValue {
   enum class Kind { kNull, kBool, kNumber, kString, kArray, kObject };
@@ -34,13 +35,20 @@ struct JsonValue {
   uint64_t uint = 0;
   std::string string;
   std::vector<JsonValue> array;
-  std::vector<std::pair<std::string, JsonValue>> object;  // in file order
+  std::vector<JsonMember> object;  // in file order
 
   bool is_object() const { return kind == Kind::kObject; }
   bool is_array() const { return kind == Kind::kArray; }
   bool is_string() const { return kind == Kind::kString; }
   // The member `key` of an object, or nullptr.
   const JsonValue* Find(std::string_view key) const;
+};
+
+// A member of an object. Not a std::pair: a pair of the incomplete JsonValue inside its
+// own definition is ill-formed, and clang's libstdc++ checks refuse it.
+struct JsonMember {
+  std::string key;
+  JsonValue value;
 };
 
 // Parses one JSON value (surrounding whitespace allowed). Errors are "at byte N: what",

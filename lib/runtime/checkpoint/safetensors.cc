@@ -8,6 +8,7 @@
 #include "lib/base/crc32c.h"
 #include "lib/base/file.h"
 #include "lib/base/json_writer.h"
+#include "lib/graph/names.h"
 #include "lib/ops/dtypes.h"
 #include "lib/runtime/checkpoint/json_value.h"
 
@@ -67,7 +68,8 @@ Status ReadMetadata(const JsonValue& value, std::string_view source,
   if (!value.is_object()) return InvalidArgumentError("{}: __metadata__ is not an object", source);
   for (const auto& [key, item] : value.object) {
     if (!item.is_string()) {
-      return InvalidArgumentError("{}: __metadata__ '{}' is not a string", source, key);
+      return InvalidArgumentError("{}: __metadata__ '{}' is not a string", source,
+                                  QuoteForMessage(key));
     }
     (*metadata)[key] = item.string;
   }
@@ -137,16 +139,21 @@ StatusOr<SafetensorsContents> DecodeSafetensors(std::string_view bytes, std::str
   SafetensorsContents contents;
   std::vector<Entry> entries;
   std::set<std::string> names;
-  for (const auto& [name, value] : header.object) {
+  for (const JsonMember& member : header.object) {
+    // Named references, not a structured binding: the lambda below captures `name`,
+    // which clang accepts only from version 16.
+    const std::string& name = member.key;
+    const JsonValue& value = member.value;
     if (!names.insert(name).second) {
-      return InvalidArgumentError("{}: '{}' appears twice in the header", source, name);
+      return InvalidArgumentError("{}: '{}' appears twice in the header", source,
+                                  QuoteForMessage(name));
     }
     if (name == "__metadata__") {
       PX_RETURN_IF_ERROR(ReadMetadata(value, source, &contents.metadata));
       continue;
     }
     auto bad = [&](std::string_view what) {
-      return InvalidArgumentError("{}: tensor '{}': {}", source, name, what);
+      return InvalidArgumentError("{}: tensor '{}': {}", source, QuoteForMessage(name), what);
     };
     if (!value.is_object()) return bad("entry is not an object");
     const JsonValue* dtype = value.Find("dtype");
@@ -161,7 +168,7 @@ StatusOr<SafetensorsContents> DecodeSafetensors(std::string_view bytes, std::str
     }
     if (entry.dtype == tensorflow::DT_INVALID) {
       return bad(fmt::format("unsupported dtype '{}' (supported: F32 F64 I32 I64 U8 BOOL)",
-                             dtype->string));
+                             QuoteForMessage(dtype->string)));
     }
     uint64_t elements = 1;
     for (const JsonValue& dim : shape->array) {
@@ -202,7 +209,7 @@ StatusOr<SafetensorsContents> DecodeSafetensors(std::string_view bytes, std::str
     if (e->begin != cursor) {
       return InvalidArgumentError("{}: tensor '{}': data_offsets [{}, {}] {} the previous tensor's "
                                   "data (which ends at {})",
-                                  source, e->name, e->begin, e->end,
+                                  source, QuoteForMessage(e->name), e->begin, e->end,
                                   e->begin < cursor ? "overlap" : "leave a gap after", cursor);
     }
     cursor = e->end;
@@ -217,7 +224,7 @@ StatusOr<SafetensorsContents> DecodeSafetensors(std::string_view bytes, std::str
     if (it->second != actual) {
       return InvalidArgumentError("{}: corrupt: the data section's CRC-32C is {}, the header's "
                                   "'{}' says '{}' (bytes changed after the file was written)",
-                                  source, actual, kDataChecksumKey, it->second);
+                                  source, actual, kDataChecksumKey, QuoteForMessage(it->second));
     }
     contents.metadata.erase(it);
   }
@@ -229,7 +236,8 @@ StatusOr<SafetensorsContents> DecodeSafetensors(std::string_view bytes, std::str
     if (it->second != actual) {
       return InvalidArgumentError("{}: corrupt: tensor '{}': its CRC-32C is {}, the header says "
                                   "'{}' (bytes changed after the file was written)",
-                                  source, e.name, actual, it->second);
+                                  source, QuoteForMessage(e.name), actual,
+                                  QuoteForMessage(it->second));
     }
   }
   std::erase_if(contents.metadata,
@@ -242,7 +250,7 @@ StatusOr<SafetensorsContents> DecodeSafetensors(std::string_view bytes, std::str
       for (uint64_t i = 0; i < e.end - e.begin; ++i) {
         if (b[i] > 1) {
           return InvalidArgumentError("{}: tensor '{}': bool element {} has byte value {}", source,
-                                      e.name, i, b[i]);
+                                      QuoteForMessage(e.name), i, b[i]);
         }
       }
     }

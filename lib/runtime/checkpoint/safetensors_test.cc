@@ -84,6 +84,12 @@ TEST_CASE("every corruption is one line naming the file and the tensor") {
   CHECK(Message(File(R"({"a": {"dtype": "F32",)", "")) ==
         "ck.safetensors: header is not valid JSON: at byte 22: expected a string key");
   CHECK(Message(File(R"([1, 2])", "")) == "ck.safetensors: header is not a JSON object");
+  // Names and strings of the header quoted on one line (found by fuzz/safetensors_fuzzer.cc
+  // and its siblings: a JSON "\n" is a newline in the name).
+  CHECK(Message(File(R"({"a\nb": {"dtype": "F\n32", "shape": [1], "data_offsets": [0, 4]}})",
+                     four)) ==
+        "ck.safetensors: tensor 'a\\x0ab': unsupported dtype 'F\\x0a32' (supported: F32 F64 I32 "
+        "I64 U8 BOOL)");
   CHECK(Message(File(R"({"a": {"shape": [1], "data_offsets": [0, 4]}})", four)) ==
         "ck.safetensors: tensor 'a': no string 'dtype'");
   CHECK(Message(File(R"({"a": {"dtype": "F32", "data_offsets": [0, 4]}})", four)) ==

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "lib/graph/names.h"
 #include "lib/ops/dtypes.h"
 
 namespace parallax {
@@ -58,11 +59,11 @@ StatusOr<TensorSlice> TensorSlice::Parse(std::string_view text) {
     if (numbers.size() != 2 || !ParseInt64(numbers[0], &start) ||
         !ParseInt64(numbers[1], &length)) {
       return InvalidArgumentError("slice '{}': extent '{}' is neither 'start,length' nor '-'",
-                                  text, item);
+                                  QuoteForMessage(text), QuoteForMessage(item));
     }
     if (!ValidExtent(start, length)) {
       return InvalidArgumentError("slice '{}': extent '{}' needs a start >= 0 and a length >= 1",
-                                  text, item);
+                                  QuoteForMessage(text), QuoteForMessage(item));
     }
     slice.AddExtent(start, length);
   }
@@ -155,24 +156,27 @@ StatusOr<ShapeAndSlice> ParseShapeAndSlice(std::string_view text) {
   if (words.size() < 2) {
     return InvalidArgumentError("shape_and_slice '{}': expected the dims then the slice, "
                                 "separated by spaces (e.g. '4 3 0,2:-')",
-                                text);
+                                QuoteForMessage(text));
   }
   ShapeAndSlice out;
   StatusOr<TensorSlice> slice = TensorSlice::Parse(words.back());
-  if (!slice.ok()) return slice.status().WithPrefix(fmt::format("shape_and_slice '{}'", text));
+  if (!slice.ok()) {
+    return slice.status().WithPrefix(fmt::format("shape_and_slice '{}'", QuoteForMessage(text)));
+  }
   out.slice = std::move(slice).value();
   words.pop_back();
   for (std::string_view word : words) {
     int64_t dim = 0;
     if (!ParseInt64(word, &dim) || dim < 0) {
       return InvalidArgumentError("shape_and_slice '{}': dim '{}' is not a non-negative integer",
-                                  text, word);
+                                  QuoteForMessage(text), QuoteForMessage(word));
     }
     out.shape.AddDim(dim);
   }
   StatusOr<TensorShape> slice_shape = out.slice.SliceShape(out.shape);
   if (!slice_shape.ok()) {
-    return slice_shape.status().WithPrefix(fmt::format("shape_and_slice '{}'", text));
+    return slice_shape.status().WithPrefix(
+        fmt::format("shape_and_slice '{}'", QuoteForMessage(text)));
   }
   out.slice_shape = std::move(slice_shape).value();
   return out;

@@ -105,6 +105,11 @@ TEST_CASE("shape_and_slice: dims then the slice") {
         "shape_and_slice '4 3 0,2': slice '0,2' has 1 dimensions, the shape [4,3] has 2");
   CHECK(ShapeAndSliceError("4 3 0,2:x") ==
         "shape_and_slice '4 3 0,2:x': slice '0,2:x': extent 'x' is neither 'start,length' nor '-'");
+  // Text from a file quoted on one line (found by fuzz/checkpoint_text_fuzzer.cc).
+  CHECK(ShapeAndSliceError("4\n3 0,2") ==
+        "shape_and_slice '4\\x0a3 0,2': dim '4\\x0a3' is not a non-negative integer");
+  CHECK(TensorSlice::Parse("0,1:'\n'").status().message() ==
+        "slice '0,1:\\'\\x0a\\'': extent '\\'\\x0a\\'' is neither 'start,length' nor '-'");
 }
 
 TEST_CASE("OrderedCode encodings match TensorFlow's") {

@@ -158,9 +158,85 @@ struct IndexContents {
   std::vector<std::pair<std::string, std::string>> entries;
 };
 
-// Reads and checks an index file's table and header (not its entries).
-StatusOr<IndexContents> ReadIndexFile(const std::string& path) {
-  PX_ASSIGN_OR_RETURN(const std::string bytes, ReadFileToString(path));
+// A LevelDB block handle: where a block's contents are (its 5-byte trailer, the type
+// byte and the masked crc32c of contents and type, follows them).
+struct BlockHandle {
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
+
+// Checks what LevelDB would allocate memory for before reading it: the index block the
+// footer points to and every data block the index block points to must lie inside the
+// table, with their checksums and an uncompressed type (TF never compresses them).
+// LevelDB's Table allocates a block's size as the handle states before it reads the
+// block, so a corrupt or hostile handle would otherwise cost up to 2^64 bytes. Errors are
+// LevelDB's words for the same faults, without the "Corruption: " (LevelDbMessage).
+Status CheckTableLayout(std::string_view table) {
+  const auto corrupt = [](std::string_view what) { return InvalidArgumentError("{}", what); };
+  const auto read_handle = [](std::string_view bytes, size_t* pos, BlockHandle* handle) {
+    return GetVarint64(bytes, pos, &handle->offset) && GetVarint64(bytes, pos, &handle->size);
+  };
+  // The block at `handle`: inside the table, its checksum right, not compressed.
+  const auto block = [&](const BlockHandle& handle, std::string_view* contents) -> Status {
+    if (handle.offset > table.size() || handle.size > table.size() - handle.offset ||
+        table.size() - handle.offset - handle.size < 5) {
+      return corrupt("truncated block read");
+    }
+    *contents = table.substr(handle.offset, handle.size);
+    const char* trailer = table.data() + handle.offset + handle.size;
+    const uint32_t crc = Crc32cExtend(Crc32c(*contents), std::string_view(trailer, 1));
+    if (UnmaskCrc32c(DecodeFixed32(trailer + 1)) != crc) return corrupt("block checksum mismatch");
+    if (trailer[0] == 1) {
+      return corrupt("a snappy-compressed block (TensorFlow writes index files uncompressed)");
+    }
+    if (trailer[0] != 0) return corrupt("bad block type");
+    return Status::Ok();
+  };
+
+  const std::string_view footer = table.substr(table.size() - kTableFooterBytes);
+  size_t pos = 0;
+  BlockHandle metaindex, index;
+  if (!read_handle(footer, &pos, &metaindex) || !read_handle(footer, &pos, &index) ||
+      pos > kTableFooterBytes - 8) {
+    return corrupt("bad block handle");
+  }
+  // The metaindex block is read only for a filter policy, which this reader does not set.
+  std::string_view contents;
+  PX_RETURN_IF_ERROR(block(index, &contents));
+  // Entries (varint32 shared key bytes, unshared key bytes, value bytes; the key's
+  // unshared part; the value: a block handle), then uint32 restart offsets and their
+  // count.
+  if (contents.size() < 4) return corrupt("bad block contents");
+  const uint64_t restarts = DecodeFixed32(contents.data() + contents.size() - 4);
+  if (restarts > (contents.size() - 4) / 4) return corrupt("bad block contents");
+  // LevelDB reads a block without restart points as empty.
+  const std::string_view entries =
+      restarts == 0 ? std::string_view()
+                    : contents.substr(0, contents.size() - 4 * (restarts + 1));
+  uint64_t key_size = 0;
+  for (pos = 0; pos < entries.size();) {
+    uint64_t shared = 0, unshared = 0, value_size = 0;
+    if (!GetVarint64(entries, &pos, &shared) || !GetVarint64(entries, &pos, &unshared) ||
+        !GetVarint64(entries, &pos, &value_size) || shared > key_size ||
+        unshared > entries.size() - pos || value_size > entries.size() - pos - unshared) {
+      return corrupt("bad entry in block");
+    }
+    key_size = shared + unshared;
+    pos += unshared;
+    size_t value_pos = 0;
+    BlockHandle data;
+    if (!read_handle(entries.substr(pos, value_size), &value_pos, &data)) {
+      return corrupt("bad block handle");
+    }
+    pos += value_size;
+    std::string_view data_contents;
+    PX_RETURN_IF_ERROR(block(data, &data_contents));
+  }
+  return Status::Ok();
+}
+
+// Checks an index file's table and header (not its entries); `path` starts messages.
+StatusOr<IndexContents> ParseIndex(std::string_view bytes, const std::string& path) {
   if (bytes.size() < kTableFooterBytes) {
     return InvalidArgumentError("{}: truncated checkpoint index: {} bytes, fewer than the {} of a "
                                 "table's footer",
@@ -178,6 +254,9 @@ StatusOr<IndexContents> ReadIndexFile(const std::string& path) {
   const auto corrupt = [&](const leveldb::Status& status) {
     return InvalidArgumentError("{}: corrupt checkpoint index: {}", path, LevelDbMessage(status));
   };
+  if (Status layout = CheckTableLayout(bytes); !layout.ok()) {
+    return InvalidArgumentError("{}: corrupt checkpoint index: {}", path, layout.message());
+  }
   StringSource source(bytes);
   leveldb::Options options;
   options.paranoid_checks = true;  // verify the index block's checksum when opening
@@ -244,6 +323,11 @@ StatusOr<IndexContents> ReadIndexFile(const std::string& path) {
     }
   }
   return contents;
+}
+
+StatusOr<IndexContents> ReadIndexFile(const std::string& path) {
+  PX_ASSIGN_OR_RETURN(const std::string bytes, ReadFileToString(path));
+  return ParseIndex(bytes, path);
 }
 
 // Writes `bytes` to `path` and flushes it to disk; on error removes it.
@@ -385,8 +469,22 @@ std::string TfCheckpointDataPath(std::string_view prefix, int shard, int num_sha
 // ---- Reader ----
 
 StatusOr<TfCheckpointReader> TfCheckpointReader::Open(const std::string& prefix) {
+  PX_ASSIGN_OR_RETURN(const std::string index, ReadFileToString(TfCheckpointIndexPath(prefix)));
+  return FromIndex(prefix, index);
+}
+
+StatusOr<TfCheckpointReader> TfCheckpointReader::OpenInMemory(
+    const std::string& prefix, std::string_view index, std::vector<std::string> data_shards) {
+  PX_ASSIGN_OR_RETURN(TfCheckpointReader reader, FromIndex(prefix, index));
+  reader.data_in_memory_ = true;
+  reader.data_shards_ = std::move(data_shards);
+  return reader;
+}
+
+StatusOr<TfCheckpointReader> TfCheckpointReader::FromIndex(const std::string& prefix,
+                                                           std::string_view index) {
   const std::string path = TfCheckpointIndexPath(prefix);
-  PX_ASSIGN_OR_RETURN(IndexContents contents, ReadIndexFile(path));
+  PX_ASSIGN_OR_RETURN(IndexContents contents, ParseIndex(index, path));
   TfCheckpointReader reader;
   reader.prefix_ = prefix;
   reader.num_shards_ = contents.header.num_shards();
@@ -475,16 +573,34 @@ const BundleEntryProto* TfCheckpointReader::FindKey(std::string_view key) const 
   return it == keys_.end() ? nullptr : &it->second;
 }
 
-Status TfCheckpointReader::ReadStored(std::string_view name, const BundleEntryProto& entry,
-                                      Tensor* out) const {
+Status TfCheckpointReader::ReadStoredBytes(std::string_view name,
+                                           const BundleEntryProto& entry, char* out) const {
   const std::string path = TfCheckpointDataPath(prefix_, entry.shard_id(), num_shards_);
+  const auto missing = [&] {
+    return NotFoundError("{}: data file missing (it holds tensor '{}'; a checkpoint is its "
+                         ".index and every .data-* file)",
+                         path, name);
+  };
+  const uint64_t offset = static_cast<uint64_t>(entry.offset());
+  const uint64_t size = static_cast<uint64_t>(entry.size());
+  const auto past_end = [&](uint64_t file_size) {
+    return InvalidArgumentError("{}: tensor '{}': bytes [{}, {}) are past the end of the file ({} "
+                                "bytes; truncated?)",
+                                path, name, offset, offset + size, file_size);
+  };
+  if (data_in_memory_) {
+    const size_t shard = static_cast<size_t>(entry.shard_id());
+    if (shard >= data_shards_.size()) return missing();
+    const std::string& bytes = data_shards_[shard];
+    if (offset + size > bytes.size()) return past_end(bytes.size());
+    if (out != nullptr && size > 0) {
+      std::memcpy(out, bytes.data() + offset, static_cast<size_t>(size));
+    }
+    return Status::Ok();
+  }
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    if (errno == ENOENT) {
-      return NotFoundError("{}: data file missing (it holds tensor '{}'; a checkpoint is its "
-                           ".index and every .data-* file)",
-                           path, name);
-    }
+    if (errno == ENOENT) return missing();
     return InvalidArgumentError("{}: cannot open: {}", path, std::strerror(errno));
   }
   struct FdCloser {
@@ -493,13 +609,20 @@ Status TfCheckpointReader::ReadStored(std::string_view name, const BundleEntryPr
   } closer{fd};
   struct stat st;
   if (::fstat(fd, &st) != 0) return InvalidArgumentError("{}: cannot stat: {}", path, std::strerror(errno));
-  const uint64_t offset = static_cast<uint64_t>(entry.offset());
-  const uint64_t size = static_cast<uint64_t>(entry.size());
   if (offset + size > static_cast<uint64_t>(st.st_size)) {
-    return InvalidArgumentError("{}: tensor '{}': bytes [{}, {}) are past the end of the file ({} "
-                                "bytes; truncated?)",
-                                path, name, offset, offset + size, st.st_size);
+    return past_end(static_cast<uint64_t>(st.st_size));
   }
+  if (out != nullptr && size > 0 && !PreadFully(fd, out, static_cast<size_t>(size), offset)) {
+    return InvalidArgumentError("{}: tensor '{}': read failed: {}", path, name,
+                                std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+Status TfCheckpointReader::ReadStored(std::string_view name, const BundleEntryProto& entry,
+                                      Tensor* out) const {
+  const std::string path = TfCheckpointDataPath(prefix_, entry.shard_id(), num_shards_);
+  const uint64_t size = static_cast<uint64_t>(entry.size());
   const auto mismatch = [&](uint32_t computed) {
     return InvalidArgumentError("{}: tensor '{}': crc32c mismatch (stored 0x{:08x}, computed "
                                 "0x{:08x}): the data file is corrupt",
@@ -508,10 +631,7 @@ Status TfCheckpointReader::ReadStored(std::string_view name, const BundleEntryPr
 
   if (out->dtype() != tensorflow::DT_STRING) {
     char* data = static_cast<char*>(out->raw_data());
-    if (size > 0 && !PreadFully(fd, data, static_cast<size_t>(size), offset)) {
-      return InvalidArgumentError("{}: tensor '{}': read failed: {}", path, name,
-                                  std::strerror(errno));
-    }
+    PX_RETURN_IF_ERROR(ReadStoredBytes(name, entry, data));
     const uint32_t crc = Crc32c(std::string_view(data, static_cast<size_t>(size)));
     if (crc != UnmaskCrc32c(entry.crc32c())) return mismatch(crc);
     if (out->dtype() == tensorflow::DT_BOOL) {
@@ -527,9 +647,7 @@ Status TfCheckpointReader::ReadStored(std::string_view name, const BundleEntryPr
 
   // Strings: varint64 lengths, their masked crc32c, the bytes.
   std::string bytes(static_cast<size_t>(size), '\0');
-  if (size > 0 && !PreadFully(fd, bytes.data(), bytes.size(), offset)) {
-    return InvalidArgumentError("{}: tensor '{}': read failed: {}", path, name, std::strerror(errno));
-  }
+  PX_RETURN_IF_ERROR(ReadStoredBytes(name, entry, bytes.data()));
   const size_t n = static_cast<size_t>(out->num_elements());
   if (size == 0 && n == 0) return Status::Ok();
   std::vector<uint64_t> lengths(n);
@@ -556,10 +674,16 @@ Status TfCheckpointReader::ReadStored(std::string_view name, const BundleEntryPr
   }
   crc = Crc32cExtend(crc, std::string_view(bytes.data() + pos, 4));
   pos += 4;
+  // Summed without overflow: a length that takes the sum past the entry's bytes stops it
+  // (lengths come from the file and may be anything up to 2^64 - 1).
   uint64_t total = 0;
   for (uint64_t length : lengths) {
+    if (length > bytes.size() - total) {
+      return InvalidArgumentError("{}: tensor '{}': the string lengths add up to more than the "
+                                  "entry's {} bytes",
+                                  path, name, bytes.size());
+    }
     total += length;
-    if (total > bytes.size()) break;
   }
   if (total != bytes.size() - pos) {
     return InvalidArgumentError("{}: tensor '{}': the string lengths add up to {} bytes, the entry "
@@ -577,22 +701,24 @@ Status TfCheckpointReader::ReadStored(std::string_view name, const BundleEntryPr
 }
 
 StatusOr<Tensor> TfCheckpointReader::Read(std::string_view name) const {
+  const std::string shown = Printable(name);  // names and text from files, for messages
   const TfCheckpointEntry* entry = Find(name);
   if (entry == nullptr) {
-    return NotFoundError("{}: no tensor '{}' in the checkpoint", index_path(), name);
+    return NotFoundError("{}: no tensor '{}' in the checkpoint", index_path(), shown);
   }
   return ReadSlice(name, TensorSlice::Full(entry->shape.rank()));
 }
 
 StatusOr<Tensor> TfCheckpointReader::Read(std::string_view name, DataType dtype,
                                           const TensorShape& shape) const {
+  const std::string shown = Printable(name);  // names and text from files, for messages
   const TfCheckpointEntry* entry = Find(name);
   if (entry == nullptr) {
-    return NotFoundError("{}: no tensor '{}' in the checkpoint", index_path(), name);
+    return NotFoundError("{}: no tensor '{}' in the checkpoint", index_path(), shown);
   }
   if (entry->dtype != dtype || !(entry->shape == shape)) {
     return InvalidArgumentError("{}: tensor '{}' is {} in the checkpoint, {} was asked for",
-                                index_path(), name, DescribeTensor(entry->dtype, entry->shape),
+                                index_path(), shown, DescribeTensor(entry->dtype, entry->shape),
                                 DescribeTensor(dtype, shape));
   }
   return Read(name);
@@ -600,55 +726,69 @@ StatusOr<Tensor> TfCheckpointReader::Read(std::string_view name, DataType dtype,
 
 StatusOr<Tensor> TfCheckpointReader::ReadSlice(std::string_view name,
                                                const TensorSlice& slice) const {
+  const std::string shown = Printable(name);  // names and text from files, for messages
   const TfCheckpointEntry* entry = Find(name);
   if (entry == nullptr) {
-    return NotFoundError("{}: no tensor '{}' in the checkpoint", index_path(), name);
+    return NotFoundError("{}: no tensor '{}' in the checkpoint", index_path(), shown);
   }
   if (!StorableDtype(entry->dtype)) {
-    return UnimplementedError("{}: tensor '{}': {} tensors cannot be read", index_path(), name,
+    return UnimplementedError("{}: tensor '{}': {} tensors cannot be read", index_path(), shown,
                               DataTypeShortName(entry->dtype));
   }
   StatusOr<TensorShape> slice_shape = slice.SliceShape(entry->shape);
   if (!slice_shape.ok()) {
-    return InvalidArgumentError("{}: tensor '{}': {}", index_path(), name,
+    return InvalidArgumentError("{}: tensor '{}': {}", index_path(), shown,
                                 slice_shape.status().message());
   }
-  Tensor out(entry->dtype, *slice_shape);
+  // Nothing is allocated before the data files are known to hold the bytes: an index
+  // may claim any shape.
   const BundleEntryProto& stored = *FindKey(entry->name);
   if (entry->slices.empty()) {
+    PX_RETURN_IF_ERROR(ReadStoredBytes(shown, stored, nullptr));
+    Tensor out(entry->dtype, *slice_shape);
     if (slice.Covers(entry->shape)) {
-      PX_RETURN_IF_ERROR(ReadStored(name, stored, &out));
+      PX_RETURN_IF_ERROR(ReadStored(shown, stored, &out));
       return out;
     }
     Tensor whole(entry->dtype, entry->shape);
-    PX_RETURN_IF_ERROR(ReadStored(name, stored, &whole));
+    PX_RETURN_IF_ERROR(ReadStored(shown, stored, &whole));
     CopySliceIntersection(entry->shape, TensorSlice::Full(entry->shape.rank()), whole, slice, &out);
     return out;
   }
   // Sliced: copy what each stored slice shares with the one asked for. Stored slices do
   // not overlap (checked by Open), so they cover it when the shared elements add up.
+  struct Part {
+    const TensorSlice* slice;
+    const BundleEntryProto* entry;
+  };
+  std::vector<Part> parts;
   int64_t covered = 0;
   for (const TensorSlice& part : entry->slices) {
     const std::optional<TensorSlice> common = IntersectSlices(part, slice, entry->shape);
     if (!common) continue;
-    const BundleEntryProto& part_entry = *FindKey(EncodeTensorNameSlice(entry->name, part));
+    const BundleEntryProto* part_entry = FindKey(EncodeTensorNameSlice(entry->name, part));
+    PX_RETURN_IF_ERROR(ReadStoredBytes(shown, *part_entry, nullptr));
     covered += common->SliceShape(entry->shape)->num_elements();
-    if (part == slice || (part.Covers(entry->shape) && slice.Covers(entry->shape))) {
-      PX_RETURN_IF_ERROR(ReadStored(name, part_entry, &out));
-      continue;
-    }
-    Tensor piece(entry->dtype, *part.SliceShape(entry->shape));
-    PX_RETURN_IF_ERROR(ReadStored(name, part_entry, &piece));
-    CopySliceIntersection(entry->shape, part, piece, slice, &out);
+    parts.push_back(Part{&part, part_entry});
   }
-  if (covered != out.num_elements()) {
+  if (covered != slice_shape->num_elements()) {
     std::string saved;
     for (const TensorSlice& part : entry->slices) {
       saved += (saved.empty() ? "" : ", ") + part.DebugString();
     }
     return InvalidArgumentError("{}: tensor '{}': its saved slices ({}) do not cover the slice "
                                 "'{}'",
-                                index_path(), name, saved, slice.DebugString());
+                                index_path(), shown, saved, slice.DebugString());
+  }
+  Tensor out(entry->dtype, *slice_shape);
+  for (const Part& part : parts) {
+    if (*part.slice == slice || (part.slice->Covers(entry->shape) && slice.Covers(entry->shape))) {
+      PX_RETURN_IF_ERROR(ReadStored(shown, *part.entry, &out));
+      continue;
+    }
+    Tensor piece(entry->dtype, *part.slice->SliceShape(entry->shape));
+    PX_RETURN_IF_ERROR(ReadStored(shown, *part.entry, &piece));
+    CopySliceIntersection(entry->shape, *part.slice, piece, slice, &out);
   }
   return out;
 }
@@ -656,24 +796,27 @@ StatusOr<Tensor> TfCheckpointReader::ReadSlice(std::string_view name,
 StatusOr<Tensor> TfCheckpointReader::Restore(std::string_view name,
                                              std::string_view shape_and_slice,
                                              DataType dtype) const {
+  const std::string shown = Printable(name);  // names and text from files, for messages
   const TfCheckpointEntry* entry = Find(name);
   if (entry == nullptr) {
-    return NotFoundError("{}: no tensor '{}' in the checkpoint", index_path(), name);
+    return NotFoundError("{}: no tensor '{}' in the checkpoint", index_path(), shown);
   }
   if (entry->dtype != dtype) {
     return InvalidArgumentError("{}: tensor '{}' is {} in the checkpoint, the restore asks for {}",
-                                index_path(), name, DataTypeShortName(entry->dtype),
+                                index_path(), shown, DataTypeShortName(entry->dtype),
                                 DataTypeShortName(dtype));
   }
   if (shape_and_slice.empty()) return Read(name);
   StatusOr<ShapeAndSlice> spec = ParseShapeAndSlice(shape_and_slice);
   if (!spec.ok()) {
-    return InvalidArgumentError("{}: tensor '{}': {}", index_path(), name, spec.status().message());
+    return InvalidArgumentError("{}: tensor '{}': {}", index_path(), shown,
+                                spec.status().message());
   }
   if (!(spec->shape == entry->shape)) {
     return InvalidArgumentError("{}: tensor '{}': shape_and_slice '{}' is of shape {}, the "
                                 "checkpoint holds {}",
-                                index_path(), name, shape_and_slice, spec->shape.DebugString(),
+                                index_path(), shown, Printable(shape_and_slice),
+                                spec->shape.DebugString(),
                                 entry->shape.DebugString());
   }
   return ReadSlice(name, spec->slice);
@@ -1020,16 +1163,21 @@ std::string StatePath(const std::string& dir) {
 StatusOr<tensorflow::CheckpointState> ReadTfCheckpointState(const std::string& dir) {
   const std::string path = StatePath(dir);
   PX_ASSIGN_OR_RETURN(const std::string text, ReadFileToString(path, 64 << 20));
+  return ParseTfCheckpointState(text, path);
+}
+
+StatusOr<tensorflow::CheckpointState> ParseTfCheckpointState(std::string_view text,
+                                                             std::string_view source) {
   tensorflow::CheckpointState state;
   google::protobuf::TextFormat::Parser parser;
   FirstTextError errors;
   parser.RecordErrorsTo(&errors);
   google::protobuf::io::ArrayInputStream input(text.data(), static_cast<int>(text.size()));
   if (!parser.Parse(&input, &state)) {
-    return InvalidArgumentError("{}:{} (text-format CheckpointState)", path, errors.error);
+    return InvalidArgumentError("{}:{} (text-format CheckpointState)", source, errors.error);
   }
   if (state.model_checkpoint_path().empty()) {
-    return InvalidArgumentError("{}: model_checkpoint_path is missing or empty", path);
+    return InvalidArgumentError("{}: model_checkpoint_path is missing or empty", source);
   }
   return state;
 }

@@ -79,6 +79,12 @@ class TfCheckpointReader {
   // a tensor is read. Errors: a missing index file, a corrupt or truncated one, a header
   // of another version or endianness, an entry that does not parse or is inconsistent.
   static StatusOr<TfCheckpointReader> Open(const std::string& prefix);
+  // The same for a checkpoint held in memory: `index` is P.index's bytes, data_shards[S]
+  // the bytes of P.data-S-of-N (a shard past the end of the vector is a missing file);
+  // messages name the files of `prefix` as Open's do. For fuzzing and tests.
+  static StatusOr<TfCheckpointReader> OpenInMemory(const std::string& prefix,
+                                                   std::string_view index,
+                                                   std::vector<std::string> data_shards);
 
   const std::string& prefix() const { return prefix_; }
   std::string index_path() const { return TfCheckpointIndexPath(prefix_); }
@@ -105,6 +111,13 @@ class TfCheckpointReader {
 
  private:
   TfCheckpointReader() = default;
+  static StatusOr<TfCheckpointReader> FromIndex(const std::string& prefix,
+                                                std::string_view index);
+  // Checks that the bytes of `entry` lie inside its data shard and, with `out`, copies
+  // them there. Called without `out` before anything is allocated for a tensor, so that
+  // an index claiming more bytes than its data file holds costs no memory.
+  Status ReadStoredBytes(std::string_view name, const tensorflow::BundleEntryProto& entry,
+                         char* out) const;
   // The bytes of an entry stored whole, decoded into `out` (allocated by the caller with
   // the entry's dtype and shape); `name` names the tensor in messages.
   Status ReadStored(std::string_view name, const tensorflow::BundleEntryProto& entry,
@@ -117,6 +130,9 @@ class TfCheckpointReader {
   std::map<std::string, size_t, std::less<>> by_name_;  // into entries_
   // Every key of the index but the header's (slices' own entries too).
   std::map<std::string, tensorflow::BundleEntryProto, std::less<>> keys_;
+  // OpenInMemory: the data files' bytes, by shard, instead of the files.
+  bool data_in_memory_ = false;
+  std::vector<std::string> data_shards_;
 };
 
 // Writes one checkpoint: P.data-00000-of-00001 and P.index. Tensors go to a temporary
@@ -183,6 +199,9 @@ Status MergeTfCheckpoints(const std::vector<std::string>& prefixes, const std::s
 // DIR/checkpoint, parsed (text format). Errors: missing, unparsable, or without
 // model_checkpoint_path.
 StatusOr<tensorflow::CheckpointState> ReadTfCheckpointState(const std::string& dir);
+// The same for the file's text; `source` (its path) starts every message.
+StatusOr<tensorflow::CheckpointState> ParseTfCheckpointState(std::string_view text,
+                                                             std::string_view source);
 // Writes DIR/checkpoint atomically in the text format TensorFlow writes.
 Status WriteTfCheckpointState(const std::string& dir, const tensorflow::CheckpointState& state);
 // The newest checkpoint prefix named by DIR/checkpoint: model_checkpoint_path, relative

@@ -212,6 +212,19 @@ TEST_CASE("BERT: an index without its data files lists 124 tensors; reading one 
   CHECK(reader.Read(first->name).status().code() == StatusCode::kNotFound);
 }
 
+TEST_CASE("a `checkpoint` state file's text: parsed, or one line naming the file") {
+  StatusOr<tensorflow::CheckpointState> state = ParseTfCheckpointState(
+      "model_checkpoint_path: \"model.ckpt-2\"\nall_model_checkpoint_paths: \"model.ckpt-1\"\n",
+      "ck/checkpoint");
+  REQUIRE(state.ok());
+  CHECK(state->model_checkpoint_path() == "model.ckpt-2");
+  CHECK(state->all_model_checkpoint_paths_size() == 1);
+  CHECK(ErrorOf(ParseTfCheckpointState("all_model_checkpoint_paths: \"a\"", "ck/checkpoint")
+                    .status()) == "ck/checkpoint: model_checkpoint_path is missing or empty");
+  CHECK(ErrorOf(ParseTfCheckpointState("model_checkpoint_path: 3 {", "ck/checkpoint").status())
+            .starts_with("ck/checkpoint:1:"));
+}
+
 TEST_CASE("the `checkpoint` state files TF wrote") {
   const std::optional<std::string> dir = testing::SharedDataPath("testdata/tf-files");
   if (!dir) return;
@@ -620,6 +633,64 @@ TEST_CASE("corrupt and truncated files give one line each") {
   CHECK(ErrorOf(reader.Read("w").status()) ==
         data + ": data file missing (it holds tensor 'w'; a checkpoint is its .index and every "
                ".data-* file)");
+}
+
+TEST_CASE("a checkpoint in memory reads as its files do, with the files' names in errors") {
+  const std::string dir = testing::TempDir();
+  const std::string prefix = Sample(dir);
+  const std::string index = Bytes(prefix + ".index");
+  const std::string data = Bytes(prefix + ".data-00000-of-00001");
+  StatusOr<TfCheckpointReader> reader = TfCheckpointReader::OpenInMemory(prefix, index, {data});
+  REQUIRE(reader.ok());
+  const TfCheckpointReader files = Open(prefix);
+  REQUIRE(reader->entries().size() == files.entries().size());
+  for (const TfCheckpointEntry& e : files.entries()) {
+    INFO(e.name);
+    CHECK(TensorsBitEqual(ReadTensor(*reader, e.name), ReadTensor(files, e.name)));
+  }
+  const std::string data_path = prefix + ".data-00000-of-00001";
+  reader = TfCheckpointReader::OpenInMemory(prefix, index, {});
+  REQUIRE(reader.ok());
+  CHECK(ErrorOf(reader->Read("w").status()) ==
+        data_path + ": data file missing (it holds tensor 'w'; a checkpoint is its .index and "
+                    "every .data-* file)");
+  reader = TfCheckpointReader::OpenInMemory(prefix, index, {data.substr(0, 12)});
+  REQUIRE(reader.ok());
+  CHECK(ErrorOf(reader->Read("w").status()) ==
+        data_path + ": tensor 'w': bytes [7, 23) are past the end of the file (12 bytes; "
+                    "truncated?)");
+  CHECK(ErrorOf(TfCheckpointReader::OpenInMemory(prefix, index.substr(1), {data}).status()) ==
+        prefix + ".index: corrupt checkpoint index: block checksum mismatch");
+  // A tensor's name from the index is shown on one line (found by
+  // fuzz/tf_checkpoint_entries_fuzzer.cc).
+  const std::string odd = testing::TempDir() + "/odd";
+  REQUIRE(WriteTfCheckpoint(odd, {{"line\nbreak", Tensor::Scalar<float>(1)}}).ok());
+  reader = TfCheckpointReader::OpenInMemory(odd, Bytes(odd + ".index"), {});
+  REQUIRE(reader.ok());
+  CHECK(ErrorOf(reader->Read("line\nbreak").status()) ==
+        odd + ".data-00000-of-00001: data file missing (it holds tensor 'line\\x0abreak'; a "
+              "checkpoint is its .index and every .data-* file)");
+}
+
+TEST_CASE("block handles past the end of the index are refused before LevelDB allocates them") {
+  const std::string prefix = Sample(testing::TempDir());
+  const std::string index = Bytes(prefix + ".index");
+  const Footer f = ParseFooter(index);
+  // The index block handle of the footer, and then the data block handle inside the index
+  // block, made to claim 2^56 bytes (found by fuzz/tf_checkpoint_fuzzer.cc: LevelDB
+  // allocated what the handle said before reading, and the allocation failed).
+  const auto varint = [](uint64_t v) {
+    std::string out;
+    for (; v >= 0x80; v >>= 7) out += static_cast<char>(v | 0x80);
+    return out + static_cast<char>(v);
+  };
+  std::string footer = varint(f.meta_offset) + varint(f.meta_size) + varint(f.index_offset) +
+                       varint(uint64_t{1} << 56);
+  footer.resize(40, '\0');
+  const std::string huge_index_block =
+      index.substr(0, index.size() - 48) + footer + index.substr(index.size() - 8);
+  CHECK(ErrorOf(TfCheckpointReader::OpenInMemory(prefix, huge_index_block, {}).status()) ==
+        prefix + ".index: corrupt checkpoint index: truncated block read");
 }
 
 // testdata/bad_checkpoints/expected_errors.txt: "prefix | the first error of opening the
