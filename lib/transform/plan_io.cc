@@ -118,6 +118,15 @@ std::string PlanToYaml(const Plan& plan) {
 
 namespace {
 
+// A yaml-cpp exception's message on one line: it may hold the offending character itself
+// ("unknown escape character: " and a newline); control characters are shown as '?'.
+std::string OneLine(std::string message) {
+  for (char& c : message) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return message;
+}
+
 // Reads a parsed plan.yaml, checking every key and type. yaml-cpp throws; this class
 // catches at its entry point only.
 class PlanReader {
@@ -130,22 +139,27 @@ class PlanReader {
       root = YAML::Load(std::string(text));
     } catch (const YAML::Exception& e) {
       return InvalidArgumentError("{}:{}:{}: {}", source_, e.mark.line + 1, e.mark.column + 1,
-                                  e.msg);
+                                  OneLine(e.msg));
     }
     Plan plan;
     try {
       PX_RETURN_IF_ERROR(ReadRoot(root, plan));
     } catch (const YAML::Exception& e) {
-      return InvalidArgumentError("{}:{}: {}", source_, e.mark.line + 1, e.msg);
+      return InvalidArgumentError("{}:{}: {}", source_, e.mark.line + 1, OneLine(e.msg));
     }
     return plan;
   }
 
  private:
+  // Keys in `path` and values in `what` come from the file: OneLine keeps them on one line.
   Status Error(const YAML::Node& node, std::string_view path, std::string_view what) const {
     const YAML::Mark mark = node.Mark();
-    if (mark.is_null()) return InvalidArgumentError("{}: {}: {}", source_, path, what);
-    return InvalidArgumentError("{}:{}: {}: {}", source_, mark.line + 1, path, what);
+    if (mark.is_null()) {
+      return InvalidArgumentError("{}: {}: {}", source_, OneLine(std::string(path)),
+                                  OneLine(std::string(what)));
+    }
+    return InvalidArgumentError("{}:{}: {}: {}", source_, mark.line + 1,
+                                OneLine(std::string(path)), OneLine(std::string(what)));
   }
 
   // The mapping's keys must all be in `known`; every key of `required` must be there.

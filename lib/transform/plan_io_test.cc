@@ -137,6 +137,13 @@ TEST_CASE("plan.yaml errors name the line and key") {
   StatusOr<Plan> list = ParsePlanYaml("- 1\n", "plan.yaml");
   REQUIRE_FALSE(list.ok());
   CHECK(list.status().message() == "plan.yaml:1: plan: expected a mapping (a plan.yaml file)");
+  // yaml-cpp's message for a NUL byte ends in the newline after it; the error stays one
+  // line (found by fuzz/cluster_spec_fuzzer.cc in the same parser).
+  StatusOr<Plan> nul = ParsePlanYaml(std::string("t/\0\n", 4), "plan.yaml");
+  CHECK(nul.status().message() == "plan.yaml:2:1: unknown escape character: ?");
+  // A key from the file in the key path, on one line (found by fuzz/plan_yaml_fuzzer.cc).
+  StatusOr<Plan> key = ParsePlanYaml("version: 1\n\"trai\\n_op\": x\n", "plan.yaml");
+  CHECK(key.status().message() == "plan.yaml:2: trai?_op: unknown key");
 }
 
 TEST_CASE("the plan as JSON") {

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/graph/names.h"
 #include "lib/ops/dtypes.h"
 
 namespace parallax {
@@ -21,11 +22,18 @@ class Parser {
  public:
   explicit Parser(std::string_view text) : text_(text) {}
 
+  // Lists nest at most this deep (a tensor of this rank): the parser recurses per level,
+  // and a command-line argument of 128 KiB of '[' would otherwise overflow the stack.
+  static constexpr size_t kMaxDepth = 64;
+
   // Parses one value or list at the current position into `out`, appending its dims at
   // `depth` (checking that sibling rows agree).
   Status Value(Literal& out, size_t depth) {
     SkipSpace();
     if (At('[')) {
+      if (depth == kMaxDepth) {
+        return Error(fmt::format("lists nested deeper than {} levels", kMaxDepth));
+      }
       ++pos_;
       int64_t count = 0;
       SkipSpace();
@@ -78,7 +86,8 @@ class Parser {
       }
       std::string number(text_.substr(begin, pos_ - begin));
       if (number.empty() || !NumberParses(number)) {
-        return Error(fmt::format("'{}' is not a number, true/false or a quoted string", number));
+        return Error(fmt::format("'{}' is not a number, true/false or a quoted string",
+                                 QuoteForMessage(number)));
       }
       out.numbers.push_back(std::move(number));
     }
@@ -97,7 +106,8 @@ class Parser {
     return pos_ == text_.size();
   }
   Status Error(std::string_view what) const {
-    return InvalidArgumentError("literal '{}': {} (at character {})", text_, what, pos_ + 1);
+    return InvalidArgumentError("literal '{}': {} (at character {})", QuoteForMessage(text_), what,
+                                pos_ + 1);
   }
 
  private:
@@ -163,7 +173,7 @@ Status FillIntegers(const Literal& literal, Tensor* out, std::string_view what) 
     if (error != std::errc() || end != text.data() + text.size() ||
         value < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
         value > static_cast<int64_t>(std::numeric_limits<T>::max())) {
-      return InvalidArgumentError("{}: '{}' is not a {} value", what, text,
+      return InvalidArgumentError("{}: '{}' is not a {} value", what, QuoteForMessage(text),
                                   DataTypeShortName(out->dtype()));
     }
     data[i] = static_cast<T>(value);
@@ -220,14 +230,15 @@ StatusOr<Tensor> LiteralToTensor(const Literal& literal, DataType dtype,
       std::vector<std::string> shown;
       for (int64_t d : *dims) shown.push_back(d < 0 ? "?" : std::to_string(d));
       return InvalidArgumentError("{}: literal '{}' has shape {}, the graph's is [{}]", what,
-                                  literal.text, TensorShape(literal.dims).DebugString(),
+                                  QuoteForMessage(literal.text),
+                                  TensorShape(literal.dims).DebugString(),
                                   fmt::join(shown, ","));
     }
   }
   Tensor out(dtype, TensorShape(literal.dims));
   const auto kind_error = [&](std::string_view kind) {
-    return InvalidArgumentError("{}: literal '{}' is {}, the fed tensor is {}", what, literal.text,
-                                kind, DataTypeShortName(dtype));
+    return InvalidArgumentError("{}: literal '{}' is {}, the fed tensor is {}", what,
+                                QuoteForMessage(literal.text), kind, DataTypeShortName(dtype));
   };
   switch (literal.kind) {
     case Literal::Kind::kBool:

@@ -59,6 +59,13 @@ TEST_CASE("malformed literals and mismatches are one clear line") {
         "literal '[[1,2],[3]]': rows of 2 and 1 values (at character 11)");
   CHECK(Error("[]", tensorflow::DT_FLOAT) ==
         "literal '[]': empty lists have no dtype or size (at character 2)");
+  // Nesting is bounded (the parser recurses per level) and the text is quoted on one line.
+  CHECK(Error(std::string(100'000, '['), tensorflow::DT_FLOAT) ==
+        "literal '" + std::string(80, '[') + "...': lists nested deeper than 64 levels (at "
+        "character 65)");
+  CHECK(Error("[1,\n2]", tensorflow::DT_FLOAT) ==
+        "literal '[1,\\x0a2]': '\\x0a2' is not a number, true/false or a quoted string (at "
+        "character 6)");
   CHECK(Error("0.5", tensorflow::DT_INT32) == "--feed x: '0.5' is not a int32 value");
   CHECK(Error("3000000000", tensorflow::DT_INT32) == "--feed x: '3000000000' is not a int32 value");
   CHECK(Error("true", tensorflow::DT_FLOAT) ==

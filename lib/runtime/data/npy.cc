@@ -25,6 +25,16 @@ constexpr Descr kDescrs[] = {
     {"|b1", tensorflow::DT_BOOL},
 };
 
+// Header text for a message, as it is but on one line: control characters as \xNN.
+std::string OneLine(std::string_view text) {
+  std::string shown;
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    shown += u < 0x20 || u == 0x7f ? fmt::format("\\x{:02x}", u) : std::string(1, c);
+  }
+  return shown;
+}
+
 // A tiny reader for the Python dict literal of the header.
 class HeaderParser {
  public:
@@ -104,7 +114,8 @@ struct Header {
 
 StatusOr<Header> ParseHeader(std::string_view text, std::string_view source) {
   auto malformed = [&](std::string_view what) {
-    return InvalidArgumentError("{}: malformed .npy header ({}): {}", source, what, text);
+    return InvalidArgumentError("{}: malformed .npy header ({}): {}", source, OneLine(what),
+                                OneLine(text));
   };
   HeaderParser parser(text);
   Header header;
@@ -208,7 +219,7 @@ StatusOr<Tensor> ParseNpy(std::string_view contents, std::string_view source) {
       return InvalidArgumentError(
           "{}: big-endian dtype '{}' is not supported; save the array with "
           "arr.astype('<{}')",
-          source, header.descr, header.descr.substr(1));
+          source, OneLine(header.descr), OneLine(header.descr.substr(1)));
     }
     if (header.descr.size() == 3 && header.descr[0] == '=') {
       // '=' is native order; every machine Parallax runs on is little-endian.
@@ -219,7 +230,7 @@ StatusOr<Tensor> ParseNpy(std::string_view contents, std::string_view source) {
     }
     if (dtype == tensorflow::DT_INVALID) {
       return InvalidArgumentError("{}: unsupported dtype '{}' (supported: {})", source,
-                                  header.descr, SupportedDescrs());
+                                  OneLine(header.descr), SupportedDescrs());
     }
   }
   if (header.fortran_order && header.shape.size() > 1) {

@@ -89,6 +89,14 @@ TEST_CASE("npy errors name the file and say how to fix the array") {
         "supported)): {'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }");
   CHECK(Message(Header("{'descr': '<f4', 'shape': (1,), }")) ==
         "a.npy: malformed .npy header (no 'fortran_order'): {'descr': '<f4', 'shape': (1,), }");
+  // The header's text on one line (found by fuzz/npy_fuzzer.cc).
+  CHECK(Message(Header("{'descr': '<f4',\n'shape': (1,), }")) ==
+        "a.npy: malformed .npy header (no 'fortran_order'): {'descr': '<f4',\\x0a'shape': (1,), }");
+  CHECK(Message(Header("{'descr': '<f4', 'fort\nran_order': False, 'shape': (1,), }")) ==
+        "a.npy: malformed .npy header (unknown key 'fort\\x0aran_order'): {'descr': '<f4', "
+        "'fort\\x0aran_order': False, 'shape': (1,), }");
+  CHECK(Message(Header("{'descr': '<\nf4', 'fortran_order': False, 'shape': (1,), }")) ==
+        "a.npy: unsupported dtype '<\\x0af4' (supported: <f4 <f8 <i4 <i8 |u1 |i1 |b1)");
   CHECK(Message(Header("{'descr': '|b1', 'fortran_order': False, 'shape': (1,), }") + "\x07") ==
         "a.npy: bool element 0 has byte value 7");
 }

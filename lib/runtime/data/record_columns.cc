@@ -4,12 +4,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "lib/base/crc32c.h"
+#include "lib/base/file.h"
+#include "lib/graph/names.h"
 #include "lib/runtime/data/tfrecord.h"
 #include "protos/example.pb.h"
 
@@ -45,13 +46,12 @@ std::vector<std::string> SplitCsv(const std::string& line) {
   return fields;
 }
 
-bool LooksLikeTFRecord(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  char header[12];
-  if (!in.read(header, sizeof(header))) return false;
+// The first 12 bytes of a file are a TFRecord frame's length and its masked crc32c.
+bool StartsWithTFRecordFrame(std::string_view contents) {
+  if (contents.size() < 12) return false;
   uint32_t stored = 0;
-  std::memcpy(&stored, header + 8, 4);
-  return MaskCrc32c(Crc32c(std::string_view(header, 8))) == stored;
+  std::memcpy(&stored, contents.data() + 8, 4);
+  return MaskCrc32c(Crc32c(contents.substr(0, 8))) == stored;
 }
 
 }  // namespace
@@ -68,41 +68,60 @@ std::optional<std::pair<std::string, std::string>> SplitKeyedSource(const std::s
 
 StatusOr<std::shared_ptr<TensorColumn>> LoadCsvColumn(const std::string& path,
                                                       const std::string& column) {
-  std::ifstream in(path);
-  if (!in) return NotFoundError("{}: cannot open", path);
+  PX_ASSIGN_OR_RETURN(const std::string text, ReadFileToString(path));
+  return ParseCsvColumn(text, column, path);
+}
+
+StatusOr<std::shared_ptr<TensorColumn>> ParseCsvColumn(std::string_view text,
+                                                       const std::string& column,
+                                                       const std::string& source) {
+  // Lines as std::getline gives them: split at '\n', a last line without one included.
+  size_t next = 0;
+  const auto next_line = [&](std::string* line) {
+    if (next >= text.size()) return false;
+    const size_t end = std::min(text.find('\n', next), text.size());
+    line->assign(text.substr(next, end - next));
+    next = end + 1;
+    if (!line->empty() && line->back() == '\r') line->pop_back();
+    return true;
+  };
   std::string line;
-  if (!std::getline(in, line)) return InvalidArgumentError("{}: empty CSV file (no header row)", path);
-  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (!next_line(&line)) return InvalidArgumentError("{}: empty CSV file (no header row)", source);
   const std::vector<std::string> header = SplitCsv(line);
   const auto found = std::find(header.begin(), header.end(), column);
   if (found == header.end()) {
-    return InvalidArgumentError("{}: no column '{}' (the header has: {})", path, column,
-                                fmt::join(header, ", "));
+    std::vector<std::string> shown;
+    for (const std::string& name : header) shown.push_back(QuoteForMessage(name));
+    return InvalidArgumentError("{}: no column '{}' (the header has: {})", source, column,
+                                fmt::join(shown, ", "));
   }
   const size_t index = static_cast<size_t>(found - header.begin());
-  std::vector<std::string> values;
+  struct Value {
+    int64_t row;
+    std::string text;
+  };
+  std::vector<Value> values;
   int64_t row = 1;
-  while (std::getline(in, line)) {
+  while (next_line(&line)) {
     ++row;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
     std::vector<std::string> fields = SplitCsv(line);
     if (fields.size() != header.size()) {
-      return InvalidArgumentError("{}: row {} has {} fields, the header {}", path, row,
+      return InvalidArgumentError("{}: row {} has {} fields, the header {}", source, row,
                                   fields.size(), header.size());
     }
     if (fields[index].empty()) {
-      return InvalidArgumentError("{}: row {}: column '{}' is empty", path, row, column);
+      return InvalidArgumentError("{}: row {}: column '{}' is empty", source, row, column);
     }
-    values.push_back(std::move(fields[index]));
+    values.push_back(Value{row, std::move(fields[index])});
   }
-  if (values.empty()) return InvalidArgumentError("{}: no data rows", path);
+  if (values.empty()) return InvalidArgumentError("{}: no data rows", source);
   const int64_t n = static_cast<int64_t>(values.size());
   bool integers = true;
-  for (const std::string& v : values) {
+  for (const Value& v : values) {
     int64_t x = 0;
-    auto [end, error] = std::from_chars(v.data(), v.data() + v.size(), x);
-    if (error != std::errc() || end != v.data() + v.size()) {
+    auto [end, error] = std::from_chars(v.text.data(), v.text.data() + v.text.size(), x);
+    if (error != std::errc() || end != v.text.data() + v.text.size()) {
       integers = false;
       break;
     }
@@ -110,34 +129,40 @@ StatusOr<std::shared_ptr<TensorColumn>> LoadCsvColumn(const std::string& path,
   if (integers) {
     Tensor data(tensorflow::DT_INT64, TensorShape({n}));
     for (int64_t i = 0; i < n; ++i) {
-      const std::string& v = values[static_cast<size_t>(i)];
+      const std::string& v = values[static_cast<size_t>(i)].text;
       std::from_chars(v.data(), v.data() + v.size(), data.data<int64_t>()[i]);
     }
-    return TensorColumn::Create(path + ":" + column, std::move(data));
+    return TensorColumn::Create(source + ":" + column, std::move(data));
   }
   Tensor data(tensorflow::DT_DOUBLE, TensorShape({n}));
   for (int64_t i = 0; i < n; ++i) {
-    const std::string& v = values[static_cast<size_t>(i)];
+    const Value& v = values[static_cast<size_t>(i)];
     char* end = nullptr;
-    data.data<double>()[i] = std::strtod(v.c_str(), &end);
-    if (end != v.c_str() + v.size()) {
-      return InvalidArgumentError("{}: row {}: column '{}' holds '{}', not a number", path, i + 2,
-                                  column, v);
+    data.data<double>()[i] = std::strtod(v.text.c_str(), &end);
+    if (end != v.text.c_str() + v.text.size()) {
+      return InvalidArgumentError("{}: row {}: column '{}' holds '{}', not a number", source,
+                                  v.row, column, QuoteForMessage(v.text));
     }
   }
-  return TensorColumn::Create(path + ":" + column, std::move(data));
+  return TensorColumn::Create(source + ":" + column, std::move(data));
 }
 
 StatusOr<std::shared_ptr<TensorColumn>> LoadExampleColumn(const std::string& path,
                                                           const std::string& feature) {
   PX_ASSIGN_OR_RETURN(std::unique_ptr<TFRecordReader> reader, TFRecordReader::Open(path));
+  return ReadExampleColumn(*reader, feature);
+}
+
+StatusOr<std::shared_ptr<TensorColumn>> ReadExampleColumn(TFRecordReader& reader,
+                                                          const std::string& feature) {
+  const std::string& path = reader.path();
   std::string record;
   std::vector<int64_t> ints;
   std::vector<float> floats;
   int64_t length = -1, records = 0;
   bool is_float = false;
   for (;;) {
-    PX_ASSIGN_OR_RETURN(bool more, reader->Next(&record));
+    PX_ASSIGN_OR_RETURN(bool more, reader.Next(&record));
     if (!more) break;
     tensorflow::Example example;
     if (!example.ParseFromString(record)) {
@@ -146,7 +171,9 @@ StatusOr<std::shared_ptr<TensorColumn>> LoadExampleColumn(const std::string& pat
     auto it = example.features().feature().find(feature);
     if (it == example.features().feature().end()) {
       std::vector<std::string> keys;
-      for (const auto& [key, value] : example.features().feature()) keys.push_back(key);
+      for (const auto& [key, value] : example.features().feature()) {
+        keys.push_back(QuoteForMessage(key));
+      }
       std::sort(keys.begin(), keys.end());
       return InvalidArgumentError("{}: record {} has no feature '{}' (it has: {})", path, records,
                                   feature, fmt::join(keys, ", "));
@@ -194,8 +221,18 @@ StatusOr<std::shared_ptr<TensorColumn>> LoadExampleColumn(const std::string& pat
 
 StatusOr<std::shared_ptr<TensorColumn>> LoadKeyedColumn(const std::string& path,
                                                         const std::string& key) {
-  if (LooksLikeTFRecord(path)) return LoadExampleColumn(path, key);
+  PX_ASSIGN_OR_RETURN(const std::string head, ReadFileRange(path, 0, 12));
+  if (StartsWithTFRecordFrame(head)) return LoadExampleColumn(path, key);
   return LoadCsvColumn(path, key);
+}
+
+StatusOr<std::shared_ptr<TensorColumn>> ParseKeyedColumn(std::string contents,
+                                                         const std::string& key,
+                                                         const std::string& source) {
+  if (!StartsWithTFRecordFrame(contents)) return ParseCsvColumn(contents, key, source);
+  PX_ASSIGN_OR_RETURN(std::unique_ptr<TFRecordReader> reader,
+                      TFRecordReader::OpenString(std::move(contents), source));
+  return ReadExampleColumn(*reader, key);
 }
 
 }  // namespace parallax

@@ -17,10 +17,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "lib/base/status.h"
 #include "lib/runtime/data/dataset.h"
+#include "lib/runtime/data/tfrecord.h"
 
 namespace parallax {
 
@@ -35,6 +37,17 @@ StatusOr<std::shared_ptr<TensorColumn>> LoadExampleColumn(const std::string& pat
 // Either, by content.
 StatusOr<std::shared_ptr<TensorColumn>> LoadKeyedColumn(const std::string& path,
                                                         const std::string& key);
+
+// The same from bytes in memory (fuzzing, tests); `source` names them as a path would.
+StatusOr<std::shared_ptr<TensorColumn>> ParseCsvColumn(std::string_view text,
+                                                       const std::string& column,
+                                                       const std::string& source);
+// Feature `feature` of every record `reader` has left.
+StatusOr<std::shared_ptr<TensorColumn>> ReadExampleColumn(TFRecordReader& reader,
+                                                          const std::string& feature);
+StatusOr<std::shared_ptr<TensorColumn>> ParseKeyedColumn(std::string contents,
+                                                         const std::string& key,
+                                                         const std::string& source);
 
 }  // namespace parallax
 

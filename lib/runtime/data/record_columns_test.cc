@@ -34,6 +34,39 @@ TEST_CASE("CSV columns by header name: integers become int64, other numbers doub
   CHECK_FALSE(SplitKeyedSource(dir + "/nothere.csv:label").has_value());
 }
 
+TEST_CASE("columns from bytes in memory: CSV rows numbered as in the file, TFRecord by content") {
+  // Blank lines count as rows in messages (row 4 is the third line after the header).
+  const std::string csv = "x,y\n1,2\n\n3,b\n";
+  StatusOr<std::shared_ptr<TensorColumn>> x = ParseCsvColumn(csv, "x", "m.csv");
+  REQUIRE(x.ok());
+  CHECK((*x)->data().DebugString() == "int64[2] {1, 3}");
+  CHECK(Error(ParseCsvColumn(csv, "y", "m.csv")) ==
+        "m.csv: row 4: column 'y' holds 'b', not a number");
+  CHECK(Error(ParseCsvColumn("", "x", "e.csv")) == "e.csv: empty CSV file (no header row)");
+  CHECK(Error(ParseKeyedColumn("x\n", "x", "h.csv")) == "h.csv: no data rows");
+
+  tensorflow::Example e;
+  (*e.mutable_features()->mutable_feature())["x"].mutable_float_list()->add_value(0.5f);
+  std::string framed;
+  AppendTFRecord(e.SerializeAsString(), &framed);
+  AppendTFRecord(e.SerializeAsString(), &framed);
+  StatusOr<std::shared_ptr<TensorColumn>> from_records =
+      ParseKeyedColumn(framed, "x", "m.tfrecord");
+  REQUIRE(from_records.ok());
+  CHECK((*from_records)->data().DebugString() == "float[2] {0.5, 0.5}");
+  CHECK(Error(ParseKeyedColumn(framed, "y", "m.tfrecord")) ==
+        "m.tfrecord: record 0 has no feature 'y' (it has: x)");
+  // Names from the file quoted on one line (found by fuzz/keyed_column_fuzzer.cc).
+  tensorflow::Example odd;
+  (*odd.mutable_features()->mutable_feature())["a\nb"].mutable_float_list()->add_value(1);
+  framed.clear();
+  AppendTFRecord(odd.SerializeAsString(), &framed);
+  CHECK(Error(ParseKeyedColumn(framed, "x", "m.tfrecord")) ==
+        "m.tfrecord: record 0 has no feature 'x' (it has: a\\x0ab)");
+  CHECK(Error(ParseCsvColumn("a\rb,c\n", "x", "m.csv")) ==
+        "m.csv: no column 'x' (the header has: a\\x0db, c)");
+}
+
 TEST_CASE("TFRecord features by key, one example per record") {
   const std::string path = testing::TempDir() + "/examples.tfrecord";
   std::vector<std::string> records;

@@ -98,13 +98,20 @@ class ByteSource {
 
 namespace {
 
-// A file read through one buffer. Also the compressed input of InflateSource, which
+// A file read through one buffer; or a string in memory read the same way (the same
+// buffer sizes and boundaries). Also the compressed input of InflateSource, which
 // inflates straight from the buffer (Buffered/Consume).
 class FileSource : public ByteSource {
  public:
   FileSource(int fd, size_t buffer_bytes)
       : fd_(fd), capacity_(std::max<size_t>(buffer_bytes, 64)), buffer_(new char[capacity_]) {}
-  ~FileSource() override { ::close(fd_); }
+  FileSource(std::string contents, size_t buffer_bytes)
+      : FileSource(-1, buffer_bytes) {
+    contents_ = std::move(contents);
+  }
+  ~FileSource() override {
+    if (fd_ >= 0) ::close(fd_);
+  }
 
   StatusOr<size_t> Read(char* dst, size_t n) override {
     size_t done = 0;
@@ -150,6 +157,13 @@ class FileSource : public ByteSource {
 
   // One read(2) of up to n bytes (0: the end of the file).
   StatusOr<size_t> RawRead(char* dst, size_t n) {
+    if (fd_ < 0) {
+      const size_t k = std::min(n, contents_.size() - contents_read_);
+      std::memcpy(dst, contents_.data() + contents_read_, k);
+      contents_read_ += k;
+      if (k == 0) eof_ = true;
+      return k;
+    }
     while (true) {
       const ssize_t got = ::read(fd_, dst, n);
       if (got < 0 && errno == EINTR) continue;
@@ -159,7 +173,9 @@ class FileSource : public ByteSource {
     }
   }
 
-  int fd_;
+  int fd_;                  // -1: reading contents_
+  std::string contents_;
+  size_t contents_read_ = 0;
   size_t capacity_;
   std::unique_ptr<char[]> buffer_;
   size_t begin_ = 0, end_ = 0;  // the unread part of buffer_
@@ -281,6 +297,18 @@ std::string_view CompressionHint(const char first[2]) {
   return "";
 }
 
+// The records' byte stream of `file`: itself, or inflated.
+StatusOr<std::unique_ptr<ByteSource>> RecordStream(std::unique_ptr<FileSource> file,
+                                                   TFRecordCompression compression,
+                                                   size_t buffer_bytes) {
+  if (compression == TFRecordCompression::kNone) {
+    return std::unique_ptr<ByteSource>(std::move(file));
+  }
+  auto inflater = std::make_unique<InflateSource>(std::move(file), compression, buffer_bytes);
+  PX_RETURN_IF_ERROR(inflater->Init());
+  return std::unique_ptr<ByteSource>(std::move(inflater));
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<TFRecordReader>> TFRecordReader::Open(const std::string& path,
@@ -295,17 +323,21 @@ StatusOr<std::unique_ptr<TFRecordReader>> TFRecordReader::Open(const std::string
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return InvalidArgumentError("{}: cannot open: {}", path, std::strerror(errno));
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  auto file = std::make_unique<FileSource>(fd, buffer_bytes);
-  std::unique_ptr<ByteSource> source;
-  if (compression == TFRecordCompression::kNone) {
-    source = std::move(file);
-  } else {
-    auto inflater = std::make_unique<InflateSource>(std::move(file), compression, buffer_bytes);
-    Status status = inflater->Init();
-    if (!status.ok()) return status.WithPrefix(path);
-    source = std::move(inflater);
-  }
-  return std::unique_ptr<TFRecordReader>(new TFRecordReader(path, compression, std::move(source)));
+  StatusOr<std::unique_ptr<ByteSource>> source =
+      RecordStream(std::make_unique<FileSource>(fd, buffer_bytes), compression, buffer_bytes);
+  if (!source.ok()) return source.status().WithPrefix(path);
+  return std::unique_ptr<TFRecordReader>(
+      new TFRecordReader(path, compression, std::move(source).value()));
+}
+
+StatusOr<std::unique_ptr<TFRecordReader>> TFRecordReader::OpenString(
+    std::string contents, std::string source, TFRecordCompression compression,
+    size_t buffer_bytes) {
+  StatusOr<std::unique_ptr<ByteSource>> stream = RecordStream(
+      std::make_unique<FileSource>(std::move(contents), buffer_bytes), compression, buffer_bytes);
+  if (!stream.ok()) return stream.status().WithPrefix(source);
+  return std::unique_ptr<TFRecordReader>(
+      new TFRecordReader(std::move(source), compression, std::move(stream).value()));
 }
 
 TFRecordReader::TFRecordReader(std::string path, TFRecordCompression compression,

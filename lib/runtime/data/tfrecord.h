@@ -63,6 +63,12 @@ class TFRecordReader {
   static StatusOr<std::unique_ptr<TFRecordReader>> Open(
       const std::string& path, TFRecordCompression compression = TFRecordCompression::kNone,
       size_t buffer_bytes = kDefaultBufferBytes);
+  // Reads `contents` as the file `source` (which names it in messages), through the same
+  // buffers. For fuzzing and tests.
+  static StatusOr<std::unique_ptr<TFRecordReader>> OpenString(
+      std::string contents, std::string source,
+      TFRecordCompression compression = TFRecordCompression::kNone,
+      size_t buffer_bytes = kDefaultBufferBytes);
   ~TFRecordReader();
   TFRecordReader(const TFRecordReader&) = delete;
   TFRecordReader& operator=(const TFRecordReader&) = delete;

@@ -366,6 +366,42 @@ TEST_CASE("TFRecord: every corrupt file of testdata/bad_records fails with its e
     StatusOr<bool> again = (*reader)->Next(&record);
     REQUIRE_FALSE(again.ok());
     CHECK(again.status() == more.status());
+    // The same bytes from memory, through the smallest buffers, fail the same way.
+    StatusOr<std::string> bytes = ReadFileToString(c.file);
+    REQUIRE(bytes.ok());
+    StatusOr<std::unique_ptr<TFRecordReader>> in_memory =
+        TFRecordReader::OpenString(*bytes, c.file, compression, 64);
+    REQUIRE(in_memory.ok());
+    more = true;
+    while (more.ok() && *more) more = (*in_memory)->Next(&record);
+    REQUIRE_FALSE(more.ok());
+    CHECK(more.status().message() == c.message);
+  }
+}
+
+TEST_CASE("TFRecord: a file's bytes in memory read as the file does, in every compression") {
+  const std::vector<std::string> records = SampleRecords();
+  const std::string dir = testing::TempDir();
+  for (TFRecordCompression compression : {kNone, kZlib, kGzip}) {
+    INFO("compression '" << TFRecordCompressionName(compression) << "'");
+    const std::string path = dir + "/m.tfrecord";
+    REQUIRE(WriteTFRecordFile(path, records, compression).ok());
+    StatusOr<std::string> bytes = ReadFileToString(path);
+    REQUIRE(bytes.ok());
+    for (size_t buffer : {size_t{64}, TFRecordReader::kDefaultBufferBytes}) {
+      StatusOr<std::unique_ptr<TFRecordReader>> reader =
+          TFRecordReader::OpenString(*bytes, "memory.tfrecord", compression, buffer);
+      REQUIRE(reader.ok());
+      CHECK((*reader)->path() == "memory.tfrecord");
+      std::vector<std::string> read;
+      std::string record;
+      for (StatusOr<bool> more = (*reader)->Next(&record); more.ok() && *more;
+           more = (*reader)->Next(&record)) {
+        read.push_back(record);
+      }
+      CHECK(read == records);
+      CHECK((*reader)->records_read() == static_cast<int64_t>(records.size()));
+    }
   }
 }
 

@@ -104,6 +104,13 @@ StatusOr<std::unique_ptr<EventReader>> EventReader::Open(const std::string& path
   return std::unique_ptr<EventReader>(new EventReader(std::move(reader)));
 }
 
+StatusOr<std::unique_ptr<EventReader>> EventReader::OpenString(std::string contents,
+                                                               std::string source) {
+  PX_ASSIGN_OR_RETURN(std::unique_ptr<TFRecordReader> reader,
+                      TFRecordReader::OpenString(std::move(contents), std::move(source)));
+  return std::unique_ptr<EventReader>(new EventReader(std::move(reader)));
+}
+
 StatusOr<bool> EventReader::Next(tensorflow::Event* event) {
   PX_ASSIGN_OR_RETURN(const bool more, reader_->Next(&record_));
   if (!more) return false;

@@ -89,6 +89,9 @@ class EventReader {
  public:
   // Errors name the path: missing, a directory, unreadable.
   static StatusOr<std::unique_ptr<EventReader>> Open(const std::string& path);
+  // Reads `contents` as the event file `source` (fuzzing, tests).
+  static StatusOr<std::unique_ptr<EventReader>> OpenString(std::string contents,
+                                                           std::string source);
 
   // The next event: true; false at the end of the file; an error for a framing or CRC
   // fault (TFRecordReader's messages) or a record that is not an Event:

@@ -211,6 +211,24 @@ TEST_CASE("Event files: the reader checks framing, CRCs and that records are Eve
                     (*records)[0].size() + kTFRecordOverhead));
 
   CHECK(ErrorOf(EventReader::Open(dir + "/missing").status()) == dir + "/missing: no such file");
+
+  // The same from memory: every event, then the same error for the corrupt bytes.
+  StatusOr<std::unique_ptr<EventReader>> in_memory = EventReader::OpenString(*bytes, "mem");
+  REQUIRE(in_memory.ok());
+  tensorflow::Event event;
+  int read = 0;
+  for (StatusOr<bool> more = (*in_memory)->Next(&event); more.ok() && *more;
+       more = (*in_memory)->Next(&event)) {
+    ++read;
+  }
+  CHECK(read == 4);
+  CHECK(event.summary().value(0).simple_value() == 1.0f);
+  in_memory = EventReader::OpenString(corrupt, "mem");
+  REQUIRE(in_memory.ok());
+  StatusOr<bool> more = true;
+  while (more.ok() && *more) more = (*in_memory)->Next(&event);
+  CHECK(ErrorOf(more.status()) ==
+        fmt::format("mem: record 2 at byte {}: data crc32c mismatch (corrupt file)", record2));
 }
 
 }  // namespace
