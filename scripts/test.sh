@@ -14,7 +14,8 @@
 # the checkout; tests that need it skip with a SKIP line when it is absent). CI=true, or
 # PARALLAX_REQUIRE_DATA=1, makes missing test data a failure instead of a skip (Bazel
 # passes both to the tests, .bazelrc); CI=true also makes the log plain and short and
-# stops the Bazel server at the end.
+# stops the Bazel server at the end. PARALLAX_BAZEL_STARTUP holds Bazel startup options
+# (space-separated), e.g. the separate --output_base of scripts/asan.sh.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,10 +32,12 @@ if [[ -z "${PARALLAX_SHARED_DIR:-}" ]]; then
   fi
 fi
 
+read -r -a bazel <<< "bazel ${PARALLAX_BAZEL_STARTUP:-}"
+
 work=$(mktemp -d "${TMPDIR:-/tmp}/parallax-test.XXXXXX")
 cleanup() {
   rm -rf "$work"
-  if [[ "${CI:-}" == "true" ]]; then bazel shutdown >/dev/null 2>&1 || true; fi
+  if [[ "${CI:-}" == "true" ]]; then "${bazel[@]}" shutdown >/dev/null 2>&1 || true; fi
 }
 trap cleanup EXIT
 
@@ -51,7 +54,7 @@ args=("$@")
 if [[ ${#args[@]} -eq 0 ]]; then args=(//...); fi
 
 set +e
-bazel test "${flags[@]}" "${args[@]}" </dev/null
+"${bazel[@]}" test "${flags[@]}" "${args[@]}" </dev/null
 bazel_rc=$?
 set -e
 

@@ -133,9 +133,10 @@ printf 'hosts:\n  - name: localhost\n    cpus: 2\n' > "$tmp/local.yaml"
 expect 0 "$parallax" transform "$example" --cluster "$tmp/local.yaml" -o "$local_job"
 expect 0 "$parallax" launch "$local_job" --dry-run --steps 5 -- --mca btl self,tcp
 root_flag=""; [[ $(id -u) -eq 0 ]] && root_flag=" --allow-run-as-root"
-# Forwarded: NCCL_* and the PARALLAX_* variables a rank reads (lib/launch/mpirun.h).
-rank_env='^(NCCL_.*|PARALLAX_(BUFFER_CACHE_MB|COLLECTIVE_TIMEOUT_S|COLLECTIVE_WAIT|HEARTBEAT_INTERVAL_S|HEARTBEAT_TIMEOUT_S|THREAD_POLICY))$'
-forwarded=$(env | cut -d= -f1 | grep -E "$rank_env" | sort | sed 's/^/ -x /' | tr -d '\n')
+# Forwarded: NCCL_*, the PARALLAX_* variables a rank reads and the sanitizers' options
+# (set under --config=asan) (lib/launch/mpirun.h).
+rank_env='^(NCCL_.*|PARALLAX_(BUFFER_CACHE_MB|COLLECTIVE_TIMEOUT_S|COLLECTIVE_WAIT|HEARTBEAT_INTERVAL_S|HEARTBEAT_TIMEOUT_S|THREAD_POLICY)|(ASAN|LSAN|UBSAN)_OPTIONS)$'
+forwarded=$(env | cut -d= -f1 | grep -E "$rank_env" | LC_ALL=C sort | sed 's/^/ -x /' | tr -d '\n')
 # `parallax launch` forwards PATH and LD_LIBRARY_PATH when set (mpirun warns about unset
 # ones); launch.sh always names both.
 base_env=""

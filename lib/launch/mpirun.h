@@ -40,13 +40,17 @@ struct MpirunOptions {
   std::vector<std::string> run_args;           // appended to `parallax run DIR`
 };
 
-// The PARALLAX_* variables a rank reads (docs/run.md): what launch forwards to the ranks
-// besides PATH, LD_LIBRARY_PATH and NCCL_*. A binary that reads test hooks
-// (lib/base/test_hooks.h) forwards those too; the release binary does not.
+// The variables a rank reads that launch forwards to the ranks besides PATH,
+// LD_LIBRARY_PATH and NCCL_*: the PARALLAX_* ones (docs/run.md), and the sanitizers'
+// options, which a binary built with --config=asan (.bazelrc) reads on every rank. A
+// binary that reads test hooks (lib/base/test_hooks.h) forwards those too; the release
+// binary does not.
 inline constexpr std::string_view kRankEnvironment[] = {
     "PARALLAX_BUFFER_CACHE_MB",      "PARALLAX_COLLECTIVE_TIMEOUT_S",
     "PARALLAX_COLLECTIVE_WAIT",      "PARALLAX_HEARTBEAT_INTERVAL_S",
-    "PARALLAX_HEARTBEAT_TIMEOUT_S",  "PARALLAX_THREAD_POLICY"};
+    "PARALLAX_HEARTBEAT_TIMEOUT_S",  "PARALLAX_THREAD_POLICY",
+    "ASAN_OPTIONS",                  "LSAN_OPTIONS",
+    "UBSAN_OPTIONS"};
 
 // Whether `name` is a variable launch forwards to the ranks when it is set: NCCL_*, the
 // names of kRankEnvironment, and the test hooks in a binary that reads them.

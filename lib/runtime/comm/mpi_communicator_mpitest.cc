@@ -85,8 +85,10 @@ std::string Compare(const Tensor& actual, const std::vector<double>& expected, D
 bool SameOnEveryRank(Communicator& comm, const Tensor& t) {
   Tensor root = comm.rank() == 0 ? t : Tensor(t.dtype(), t.shape());
   if (!comm.Broadcast(root, 0).ok()) return false;
+  // An empty tensor has no buffer, and memcmp's pointers must not be null even for 0 bytes.
   Tensor mine_ok = Tensor::Scalar<int32_t>(
-      root.shape() == t.shape() && std::memcmp(root.raw_data(), t.raw_data(), t.bytes()) == 0);
+      root.shape() == t.shape() &&
+      (t.bytes() == 0 || std::memcmp(root.raw_data(), t.raw_data(), t.bytes()) == 0));
   if (!comm.AllReduce(mine_ok, ReduceOp::kMin).ok()) return false;
   return mine_ok.data<int32_t>()[0] == 1;
 }

@@ -55,7 +55,8 @@ bool SameElements(const Tensor& a, const Tensor& b) {
     }
     return true;
   }
-  return std::memcmp(a.raw_data(), b.raw_data(), a.bytes()) == 0;
+  // An empty tensor has no buffer, and memcmp's pointers must not be null even for 0 bytes.
+  return a.bytes() == 0 || std::memcmp(a.raw_data(), b.raw_data(), a.bytes()) == 0;
 }
 
 Tensor NaiveReverse(const Tensor& in, const std::vector<bool>& reversed) {
