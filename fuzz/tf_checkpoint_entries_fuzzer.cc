@@ -14,6 +14,7 @@
 
 #include "fuzz/read_checkpoint.h"
 #include "lib/base/crc32c.h"
+#include "lib/graph/wire.h"
 #include "protos/tensor_bundle.pb.h"
 
 namespace {
@@ -34,19 +35,6 @@ class StringSink final : public leveldb::WritableFile {
   leveldb::Status Sync() override { return leveldb::Status::OK(); }
   std::string bytes;
 };
-
-bool GetVarint64(std::string_view bytes, size_t* pos, uint64_t* value) {
-  uint64_t result = 0;
-  for (int shift = 0; shift <= 63 && *pos < bytes.size(); shift += 7) {
-    const uint64_t byte = static_cast<unsigned char>(bytes[(*pos)++]);
-    result |= (byte & 0x7f) << shift;
-    if ((byte & 0x80) == 0) {
-      *value = result;
-      return true;
-    }
-  }
-  return false;
-}
 
 // `value` with its checksums made to match `shard` (see the file comment), when it is
 // an entry of bytes inside shard 0; otherwise as it is.
@@ -77,7 +65,7 @@ std::string WithMatchingChecksums(const std::string& value, std::string* shard) 
     crc = 0;
     for (uint64_t i = 0; i < elements; ++i) {
       uint64_t length = 0;
-      if (!GetVarint64(bytes, &pos, &length)) return value;
+      if (!parallax::wire::ReadVarint(bytes, &pos, &length)) return value;
       char little_endian[8];
       for (int b = 0; b < 8; ++b) little_endian[b] = static_cast<char>((length >> (8 * b)) & 0xff);
       crc = Crc32cExtend(crc, std::string_view(little_endian, length <= UINT32_MAX ? 4 : 8));

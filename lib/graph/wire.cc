@@ -14,11 +14,11 @@ std::string_view WireTypeName(WireType type) {
   return "invalid";
 }
 
-bool Reader::ReadVarint(uint64_t* value) {
+bool ReadVarint(std::string_view data, size_t* pos, uint64_t* value) {
   uint64_t result = 0;
   for (int shift = 0; shift < 64; shift += 7) {
-    if (pos_ >= data_.size()) return false;
-    uint8_t byte = static_cast<uint8_t>(data_[pos_++]);
+    if (*pos >= data.size()) return false;
+    const auto byte = static_cast<uint8_t>(data[(*pos)++]);
     result |= static_cast<uint64_t>(byte & 0x7f) << shift;
     if ((byte & 0x80) == 0) {
       *value = result;
@@ -31,7 +31,9 @@ bool Reader::ReadVarint(uint64_t* value) {
 Status Reader::Next(Field* field) {
   const size_t start = pos_;
   uint64_t tag = 0;
-  if (!ReadVarint(&tag)) return InvalidArgumentError("truncated field tag at byte {}", start);
+  if (!ReadVarint(data_, &pos_, &tag)) {
+    return InvalidArgumentError("truncated field tag at byte {}", start);
+  }
   const uint64_t number = tag >> 3;
   const uint32_t type = static_cast<uint32_t>(tag & 7);
   if (number == 0 || number > 0x1fffffff) {
@@ -44,7 +46,7 @@ Status Reader::Next(Field* field) {
   switch (type) {
     case 0:
       field->type = WireType::kVarint;
-      if (!ReadVarint(&field->varint)) {
+      if (!ReadVarint(data_, &pos_, &field->varint)) {
         return InvalidArgumentError("truncated varint in field {} at byte {}", number, start);
       }
       break;
@@ -63,7 +65,7 @@ Status Reader::Next(Field* field) {
     case 2: {
       field->type = WireType::kLengthDelimited;
       uint64_t length = 0;
-      if (!ReadVarint(&length)) {
+      if (!ReadVarint(data_, &pos_, &length)) {
         return InvalidArgumentError("truncated length of field {} at byte {}", number, start);
       }
       if (length > data_.size() - pos_) {

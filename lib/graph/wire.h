@@ -48,11 +48,13 @@ class Reader {
   Status Next(Field* field);
 
  private:
-  bool ReadVarint(uint64_t* value);
-
   std::string_view data_;
   size_t pos_ = 0;
 };
+
+// Reads the varint at *pos of `data` and moves *pos past it; false when it runs past the
+// end or over 10 bytes.
+bool ReadVarint(std::string_view data, size_t* pos, uint64_t* value);
 
 void AppendVarint(std::string* out, uint64_t value);
 void AppendTag(std::string* out, uint32_t number, WireType type);

@@ -26,6 +26,7 @@
 
 #include "lib/base/crc32c.h"
 #include "lib/base/file.h"
+#include "lib/graph/wire.h"
 #include "lib/ops/dtypes.h"
 
 namespace parallax {
@@ -72,28 +73,6 @@ bool StorableDtype(DataType dtype) {
 
 std::string DescribeTensor(DataType dtype, const TensorShape& shape) {
   return fmt::format("{} {}", DataTypeShortName(dtype), shape.DebugString());
-}
-
-void PutVarint64(std::string* out, uint64_t value) {
-  while (value >= 0x80) {
-    out->push_back(static_cast<char>(value | 0x80));
-    value >>= 7;
-  }
-  out->push_back(static_cast<char>(value));
-}
-
-// Reads a varint64 at *pos of `bytes`; false when it runs past the end or over 10 bytes.
-bool GetVarint64(std::string_view bytes, size_t* pos, uint64_t* value) {
-  uint64_t result = 0;
-  for (int shift = 0; shift <= 63 && *pos < bytes.size(); shift += 7) {
-    const uint64_t byte = static_cast<unsigned char>(bytes[(*pos)++]);
-    result |= (byte & 0x7f) << shift;
-    if ((byte & 0x80) == 0) {
-      *value = result;
-      return true;
-    }
-  }
-  return false;
 }
 
 // The CRC TF keeps of a string element's length: the length as a little-endian uint32,
@@ -174,7 +153,7 @@ struct BlockHandle {
 Status CheckTableLayout(std::string_view table) {
   const auto corrupt = [](std::string_view what) { return InvalidArgumentError("{}", what); };
   const auto read_handle = [](std::string_view bytes, size_t* pos, BlockHandle* handle) {
-    return GetVarint64(bytes, pos, &handle->offset) && GetVarint64(bytes, pos, &handle->size);
+    return wire::ReadVarint(bytes, pos, &handle->offset) && wire::ReadVarint(bytes, pos, &handle->size);
   };
   // The block at `handle`: inside the table, its checksum right, not compressed.
   const auto block = [&](const BlockHandle& handle, std::string_view* contents) -> Status {
@@ -216,8 +195,8 @@ Status CheckTableLayout(std::string_view table) {
   uint64_t key_size = 0;
   for (pos = 0; pos < entries.size();) {
     uint64_t shared = 0, unshared = 0, value_size = 0;
-    if (!GetVarint64(entries, &pos, &shared) || !GetVarint64(entries, &pos, &unshared) ||
-        !GetVarint64(entries, &pos, &value_size) || shared > key_size ||
+    if (!wire::ReadVarint(entries, &pos, &shared) || !wire::ReadVarint(entries, &pos, &unshared) ||
+        !wire::ReadVarint(entries, &pos, &value_size) || shared > key_size ||
         unshared > entries.size() - pos || value_size > entries.size() - pos - unshared) {
       return corrupt("bad entry in block");
     }
@@ -654,7 +633,7 @@ Status TfCheckpointReader::ReadStored(std::string_view name, const BundleEntryPr
   size_t pos = 0;
   uint32_t crc = 0;
   for (size_t i = 0; i < n; ++i) {
-    if (!GetVarint64(bytes, &pos, &lengths[i])) {
+    if (!wire::ReadVarint(bytes, &pos, &lengths[i])) {
       return InvalidArgumentError("{}: tensor '{}': the length of string {} runs past the entry's "
                                   "{} bytes",
                                   path, name, i, size);
@@ -915,7 +894,7 @@ Status TfCheckpointWriter::Add(std::string_view name, const Tensor& tensor) {
     // Lengths as varints (checksummed as fixed-width integers), their masked crc, bytes.
     std::string header;
     for (const std::string& s : tensor.flat<std::string>()) {
-      PutVarint64(&header, s.size());
+      wire::AppendVarint(&header, s.size());
       crc = ExtendWithLength(crc, s.size());
     }
     const size_t lengths = header.size();
