@@ -144,6 +144,17 @@ strategy:
   CHECK(text.find(R"("line\nbreak\x09tab\x01")") != std::string::npos);
   CHECK(FormatClusterSpec(*again) == text);
 
+  // A pattern longer than YAML's 1024-character limit on implicit keys is written as an
+  // explicit key (found by fuzz/cluster_spec_fuzzer.cc: the output did not parse).
+  ClusterSpec long_pattern = full;
+  long_pattern.strategy.variables[0].pattern = "embedding/" + std::string(1100, 'x');
+  const std::string long_text = FormatClusterSpec(long_pattern);
+  INFO(long_text);
+  CHECK(long_text.find("    ? \"embedding/xxx") != std::string::npos);
+  StatusOr<ClusterSpec> long_again = ParseClusterSpec(long_text, "long.yaml");
+  REQUIRE(long_again.ok());
+  CheckSameSpec(long_pattern, *long_again);
+
   const ClusterSpec minimal = Parse("hosts:\n  - {name: localhost, cpus: 1}\n");
   StatusOr<ClusterSpec> minimal_again = ParseClusterSpec(FormatClusterSpec(minimal), "m.yaml");
   REQUIRE(minimal_again.ok());
