@@ -68,9 +68,12 @@ std::vector<std::string> ProbeArgv(std::string_view host, const MpirunOptions& o
   return argv;
 }
 
-StatusOr<std::vector<HostProbe>> ProbeHosts(const std::vector<std::string>& hosts,
-                                            const MpirunOptions& options,
-                                            std::chrono::milliseconds timeout) {
+namespace {
+
+// One probe of each of `hosts` at the same time (ProbeHosts without the second try).
+StatusOr<std::vector<HostProbe>> ProbeOnce(const std::vector<std::string>& hosts,
+                                           const MpirunOptions& options,
+                                           std::chrono::milliseconds timeout) {
   using Clock = std::chrono::steady_clock;
   std::vector<RunningProbe> probes(hosts.size());
   Status start_error = Status::Ok();
@@ -138,6 +141,7 @@ StatusOr<std::vector<HostProbe>> ProbeHosts(const std::vector<std::string>& host
     result.host = hosts[i];
     const bool exited_zero = WIFEXITED(probe.status) && WEXITSTATUS(probe.status) == 0;
     result.answered = exited_zero && !probe.timed_out;
+    result.timed_out = probe.timed_out;
     if (probe.timed_out) {
       result.problem = fmt::format("no answer within {:g} s", timeout.count() / 1000.0);
     } else if (!result.answered) {
@@ -151,6 +155,28 @@ StatusOr<std::vector<HostProbe>> ProbeHosts(const std::vector<std::string>& host
     }
     results.push_back(std::move(result));
   }
+  return results;
+}
+
+}  // namespace
+
+StatusOr<std::vector<HostProbe>> ProbeHosts(const std::vector<std::string>& hosts,
+                                            const MpirunOptions& options,
+                                            std::chrono::milliseconds timeout) {
+  PX_ASSIGN_OR_RETURN(std::vector<HostProbe> results, ProbeOnce(hosts, options, timeout));
+  // A probe that failed (not one that timed out) gets a second try after a pause.
+  std::vector<size_t> again;
+  std::vector<std::string> again_hosts;
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!results[i].answered && !results[i].timed_out) {
+      again.push_back(i);
+      again_hosts.push_back(results[i].host);
+    }
+  }
+  if (again.empty()) return results;
+  std::this_thread::sleep_for(kHostProbeRetryPause);
+  PX_ASSIGN_OR_RETURN(std::vector<HostProbe> second, ProbeOnce(again_hosts, options, timeout));
+  for (size_t k = 0; k < again.size(); ++k) results[again[k]] = std::move(second[k]);
   return results;
 }
 

@@ -6,10 +6,14 @@
 // arguments, such as its remote shell agent). A host *answers* when the probe exits 0
 // within the timeout; otherwise it is *lost*, with the first line the probe printed
 // (ssh's "connect to host node2 port 22: Connection refused", else OpenMPI's "ORTE was
-// unable to reliably start one or more daemons.") or "no answer within 15 s". The probes run at the same time; one still
-// running at the timeout is stopped (SIGTERM, which mpirun passes on to its daemons, then
-// SIGKILL 2 s later). A probe costs about what an mpirun start costs (a fraction of a
-// second on a live host).
+// unable to reliably start one or more daemons.") or "no answer within 15 s". The probes
+// run at the same time; one still running at the timeout is stopped (SIGTERM, which
+// mpirun passes on to its daemons, then SIGKILL 2 s later). A host whose probe failed
+// (not timed out) is probed once more after 1 s, and only the second failure counts: one
+// failed start can be OpenMPI's own, such as concurrent mpiruns on one machine racing on
+// their session directory ("A call to mkdir was unable to create the desired
+// directory"). A probe costs about what an mpirun start costs (a fraction of a second on
+// a live host).
 #ifndef PARALLAX_LIB_LAUNCH_HOST_PROBE_H_
 #define PARALLAX_LIB_LAUNCH_HOST_PROBE_H_
 
@@ -25,11 +29,14 @@ namespace parallax {
 
 // How long a host has to answer a probe.
 inline constexpr std::chrono::seconds kHostProbeTimeout{15};
+// The pause before a failed probe's second try.
+inline constexpr std::chrono::seconds kHostProbeRetryPause{1};
 
 struct HostProbe {
   std::string host;
   bool answered = false;
-  std::string problem;  // when not answered: the probe's first line, or the timeout
+  bool timed_out = false;  // no answer within the timeout (not tried again)
+  std::string problem;     // when not answered: the probe's first line, or the timeout
 };
 
 // The probe's argv: mpirun -np 1 --host HOST [-x ...] [--allow-run-as-root]

@@ -2,7 +2,9 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -27,13 +29,19 @@ TEST_CASE("a probe starts parallax --version on the host as the job's ranks are 
 }
 
 // A stand-in for mpirun: answers for host `up`, fails like ssh for `down` (after the
-// setpgid warning OpenMPI's rsh launcher can print under load), hangs for `hung` (its
-// argv: -np 1 --host HOST ...).
+// setpgid warning OpenMPI's rsh launcher can print under load), hangs for `hung`, fails
+// its first probe only for `flaky` (its argv: -np 1 --host HOST ...). Each probe appends
+// the host to probes.log in the test's temporary folder.
 std::string FakeMpirun() {
   const std::string path = testing::TempDir() + "/mpirun";
   REQUIRE(WriteFileAtomically(path, R"sh(#!/bin/sh
+dir=$(dirname "$0")
+echo "$4" >> "$dir/probes.log"
 case "$4" in
   up) echo "parallax 0.1.0"; exit 0 ;;
+  flaky) if [ -e "$dir/flaky.tried" ]; then echo "parallax 0.1.0"; exit 0; fi
+         touch "$dir/flaky.tried"
+         echo "A call to mkdir was unable to create the desired directory:" >&2; exit 1 ;;
   down) echo "[vm:31329] plm:rsh: Warning: setpgid(31336,31336) failed in parent with errno=Permission denied(13)" >&2
         echo "ssh: connect to host down port 22: Connection refused" >&2
         echo "-------------" >&2
@@ -71,7 +79,48 @@ TEST_CASE("probing hosts: which answer, and why the others did not") {
   CHECK((*probes)[3].answered);
   CHECK((*probes)[4].problem == "the probe ended with exit status 1");
   // The hung probe is stopped at the timeout (SIGTERM ends `sleep`), not waited for.
-  CHECK(seconds < 5);
+  // The bound is scaled by PARALLAX_TEST_SLOWDOWN (set by the sanitizer build, .bazelrc).
+  const char* slowdown = std::getenv("PARALLAX_TEST_SLOWDOWN");
+  CHECK(seconds < 5 * (slowdown != nullptr ? std::atof(slowdown) : 1.0));
+}
+
+// The hosts probed through the fake mpirun at `mpirun`, sorted, from its probes.log.
+std::vector<std::string> ProbesLogged(const std::string& mpirun) {
+  const std::string log = mpirun.substr(0, mpirun.rfind('/')) + "/probes.log";
+  StatusOr<std::string> text = ReadFileToString(log, 1 << 20);
+  std::vector<std::string> hosts;
+  if (text.ok()) {
+    std::string_view rest = *text;
+    while (!rest.empty()) {
+      const size_t end = rest.find('\n');
+      hosts.emplace_back(rest.substr(0, end));
+      rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);
+    }
+  }
+  std::sort(hosts.begin(), hosts.end());
+  return hosts;
+}
+
+TEST_CASE("a failed probe is tried once more; a timed-out one is not") {
+  MpirunOptions options;
+  options.mpirun = FakeMpirun();
+  options.forward_env = {};
+  StatusOr<std::vector<HostProbe>> probes =
+      ProbeHosts({"flaky", "down", "hung", "up"}, options, std::chrono::milliseconds(700));
+  REQUIRE(probes.ok());
+  REQUIRE(probes->size() == 4);
+  // OpenMPI's session-directory race on the first start: the second try answers.
+  CHECK((*probes)[0].answered);
+  CHECK((*probes)[0].problem.empty());
+  // A host that fails twice is lost, with the second failure's line.
+  CHECK_FALSE((*probes)[1].answered);
+  CHECK((*probes)[1].problem ==
+        "the probe ended with exit status 1: ssh: connect to host down port 22: Connection "
+        "refused");
+  CHECK((*probes)[2].timed_out);
+  CHECK((*probes)[3].answered);
+  CHECK(ProbesLogged(options.mpirun) ==
+        std::vector<std::string>{"down", "down", "flaky", "flaky", "hung", "up"});
 }
 
 TEST_CASE("a probe whose mpirun cannot run is an error naming it") {
