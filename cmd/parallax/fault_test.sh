@@ -55,6 +55,8 @@ pass() { echo "PASS $1"; passed=$((passed + 1)); }
 fail() { echo "FAIL $1"; failed=$((failed + 1)); }
 skip() { echo "SKIP $1"; skipped=$((skipped + 1)); }
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+# Time bounds are scaled by PARALLAX_TEST_SLOWDOWN (set by the sanitizer build, .bazelrc).
+slowdown=${PARALLAX_TEST_SLOWDOWN:-1}
 ticks_per_s=$(getconf CLK_TCK)
 
 "$parallax" models export mlp --widths 64 --batch 32 -o mlp.pb >/dev/null || exit 1
@@ -125,7 +127,7 @@ killed_at=$(hook_ms kill.log)
 elapsed=$(( $(now_ms) - ${killed_at:-$start} ))
 echo "== 1. rank $rank killed before step $step: exit $rc, $elapsed ms after the kill"
 echo "   figure: killed rank: the job ended $elapsed ms after the kill"
-if [[ $rc -eq 3 && -n "$killed_at" && $elapsed -le 10000 ]] &&
+if [[ $rc -eq 3 && -n "$killed_at" && $elapsed -le 10000*slowdown ]] &&
    grep -Eq "process rank $rank .*(signal 9|Killed)" kill.log; then
   pass "a rank killed: exit 3 within 10 s, rank $rank named"
 else
@@ -167,7 +169,7 @@ echo "== 2a. rank $rank stopped before step $step: exit $rc, $elapsed ms after t
      "the waiting rank used $cpu of a core"
 echo "   figure: stopped rank: the job ended $elapsed ms after the stop (heartbeat timeout" \
      "20 s); the waiting rank used $cpu of a core meanwhile"
-if [[ $rc -eq 3 && -n "$stopped_at" && $elapsed -le 30000 && $left -eq 0 ]] &&
+if [[ $rc -eq 3 && -n "$stopped_at" && $elapsed -le 30000*slowdown && $left -eq 0 ]] &&
    grep -q "parallax: error: rank $((1 - rank)): no heartbeat from rank $rank for 2[0-9]\.[0-9] s (PARALLAX_HEARTBEAT_TIMEOUT_S=20): it is stopped (SIGSTOP, a debugger) or frozen" stop.log &&
    [[ $cpu != none ]] && awk -v c="$cpu" 'BEGIN {exit !(c + 0 < 0.1)}'; then
   pass "a rank stopped: the heartbeat names it, exit 3 within 30 s, the waiting rank idle"
@@ -202,7 +204,7 @@ echo "== 2b. rank $rank stopped from outside: exit $rc, $elapsed ms after the st
      "waiting rank used $cpu of a core"
 echo "   figure: rank stopped from outside: the job ended $elapsed ms after the stop" \
      "(heartbeat timeout 5 s); the waiting rank used $cpu of a core meanwhile"
-if [[ $rc -eq 3 && -n "$stopped_at" && $elapsed -le 10000 && $left -eq 0 ]] &&
+if [[ $rc -eq 3 && -n "$stopped_at" && $elapsed -le 10000*slowdown && $left -eq 0 ]] &&
    grep -q "parallax: error: rank $((1 - rank)): no heartbeat from rank $rank for [5-9]\.[0-9] s" xstop.log &&
    ! grep -q "no heartbeat from rank $((1 - rank))" xstop.log &&
    [[ $cpu != none ]] && awk -v c="$cpu" 'BEGIN {exit !(c + 0 < 0.1)}'; then
@@ -354,7 +356,7 @@ if unshare -m sh -c "mount --bind '$work/empty' '$work/data' && test ! -e '$work
   echo "== 5. data missing on rank 1: exit $rc after $elapsed ms: $line"
   echo "   figure: data file missing: the job ended $elapsed ms after it started, before" \
        "step 1 (steps lost 0, bytes lost 0: nothing was trained or written)"
-  if [[ $rc -eq 3 && $errors -eq 1 && $elapsed -le 10000 &&
+  if [[ $rc -eq 3 && $errors -eq 1 && $elapsed -le 10000*slowdown &&
         "$line" == "parallax: error: rank 1: $work/data/images.idx: "* ]]; then
     pass "a data file missing on one rank: one line naming rank 1 and the file, exit 3"
   else

@@ -40,6 +40,8 @@ failed=0
 pass() { echo "PASS $1"; passed=$((passed + 1)); }
 fail() { echo "FAIL $1"; failed=$((failed + 1)); }
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+# Time bounds are scaled by PARALLAX_TEST_SLOWDOWN (set by the sanitizer build, .bazelrc).
+slowdown=${PARALLAX_TEST_SLOWDOWN:-1}
 
 "$parallax" models export mlp --widths 64 --batch 32 -o mlp.pb >/dev/null || exit 1
 "$parallax" transform mlp.pb --cluster "$cluster" -o job >/dev/null || exit 1
@@ -64,7 +66,7 @@ check_failure() {  # NAME EXPECTED_REGEX EXIT_STATUS|any COMMAND...
   local ok=1
   if [[ $rc -eq 0 || $rc -eq 124 ]]; then echo "   exit status $rc"; ok=0; fi
   if [[ $status != any && $rc -ne $status ]]; then echo "   expected exit status $status"; ok=0; fi
-  if (( elapsed > 10000 )); then echo "   took $elapsed ms (limit 10 s)"; ok=0; fi
+  if (( elapsed > 10000*slowdown )); then echo "   took $elapsed ms (limit 10 s)"; ok=0; fi
   if ! grep -Eq "$expected" <<<"$output"; then echo "   no line matches /$expected/"; ok=0; fi
   if (( ok )); then pass "$name"; else fail "$name"; fi
 }
@@ -102,7 +104,7 @@ for sig in INT TERM; do
   echo "== SIG$sig to launch: exit $rc after $elapsed ms; '$first'; newest $newest; ranks left $ranks_left"
   # One line: the stopped ranks' teardown noise (OpenMPI's "Read -1, expected ...") is not
   # passed on after the signal.
-  if [[ $rc -eq $want && $elapsed -lt 10000 && $ranks_left -eq 0 &&
+  if [[ $rc -eq $want && $elapsed -lt 10000*slowdown && $ranks_left -eq 0 &&
         $(wc -l < "sig_$sig/err") -eq 1 &&
         "$first" == "parallax: error: job/: interrupted by SIG$sig: the job was stopped"* ]] &&
      "$parallax" checkpoint ls "sig_$sig/ck/rank-0/$newest" >/dev/null 2>&1; then

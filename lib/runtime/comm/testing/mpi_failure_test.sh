@@ -24,6 +24,8 @@ export PARALLAX_COLLECTIVE_TIMEOUT_S=2 PARALLAX_HEARTBEAT_TIMEOUT_S=20
 export PARALLAX_HEARTBEAT_INTERVAL_S=0.5
 passed=0
 failed=0
+# Time bounds are scaled by PARALLAX_TEST_SLOWDOWN (set by the sanitizer build, .bazelrc).
+slowdown=${PARALLAX_TEST_SLOWDOWN:-1}
 
 # Continue and kill any rank a timed-out mpirun left behind (a stopped one stays forever).
 reap_ranks() {
@@ -67,7 +69,7 @@ check() {  # check MODE EXPECTED_REGEX [EXIT_STATUS]
     echo "FAIL --fail=$mode: exit status $rc, expected $status"
     ok=0
   fi
-  if (( elapsed > 10000 )); then
+  if (( elapsed > 10000 * slowdown )); then
     echo "FAIL --fail=$mode: took ${elapsed} ms (limit 10 s)"
     ok=0
   fi

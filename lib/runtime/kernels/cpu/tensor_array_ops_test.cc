@@ -125,6 +125,8 @@ Tensor Row(const Tensor& t, int64_t k) {
   shape.RemoveDim(0);
   Tensor row(t.dtype(), shape);
   const size_t size = row.bytes();
+  // An empty row has no buffer, and memcpy's pointers must not be null even for 0 bytes.
+  if (size == 0) return row;
   std::memcpy(row.raw_data(),
               static_cast<const char*>(t.raw_data()) + static_cast<size_t>(k) * size, size);
   return row;
