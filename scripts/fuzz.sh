@@ -74,8 +74,17 @@ shared=${PARALLAX_SHARED_DIR:-}
 
 output_base=${PARALLAX_FUZZ_OUTPUT_BASE:-$HOME/.cache/parallax-fuzz}
 bazel=(bazel "--output_base=$output_base")
-echo "fuzz.sh: building //fuzz:all with --config=fuzz (output base $output_base)"
-"${bazel[@]}" build --config=fuzz //fuzz:all </dev/null
+# Only the harnesses named, when some are.
+build_targets=(//fuzz:all)
+if [[ ${#harnesses[@]} -gt 0 ]]; then
+  build_targets=()
+  for name in "${harnesses[@]}"; do build_targets+=("//fuzz:$name" "//fuzz:${name}_seeds"); done
+fi
+echo "fuzz.sh: building ${build_targets[*]} with --config=fuzz (output base $output_base)"
+if ! "${bazel[@]}" build --config=fuzz "${build_targets[@]}" </dev/null; then
+  echo "fuzz.sh: the build failed (a harness name not in fuzz/BUILD.bazel?)" >&2
+  exit 2
+fi
 bin=$("${bazel[@]}" info --config=fuzz bazel-bin 2>/dev/null)/fuzz
 # The fuzz output base's server is not needed while fuzzing (its cache stays on disk).
 "${bazel[@]}" shutdown
