@@ -1,8 +1,7 @@
 // Benchmark: Parallax's JSON reader and writer against nlohmann-json's own trees (the
 // issue: move the hand-written ones to the maintained library unless it is slower).
 // The reader now parses with nlohmann (SAX into its own tree); the writer stays
-// hand-written because nlohmann's was slower. bench/results.md has the figures, those
-// of the hand-written reader included (measured at ad49fc8).
+// hand-written because nlohmann's was slower (bench/results.md has the figures).
 //
 // (a) Reading a safetensors header, as `parallax run --resume`, checkpoint_diff and
 // `parallax checkpoint ls` do. Data: the header EncodeSafetensors writes for --tensors

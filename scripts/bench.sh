@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
-# Runs every benchmark under //bench (built with -c opt) and writes their results as a
-# markdown table: `scripts/bench.sh [OUTPUT.md]` (default bench/results.md).
+# Runs every benchmark (built with -c opt) and writes bench/results.md whole from what
+# they print: `scripts/bench.sh [OUTPUT.md]` (default bench/results.md).
 #
-# Benchmarks are never timed tests; run this by hand on a quiet machine.
-# BENCH_ARGS is passed to every benchmark (e.g. BENCH_ARGS="--nodes 100000").
+# Benchmarks are never timed tests; run this by hand on a quiet machine (about 20
+# minutes on 2 cores, plus the -c opt build). BENCH_ARGS is passed to every cc_binary
+# benchmark (e.g. BENCH_ARGS="--nodes 100000").
 #
-# Adding a benchmark: write bench/<name>_bench.cc with a main() and add a cc_binary for
-# it to bench/BUILD.bazel; this script finds every cc_binary under //bench. It must
-# exit 0 and print each result on its own line, exactly
+# What runs: every cc_binary under //bench (one tagged `mpirun` in bench/BUILD.bazel runs
+# under `mpirun -np 2` on this machine), then bench/collective_wait_bench.sh and
+# bench/distributed_bench.sh (the 2-rank throughput and traffic benchmarks, Parallax vs
+# PyTorch DDP). Each must exit 0 and print each result on its own line, exactly
 #     <bench>.<metric>: <value> <unit> (<ratio> vs baseline | baseline | <note>)
 # optionally followed by the target it is held to, indented:
 #       target: <= 2x protobuf parse: target met        (or: TARGET MISSED)
-# Any other output is shown but not tabulated. A benchmark tagged `mpirun` in its BUILD
-# rule runs under `mpirun -np 2` on this machine (e.g. allreduce_bench). Then
-# bench/distributed_bench.sh runs the 2-rank throughput and traffic benchmarks (Parallax
-# vs PyTorch DDP); it also runs allreduce_bench when started by itself, so
-# `bench/distributed_bench.sh` alone reruns every distributed benchmark.
+# Other lines are kept in the benchmark's section but not tabulated.
+#
+# The file written: a header (date, commit, CPU, load average before and after), one
+# table of every result line, then one section per benchmark: what it measures (the
+# header comment of its source, bench/<name>.cc or the script) and everything it printed.
+# Nothing in it is written by hand.
+#
+# Adding a benchmark: write bench/<name>_bench.cc with a header comment and a main() and
+# add a cc_binary for it to bench/BUILD.bazel; this script finds it.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,54 +36,90 @@ if [[ ${#targets[@]} -eq 0 ]]; then
   echo "bench.sh: no benchmarks under //bench" >&2
   exit 1
 fi
+# Arguments a benchmark gets besides BENCH_ARGS: every model step_time_bench knows.
+declare -A extra_args=([//bench:step_time_bench]="--models mlp lenet lstm")
 
 # --symlink_prefix=/ leaves the bazel-bin symlink on the default (fastbuild) tree.
-bazel build -c opt --symlink_prefix=/ "${targets[@]}"
+bazel build -c opt --symlink_prefix=/ "${targets[@]}" //cmd/parallax:parallax
 bindir=$(bazel info -c opt bazel-bin 2>/dev/null)
 
 log=$(mktemp "${TMPDIR:-/tmp}/parallax-bench.XXXXXX")
 trap 'rm -f "$log"' EXIT
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 failed=0
+
+# run NAME SOURCE COMMAND...: one benchmark, its output shown and logged under NAME.
+run() {
+  local name=$1 source=$2 start rc
+  shift 2
+  echo "== $name"
+  echo "== BENCH $name $source" >>"$log"
+  start=$(date +%s)
+  set +e
+  "$@" 2>&1 | tee -a "$log"
+  rc=${PIPESTATUS[0]}
+  set -e
+  echo "== SECONDS $(($(date +%s) - start))" >>"$log"
+  if [[ $rc -ne 0 ]]; then
+    echo "bench.sh: $name failed (exit status $rc)" >&2
+    echo "== FAILED $rc" >>"$log"
+    failed=1
+  fi
+}
+
 for target in "${targets[@]}"; do
+  name=${target##*:}
   binary="$bindir/${target#//}"
   binary="${binary/://}"
-  echo "== $target"
-  echo "== $target" >>"$log"
   launcher=()
   if [[ " ${mpi_targets[*]} " == *" $target "* ]]; then
     launcher=(env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
               mpirun -np 2 --oversubscribe --mca btl self,vader)
   fi
-  # shellcheck disable=SC2086  # BENCH_ARGS is a list of words
-  if ! "${launcher[@]}" "$binary" ${BENCH_ARGS:-} 2>&1 | tee -a "$log"; then
-    echo "bench.sh: $target failed" >&2
-    echo "== FAILED $target" >>"$log"
-    failed=1
-  fi
+  # shellcheck disable=SC2086  # BENCH_ARGS and extra_args are lists of words
+  run "$name" "bench/$name.cc" "${launcher[@]}" "$binary" ${extra_args[$target]:-} ${BENCH_ARGS:-}
 done
-echo "== bench/distributed_bench.sh" | tee -a "$log"
-# shellcheck disable=SC2086  # BENCH_ARGS is a list of words
-if ! bench/distributed_bench.sh --no-allreduce ${BENCH_ARGS:-} 2>&1 | tee -a "$log"; then
-  echo "bench.sh: bench/distributed_bench.sh failed" >&2
-  echo "== FAILED bench/distributed_bench.sh" >>"$log"
-  failed=1
-fi
+run collective_wait_bench.sh bench/collective_wait_bench.sh \
+  bench/collective_wait_bench.sh "$bindir/cmd/parallax/parallax"
+run distributed_bench.sh bench/distributed_bench.sh bench/distributed_bench.sh --no-allreduce
 
-python3 - "$log" "$out" <<'PY'
+python3 - "$log" "$out" "$load_before" <<'PY'
 import datetime, os, platform, re, subprocess, sys
 
-log, out = sys.argv[1], sys.argv[2]
+log, out, load_before = sys.argv[1], sys.argv[2], sys.argv[3]
 result = re.compile(r"^([A-Za-z0-9_.\-]+): (\S+) (\S+)(?: \((.*)\))?\s*$")
 target = re.compile(r"^\s+target: (.*)$")
-rows, failed = [], []
+
+# Sections of the log: name, source, printed lines, seconds, exit status (0 = passed).
+benches = []
 for line in open(log, encoding="utf-8", errors="replace"):
     line = line.rstrip("\n")
-    if line.startswith("== FAILED "):
-        failed.append(line[len("== FAILED "):])
-    elif m := result.match(line):
-        rows.append([m.group(1), f"{m.group(2)} {m.group(3)}", m.group(4) or "", ""])
-    elif (m := target.match(line)) and rows:
-        rows[-1][3] = m.group(1)
+    if line.startswith("== BENCH "):
+        name, source = line[len("== BENCH "):].split(" ", 1)
+        benches.append({"name": name, "source": source, "lines": [], "seconds": 0, "rc": 0})
+    elif line.startswith("== SECONDS "):
+        benches[-1]["seconds"] = int(line.split()[2])
+    elif line.startswith("== FAILED "):
+        benches[-1]["rc"] = int(line.split()[2])
+    elif benches:
+        benches[-1]["lines"].append(line)
+
+def header_comment(path):
+    """The source's leading comment (// lines, # lines after a shebang), as text."""
+    text = []
+    try:
+        lines = open(path, encoding="utf-8").read().splitlines()
+    except OSError:
+        return f"(no source file {path})"
+    marker = "//" if path.endswith(".cc") else "#"
+    for i, l in enumerate(lines):
+        if i == 0 and l.startswith("#!"):
+            continue
+        if not l.startswith(marker):
+            break
+        body = l[len(marker):]
+        text.append(body[1:] if body.startswith(" ") else body)
+    return "\n".join(text).strip("\n")
 
 def cpu():
     try:
@@ -88,22 +130,45 @@ def cpu():
         pass
     return platform.processor() or "unknown CPU"
 
-try:
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip() or "unknown"
-except OSError:
-    commit = "unknown"
+def git(*args):
+    try:
+        return subprocess.run(["git", *args], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return ""
+
+commit = git("rev-parse", "--short", "HEAD") or "unknown"
+if git("status", "--porcelain", "--untracked-files=no"):
+    commit += " with uncommitted changes"
+load_after = " ".join(open("/proc/loadavg").read().split()[:3])
+
+rows = []
+for b in benches:
+    for line in b["lines"]:
+        if m := result.match(line):
+            rows.append([m.group(1), f"{m.group(2)} {m.group(3)}", m.group(4) or "", ""])
+        elif (m := target.match(line)) and rows:
+            rows[-1][3] = m.group(1)
+
+def cell(text):
+    return text.replace("|", "\\|")
+
 with open(out, "w", encoding="utf-8") as f:
     f.write("# Benchmark results\n\n")
-    load = " ".join(open("/proc/loadavg").read().split()[:3])
-    f.write(f"Written by `scripts/bench.sh` on {datetime.date.today()}, commit {commit}, "
-            f"{os.cpu_count()} x {cpu()}, `-c opt`; load average {load} at the end (1, 5, "
-            f"15 min; other processes make the figures noisy).\n\n")
+    f.write(f"Written whole by `scripts/bench.sh` on {datetime.date.today()}, commit {commit}, "
+            f"{os.cpu_count()} x {cpu()}, `-c opt`. Load average (1, 5, 15 min) "
+            f"{load_before} before the run and {load_after} after it: other processes "
+            f"on the machine make the figures noisy. Each section below says what its "
+            f"benchmark measures (the header comment of its source) and shows all it "
+            f"printed.\n\n")
     f.write("| Benchmark | Value | Compared | Target |\n|---|---|---|---|\n")
     for r in rows:
-        f.write("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |\n")
-    for t in failed:
-        f.write(f"\n**{t} failed**; see its output.\n")
-print(f"bench.sh: {len(rows)} results written to {out}")
+        f.write("| " + " | ".join(cell(c) for c in r) + " |\n")
+    for b in benches:
+        f.write(f"\n## {b['name']}\n\n")
+        status = "passed" if b["rc"] == 0 else f"**FAILED** (exit status {b['rc']})"
+        f.write(f"`{b['source']}`, {b['seconds']} s, {status}.\n\n")
+        f.write("```text\n" + header_comment(b["source"]) + "\n```\n\nOutput:\n\n")
+        f.write("```text\n" + "\n".join(b["lines"]).strip("\n") + "\n```\n")
+print(f"bench.sh: {len(rows)} results from {len(benches)} benchmarks written to {out}")
 PY
 exit $failed
