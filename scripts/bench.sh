@@ -29,6 +29,16 @@ cd "$repo"
 out=${1:-bench/results.md}
 
 scripts/setup.sh
+# The PyTorch peer of step_time_bench and distributed_bench.sh (Debian's, CPU), which
+# scripts/setup.sh leaves out: it is large and only the benchmarks need it.
+if [[ $(dpkg-query -W -f='${Status}' python3-torch 2>/dev/null || true) != "install ok installed" ]]; then
+  sudo_cmd=()
+  if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -qq --no-install-recommends python3-torch >/dev/null
+  echo "bench.sh: installed python3-torch"
+fi
 
 mapfile -t targets < <(bazel query 'kind("cc_binary rule", //bench/...)' 2>/dev/null)
 mapfile -t mpi_targets < <(bazel query 'attr(tags, "\bmpirun\b", kind("cc_binary rule", //bench/...))' 2>/dev/null)
