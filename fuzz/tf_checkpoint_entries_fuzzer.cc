@@ -6,10 +6,6 @@
 // lengths inside the data), so that mutations reach what the index's block checksums
 // and the tensors' CRCs keep tf_checkpoint_fuzzer.cc from: the checks of entries and
 // slices, and the decoding of tensors. Then it reads every tensor (read_checkpoint.h).
-#include <leveldb/env.h>
-#include <leveldb/options.h>
-#include <leveldb/table_builder.h>
-
 #include <map>
 
 #include "fuzz/read_checkpoint.h"
@@ -22,19 +18,6 @@ namespace {
 using parallax::Crc32c;
 using parallax::Crc32cExtend;
 using parallax::MaskCrc32c;
-
-// LevelDB's table output, into memory.
-class StringSink final : public leveldb::WritableFile {
- public:
-  leveldb::Status Append(const leveldb::Slice& data) override {
-    bytes.append(data.data(), data.size());
-    return leveldb::Status::OK();
-  }
-  leveldb::Status Close() override { return leveldb::Status::OK(); }
-  leveldb::Status Flush() override { return leveldb::Status::OK(); }
-  leveldb::Status Sync() override { return leveldb::Status::OK(); }
-  std::string bytes;
-};
 
 // `value` with its checksums made to match `shard` (see the file comment), when it is
 // an entry of bytes inside shard 0; otherwise as it is.
@@ -94,16 +77,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   for (auto& [key, value] : entries) value = WithMatchingChecksums(value, &shard);
 
-  StringSink sink;
-  leveldb::Options options;
-  options.compression = leveldb::kNoCompression;
-  leveldb::TableBuilder builder(options, &sink);
-  builder.Add("", leveldb::Slice(parts[1].data(), parts[1].size()));
-  for (const auto& [key, value] : entries) builder.Add(key, value);
-  if (!builder.Finish().ok()) std::abort();
-
+  // Small blocks (4 KiB, LevelDB's default; TF's are 256 KiB), so that an index spans
+  // several.
+  StatusOr<std::string> index = BuildTfCheckpointIndex(parts[1], entries, 4096, "fuzz.index");
+  if (!index.ok()) std::abort();
   StatusOr<TfCheckpointReader> reader =
-      TfCheckpointReader::OpenInMemory("fuzz", sink.bytes, {std::move(shard)});
+      TfCheckpointReader::OpenInMemory("fuzz", *index, {std::move(shard)});
   fuzz::CheckStatus(reader);
   if (reader.ok()) fuzz::ReadEveryTensor(*reader);
   return 0;

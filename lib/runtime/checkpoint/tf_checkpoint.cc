@@ -333,29 +333,13 @@ Status WriteAndSync(const std::string& path, std::string_view bytes, const std::
   return Status::Ok();
 }
 
-// The index file's bytes: the header, then `entries` (sorted), as TF's TableBuilder
-// lays them out (LevelDB's TableBuilder writes the same bytes with TF's options).
+// The index file's bytes for the parsed header and entries (see BuildTfCheckpointIndex).
 StatusOr<std::string> BuildIndex(const BundleHeaderProto& header,
                                  const std::map<std::string, BundleEntryProto>& entries,
                                  const std::string& path) {
-  StringSink sink;
-  leveldb::Options options;
-  options.compression = leveldb::kNoCompression;
-  options.block_size = kIndexBlockBytes;
-  options.block_restart_interval = kIndexRestartInterval;
-  leveldb::TableBuilder builder(options, &sink);
-  std::string value;
-  header.SerializeToString(&value);
-  builder.Add("", value);
-  for (const auto& [key, entry] : entries) {
-    entry.SerializeToString(&value);
-    builder.Add(key, value);
-  }
-  const leveldb::Status status = builder.Finish();
-  if (!status.ok()) {
-    return InternalError("{}: cannot build the index table: {}", path, LevelDbMessage(status));
-  }
-  return std::move(sink.bytes);
+  std::map<std::string, std::string> values;
+  for (const auto& [key, entry] : entries) values.emplace(key, entry.SerializeAsString());
+  return BuildTfCheckpointIndex(header.SerializeAsString(), values, kIndexBlockBytes, path);
 }
 
 BundleHeaderProto NewHeader(int num_shards) {
@@ -436,6 +420,24 @@ Status CheckStoredEntry(const BundleEntryProto& entry, const TensorShape& shape,
 }  // namespace
 
 // ---- Names ----
+
+StatusOr<std::string> BuildTfCheckpointIndex(std::string_view header,
+                                             const std::map<std::string, std::string>& entries,
+                                             size_t block_bytes, const std::string& path) {
+  StringSink sink;
+  leveldb::Options options;
+  options.compression = leveldb::kNoCompression;
+  options.block_size = block_bytes;
+  options.block_restart_interval = kIndexRestartInterval;
+  leveldb::TableBuilder builder(options, &sink);
+  builder.Add("", leveldb::Slice(header.data(), header.size()));
+  for (const auto& [key, value] : entries) builder.Add(key, value);
+  const leveldb::Status status = builder.Finish();
+  if (!status.ok()) {
+    return InternalError("{}: cannot build the index table: {}", path, LevelDbMessage(status));
+  }
+  return std::move(sink.bytes);
+}
 
 std::string TfCheckpointIndexPath(std::string_view prefix) {
   return fmt::format("{}.index", prefix);

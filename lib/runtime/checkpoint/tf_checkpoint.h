@@ -180,6 +180,14 @@ class TfCheckpointWriter {
   bool finished_ = false;
 };
 
+// The bytes of an index file holding `header` (a serialized BundleHeaderProto) under the
+// empty key, then `entries` (key -> serialized BundleEntryProto, any bytes), laid out as
+// TF's TableBuilder does with blocks of `block_bytes` (TF: 256 KiB). The writers use it;
+// the fuzz harness passes mutated values and small blocks. Errors name `path`.
+StatusOr<std::string> BuildTfCheckpointIndex(std::string_view header,
+                                             const std::map<std::string, std::string>& entries,
+                                             size_t block_bytes, const std::string& path);
+
 // Writes `tensors` as the checkpoint P in one call (in name order).
 Status WriteTfCheckpoint(const std::string& prefix, const std::map<std::string, Tensor>& tensors);
 
