@@ -93,6 +93,7 @@ Command AddLaunchCommand(CLI::App& app, std::vector<std::string> launcher_args,
 Command AddVerifyCommand(CLI::App& app, bool* failed);
 Command AddCheckpointCommand(CLI::App& app);
 Command AddEvalCommand(CLI::App& app);
+Command AddTraceCommand(CLI::App& app);
 
 }  // namespace parallax::cli
 

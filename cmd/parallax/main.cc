@@ -168,6 +168,7 @@ int Main(int argc, char** argv) {
       AddVerifyCommand(app, &verify_failed),
       AddCheckpointCommand(app),
       AddEvalCommand(app),
+      AddTraceCommand(app),
   };
 
   try {

@@ -355,6 +355,9 @@ void RegisterRunFlags(CLI::App* sub, RunFlags* flags) {
   sub->add_option("--threads", o.threads, "kernel threads (default: one per core; in a job, "
                                           "the cores divided by the ranks on this host)")
       ->check(AtLeast(1));
+  sub->add_option("--timeline", o.timeline,
+                  "write a Chrome trace of the run (every op, collective and step) to FILE; in "
+                  "a job, a directory with one file per rank (rank-R.trace.json)");
   sub->add_option("--eval-feed", flags->eval_feeds,
                   "NAME=SRC: data for an evaluation pass after training (accuracy and loss)");
   sub->add_option("--train-op", o.train_op, "the node to run each step (default: found)");

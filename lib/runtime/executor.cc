@@ -9,6 +9,7 @@
 #include "lib/graph/algorithm.h"
 #include "lib/graph/verifier.h"
 #include "lib/ops/op_registry.h"
+#include "lib/runtime/timeline.h"
 
 namespace parallax {
 
@@ -91,6 +92,20 @@ void SkipUnreadPureNodes(const Graph& graph, const std::vector<OutputRef>& fetch
   order->resize(kept);
 }
 
+// A collective's payload in a timeline: the bytes of its inputs but integer scalars (a
+// V2 collective's group size, group key and instance key).
+int64_t PayloadBytes(const std::vector<KernelValue>& inputs) {
+  int64_t bytes = 0;
+  for (const KernelValue& v : inputs) {
+    const Tensor* t = v.ref != nullptr ? v.ref : &v.tensor;
+    if (!t->initialized()) continue;
+    const bool integer_scalar = t->rank() == 0 && (t->dtype() == tensorflow::DT_INT32 ||
+                                                   t->dtype() == tensorflow::DT_INT64);
+    if (!integer_scalar) bytes += static_cast<int64_t>(t->bytes());
+  }
+  return bytes;
+}
+
 }  // namespace
 
 // How the executor runs one node of a plan.
@@ -105,6 +120,7 @@ struct Executor::NodeInfo {
   bool is_constant_enter = false;  // Enter with is_constant: its value serves every iteration
   bool is_next_iteration = false;
   bool is_control_trigger = false;
+  bool is_collective = false;      // the registry's is_collective (a timeline's category)
   bool in_loop_slots = false;      // its slots belong to a loop frame: not released by count
   std::vector<bool> ref_inputs;    // per data input: taken as Ref(T)
   std::vector<bool> from_next_iteration;  // loop Merge: per data input
@@ -241,6 +257,8 @@ StatusOr<std::unique_ptr<Executor::Plan>> Executor::BuildPlan(const RunRequest& 
     info.is_enter = IsEnter(node.op());
     info.is_next_iteration = IsLoopBackEdgeSource(node);
     info.is_control_trigger = node.op() == "ControlTrigger";
+    const OpSchema* schema = FindOpSchema(node.op());
+    info.is_collective = schema != nullptr && schema->is_collective;
     info.ref_inputs = RefInputMask(node);
   }
   if (!missing.empty()) {
@@ -552,7 +570,20 @@ Status Executor::RunNode(const Plan& plan, NodeId id, int64_t iteration, StepSta
     outputs.assign(static_cast<size_t>(num_out), KernelValue{});
     KernelContext context(node, device_, *session_, inputs, outputs);
     context.set_step_resources(&state.step_resources);
+    Timeline* timeline = session_->timeline();
+    std::optional<ScopedSpan> span;
+    int64_t sent_before = -1;
+    if (timeline != nullptr) {
+      span.emplace(timeline, std::string(node.name()), info.is_collective ? "collective" : "op");
+      span->span().op = std::string(node.op());
+      if (info.is_collective) {
+        span->span().bytes = PayloadBytes(inputs);
+        sent_before = timeline->BytesSent();
+      }
+    }
     Status status = kernels_[static_cast<size_t>(id)]->Compute(context);
+    if (sent_before >= 0) span->span().sent = timeline->BytesSent() - sent_before;
+    span.reset();
     if (!status.ok()) return status.WithPrefix(fmt::format("node '{}' ({})", node.name(), node.op()));
     for (int k = 0; k < num_out; ++k) {
       KernelValue& out = outputs[static_cast<size_t>(k)];

@@ -37,6 +37,8 @@
 //    executor of a graph makes one and is its root; executors of the graph's functions
 //    share it. Run may be called again from inside a kernel of a running step (a queue
 //    runner's nested step): each call has its own values.
+// Timeline: when the session has one (session.h), each kernel's Compute is recorded as a
+// span ("op", or "collective" with its payload: timeline.h).
 // Memory: a value is released as soon as its last consumer in the step has run; values
 // inside a loop when the loop ends (each iteration overwrites the last one's).
 #ifndef PARALLAX_LIB_RUNTIME_EXECUTOR_H_

@@ -35,6 +35,7 @@ class Executor;
 class FunctionLibrary;
 class FunctionRunner;
 struct RunRequest;
+class Timeline;
 
 // Variables (ref and resource) live here across steps, by name.
 class VariableStore {
@@ -107,6 +108,11 @@ class Session {
     step_feeds_ = feeds;
   }
 
+  // Where the executors of this run record a span per kernel (timeline.h); null: nothing
+  // is recorded. Not owned: it must outlive the runs that record into it.
+  Timeline* timeline() const { return timeline_; }
+  void set_timeline(Timeline* timeline) { timeline_ = timeline; }
+
  private:
   const Graph& root_graph_;
   Device& device_;
@@ -116,6 +122,7 @@ class Session {
   RandomStreams random_;
   Executor* root_ = nullptr;
   const std::vector<std::pair<std::string, Tensor>>* step_feeds_ = nullptr;
+  Timeline* timeline_ = nullptr;
   std::mutex functions_mu_;
   std::unique_ptr<FunctionLibrary> library_;  // parsed on first use
   std::map<std::string, std::unique_ptr<FunctionRunner>> functions_;  // by instantiation key

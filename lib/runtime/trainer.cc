@@ -592,6 +592,39 @@ Status Trainer::Plan() {
   input.shard_count = static_cast<int>(o.shard.count);
   input.seed = o.seed;
   executor_ = std::make_unique<Executor>(graph_, *device_, std::move(input));
+  if (!o.timeline.empty()) PX_RETURN_IF_ERROR(StartTimeline());
+  return Status::Ok();
+}
+
+Status Trainer::StartTimeline() {
+  namespace fs = std::filesystem;
+  const std::string& where = options_.timeline;
+  std::error_code error;
+  if (const Communicator* comm = options_.communicator) {
+    // A directory shared by the ranks (or one per host): each writes its own file.
+    fs::create_directories(where, error);
+    if (error || !fs::is_directory(where)) {
+      return InvalidArgumentError("--timeline {}: cannot make the directory: {}", where,
+                                  error ? error.message() : "a file of that name exists");
+    }
+    timeline_path_ = (fs::path(where) / fmt::format("rank-{}.trace.json", comm->rank())).string();
+    timeline_ = std::make_unique<Timeline>(comm->rank(),
+                                           fmt::format("rank {} of {}", comm->rank(), comm->size()));
+    timeline_->set_bytes_sent_counter([comm] { return comm->bytes_sent(); });
+  } else {
+    const fs::path parent = fs::path(where).parent_path();
+    if (fs::is_directory(where)) {
+      return InvalidArgumentError("--timeline {}: is a directory (a file is written outside "
+                                  "a job)",
+                                  where);
+    }
+    if (!parent.empty() && !fs::is_directory(parent)) {
+      return InvalidArgumentError("--timeline {}: no directory {}", where, parent.string());
+    }
+    timeline_path_ = where;
+    timeline_ = std::make_unique<Timeline>(0, "parallax run");
+  }
+  executor_->session().set_timeline(timeline_.get());
   return Status::Ok();
 }
 
@@ -837,6 +870,8 @@ StatusOr<std::vector<Tensor>> Trainer::InputRun() {
     // Every rank stops at the first step that any rank's pipeline cannot fill.
     Tensor have = Tensor::Scalar<int64_t>(input.ok() ? 1 : 0);
     Communicator::ScopedLabel label(comm, "whether every rank's input pipeline has a batch");
+    ScopedSpan span(timeline_.get(), "every rank has a batch", "collective");
+    span.span().bytes = static_cast<int64_t>(have.bytes());
     PX_RETURN_IF_ERROR(comm->AllReduce(have, ReduceOp::kMin));
     if (have.data<int64_t>()[0] == 0 && input.ok()) {
       return OutOfRangeError("the input pipeline of another rank ended");
@@ -919,7 +954,10 @@ StatusOr<std::optional<double>> Trainer::Step() {
   if (options_.batch_order == BatchOrder::kRotatedHalf) {
     std::rotate(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(ids.size() / 2), ids.end());
   }
+  std::optional<ScopedSpan> input_span;
+  input_span.emplace(timeline_.get(), "input", "input");
   StatusOr<std::vector<std::pair<std::string, Tensor>>> feeds = MicroBatchFeeds(ids);
+  input_span.reset();
   if (!feeds.ok()) return feeds.status().WithPrefix(fmt::format("step {}", step_ + 1));
   request.feeds = std::move(feeds).value();
   // The graph's summaries, at the steps that report.
@@ -1191,6 +1229,8 @@ StatusOr<std::optional<double>> Trainer::JobLoss(std::optional<double> loss) {
   // Every rank fetches the loss, so every rank has a value (NaN stands in for none).
   Tensor t = Tensor::Scalar<double>(loss.value_or(std::nan("")));
   Communicator::ScopedLabel label(comm, "the reported loss");
+  ScopedSpan span(timeline_.get(), "the reported loss", "collective");
+  span.span().bytes = static_cast<int64_t>(t.bytes());
   PX_RETURN_IF_ERROR(comm->AllReduce(t, ReduceOp::kMean));
   return std::optional<double>(t.data<double>()[0]);
 }
@@ -1302,9 +1342,13 @@ StatusOr<TrainSummary> Trainer::Run(const std::function<void(const StepReport&)>
       // SIGSTOP stops every thread, the communicator's watchdog too (its heartbeat).
       std::raise(injected == InjectedFailure::kStop ? SIGSTOP : SIGKILL);
     }
+    // The step's span: its input, its train run, the loss's all-reduce, its checkpoint.
+    ScopedSpan step_span(timeline_.get(), fmt::format("step {}", step_ + 1), "step");
+    step_span.span().step = step_ + 1;
     StatusOr<std::optional<double>> stepped = Step();
     if (!stepped.ok() && stepped.status().code() == StatusCode::kOutOfRange &&
         !pipeline_outputs_.empty()) {
+      step_span.Cancel();  // no step was trained
       // The in-graph pipeline ended (on every rank: InputRun agrees in a job).
       spdlog::info("the input pipeline ended after step {}", step_);
       break;
@@ -1324,6 +1368,7 @@ StatusOr<TrainSummary> Trainer::Run(const std::function<void(const StepReport&)>
     if (report_step) PX_RETURN_IF_ERROR(report(loss));
     if (!options_.checkpoint_dir.empty() && options_.checkpoint_every > 0 &&
         step_ % options_.checkpoint_every == 0) {
+      ScopedSpan span(timeline_.get(), "checkpoint", "checkpoint");
       PX_ASSIGN_OR_RETURN(summary.last_checkpoint, Checkpoint());
       saved_step = step_;
     }
@@ -1343,6 +1388,7 @@ StatusOr<TrainSummary> Trainer::Run(const std::function<void(const StepReport&)>
           : 0;
   summary.global_examples_per_sec = summary.examples_per_sec * world_size();
   if (!options_.checkpoint_dir.empty() && saved_step != step_ && step_ > summary.start_step) {
+    ScopedSpan span(timeline_.get(), "checkpoint", "checkpoint");
     PX_ASSIGN_OR_RETURN(summary.last_checkpoint, Checkpoint());
   }
   if (!options_.eval_feeds.empty()) {
@@ -1355,6 +1401,10 @@ StatusOr<TrainSummary> Trainer::Run(const std::function<void(const StepReport&)>
       std::fprintf(metrics, "%s\n", json.str().c_str());
       std::fflush(metrics);
     }
+  }
+  if (timeline_) {
+    PX_RETURN_IF_ERROR(timeline_->Write(timeline_path_));
+    spdlog::info("timeline: {} spans to {}", timeline_->size(), timeline_path_);
   }
   return summary;
 }

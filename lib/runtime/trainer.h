@@ -81,6 +81,7 @@
 #include "lib/runtime/device.h"
 #include "lib/runtime/executor.h"
 #include "lib/runtime/summary/event_file.h"
+#include "lib/runtime/timeline.h"
 
 namespace parallax {
 
@@ -139,6 +140,9 @@ struct TrainerOptions {
   std::string init_checkpoint;
   std::string init_checkpoint_flag = "--init-checkpoint";  // names it in messages
   int threads = 0;             // <= 0: one per core
+  // A Chrome trace of the run (timeline.h) is written here when it ends: a file, or in a
+  // job a directory (made when missing) with one file per rank, rank-R.trace.json.
+  std::string timeline;
   ShardSpec shard;
   // The order of each batch's examples of the fed columns: as read, or permuted — the
   // same examples, summed in another order (`parallax verify` measures the reference's
@@ -267,6 +271,9 @@ class Trainer {
  private:
   Trainer(const Graph& graph, TrainerOptions options);
   Status Plan();
+  // Makes timeline_ for options_.timeline and hands it to the executor's session; errors
+  // name the path (a missing directory, a directory where a file is asked for).
+  Status StartTimeline();
   std::string RankCheckpointDir() const;
   std::string RankDir(const std::string& dir) const;  // dir/rank-R in a job, else dir
   StatusOr<std::string> CheckpointTo(const std::string& dir);
@@ -346,6 +353,8 @@ class Trainer {
   std::string resumed_from_;
   std::unique_ptr<CpuDevice> device_;
   std::unique_ptr<Executor> executor_;
+  std::unique_ptr<Timeline> timeline_;  // --timeline: recorded by the executor and here
+  std::string timeline_path_;           // where timeline_ is written when Run ends
 };
 
 }  // namespace parallax
