@@ -45,6 +45,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "lib/base/crc32c.h"
 #include "lib/base/json_writer.h"
 #include "lib/base/status.h"
 #include "lib/ops/dtypes.h"
@@ -265,6 +266,17 @@ StatusOr<SafetensorsContents> DecodeWithNlohmann(std::string_view bytes,
     cursor = e->end;
   }
   if (cursor != data.size()) return InvalidArgumentError("{}: bytes after the last tensor", source);
+  // Each tensor's CRC-32C (EncodeSafetensors writes "crc32c:NAME" metadata), checked and
+  // taken out of the metadata as DecodeSafetensors does.
+  for (const Entry& e : entries) {
+    const auto it = contents.metadata.find(fmt::format("{}{}", kTensorChecksumPrefix, e.name));
+    if (it == contents.metadata.end()) continue;
+    if (it->second != fmt::format("{:08x}", Crc32c(data.substr(e.begin, e.end - e.begin)))) {
+      return InvalidArgumentError("{}: tensor '{}': CRC-32C mismatch", source, e.name);
+    }
+  }
+  std::erase_if(contents.metadata,
+                [](const auto& entry) { return entry.first.starts_with(kTensorChecksumPrefix); });
   for (const Entry& e : entries) {
     Tensor tensor(e.dtype, e.shape);
     if (e.end > e.begin) std::memcpy(tensor.raw_data(), data.data() + e.begin, e.end - e.begin);
