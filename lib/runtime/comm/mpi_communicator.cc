@@ -93,6 +93,28 @@ MPI_Op ReduceOperation(ReduceOp op) {
   return MPI_SUM;
 }
 
+// Floating-point all-reduces of at most this many bytes times the ranks go as one
+// all-gather (every rank combines every rank's tensor); larger ones as an all-to-all of
+// parts and an all-gather of the combined parts (RankOrderedAllReduce).
+constexpr int64_t kGatheredAllReduceBytes = 256 << 10;
+
+// into[i] = parts[0][i] op parts[1][i] op ... op parts[size-1][i], from rank 0 up: the
+// same order for every element, whatever the tensor's size or where the element lies in
+// it. `parts` holds `size` runs of `count` elements, rank after rank; op is a sum, a mean
+// (summed here, divided later) or a product.
+template <typename T>
+void CombineInRankOrder(const T* parts, int size, int64_t count, ReduceOp op, T* into) {
+  std::copy(parts, parts + count, into);
+  for (int r = 1; r < size; ++r) {
+    const T* part = parts + static_cast<int64_t>(r) * count;
+    if (op == ReduceOp::kProd) {
+      for (int64_t i = 0; i < count; ++i) into[i] *= part[i];
+    } else {
+      for (int64_t i = 0; i < count; ++i) into[i] += part[i];
+    }
+  }
+}
+
 // Counts and displacements of a v-collective: in bytes when everything fits an int, else
 // in rows (a contiguous datatype of one row; type signatures still match the peers').
 class VLayout {
@@ -669,22 +691,84 @@ Status MpiCommunicator::AllReduce(const Tensor& input, Tensor* output, ReduceOp 
     *output = Tensor(input.dtype(), input.shape());
   }
   const MPI_Datatype type = ReduceType(input.dtype());
-  const MPI_Op operation = ReduceOperation(op);
   const int64_t element_bytes = DataTypeSize(input.dtype());
   const int64_t n = input.num_elements();
   const char* in = static_cast<const char*>(input.raw_data());
   char* out = static_cast<char*>(output->raw_data());
+  const bool floating = input.dtype() == tensorflow::DT_FLOAT || input.dtype() == tensorflow::DT_DOUBLE;
+  const bool rank_ordered =
+      size_ > 1 && floating && op != ReduceOp::kMin && op != ReduceOp::kMax;
   {
     Impl::Watch watch(*impl_, "all-reduce");
-    for (int64_t begin = 0; begin < n; begin += kMaxChunk) {
-      const int count = static_cast<int>(std::min(kMaxChunk, n - begin));
-      const void* send = in_place ? MPI_IN_PLACE : in + begin * element_bytes;
-      PX_MPI_RETURN_IF_ERROR(
-          MPI_Allreduce(send, out + begin * element_bytes, count, type, operation, impl_->comm));
-      CountSent(count * element_bytes);
+    if (rank_ordered) {
+      PX_RETURN_IF_ERROR(RankOrderedAllReduce(in, out, n, input.dtype(), op));
+    } else {
+      const MPI_Op operation = ReduceOperation(op);
+      for (int64_t begin = 0; begin < n; begin += kMaxChunk) {
+        const int count = static_cast<int>(std::min(kMaxChunk, n - begin));
+        const void* send = in_place ? MPI_IN_PLACE : in + begin * element_bytes;
+        PX_MPI_RETURN_IF_ERROR(MPI_Allreduce(send, out + begin * element_bytes, count, type,
+                                             operation, impl_->comm));
+        CountSent(count * element_bytes);
+      }
     }
   }
   if (op == ReduceOp::kMean) comm_internal::DivideInPlace(*output, size_);
+  return Status::Ok();
+}
+
+Status MpiCommunicator::RankOrderedAllReduce(const char* in, char* out, int64_t n,
+                                             DataType dtype, ReduceOp op) {
+  const MPI_Datatype type = ReduceType(dtype);
+  const int64_t element_bytes = DataTypeSize(dtype);
+  const size_t ranks = static_cast<size_t>(size_);
+  auto combine = [&](const char* parts, int64_t count, char* into) {
+    if (dtype == tensorflow::DT_FLOAT) {
+      CombineInRankOrder(reinterpret_cast<const float*>(parts), size_, count, op,
+                         reinterpret_cast<float*>(into));
+    } else {
+      CombineInRankOrder(reinterpret_cast<const double*>(parts), size_, count, op,
+                         reinterpret_cast<double*>(into));
+    }
+  };
+  if (n * element_bytes * size_ <= kGatheredAllReduceBytes) {
+    // Small: every rank gathers every rank's tensor and combines them itself.
+    std::vector<char> all(ranks * static_cast<size_t>(n * element_bytes));
+    const int count = static_cast<int>(n);
+    PX_MPI_RETURN_IF_ERROR(MPI_Allgather(in, count, type, all.data(), count, type, impl_->comm));
+    CountSent(n * element_bytes);
+    combine(all.data(), n, out);
+    return Status::Ok();
+  }
+  // Large: rank r combines part r of every rank's tensor (an all-to-all), then every rank
+  // gathers the combined parts. Blocks keep MPI's int counts in range.
+  std::vector<int> send_counts(ranks), send_offsets(ranks), receive_counts(ranks),
+      receive_offsets(ranks);
+  std::vector<char> received;
+  for (int64_t block = 0; block < n; block += kMaxChunk) {
+    const int64_t m = std::min(kMaxChunk, n - block);
+    auto part_begin = [&](int64_t r) { return m * r / size_; };
+    const int64_t mine = part_begin(rank_ + 1) - part_begin(rank_);
+    for (size_t r = 0; r < ranks; ++r) {
+      send_offsets[r] = static_cast<int>(part_begin(static_cast<int64_t>(r)));
+      send_counts[r] = static_cast<int>(part_begin(static_cast<int64_t>(r) + 1)) - send_offsets[r];
+      receive_counts[r] = static_cast<int>(mine);
+      receive_offsets[r] = static_cast<int>(mine * static_cast<int64_t>(r));
+    }
+    received.resize(ranks * static_cast<size_t>(mine * element_bytes));
+    PX_MPI_RETURN_IF_ERROR(MPI_Alltoallv(in + block * element_bytes, send_counts.data(),
+                                         send_offsets.data(), type, received.data(),
+                                         receive_counts.data(), receive_offsets.data(), type,
+                                         impl_->comm));
+    // `in` may be `out`: every rank's parts have been sent once the all-to-all returns.
+    char* block_out = out + block * element_bytes;
+    combine(received.data(), mine, block_out + part_begin(rank_) * element_bytes);
+    PX_MPI_RETURN_IF_ERROR(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, block_out,
+                                          send_counts.data(), send_offsets.data(), type,
+                                          impl_->comm));
+    // The parts for other ranks, then this rank's combined part for the others: m in all.
+    CountSent((m - mine) * element_bytes + mine * element_bytes, 2);
+  }
   return Status::Ok();
 }
 

@@ -1,14 +1,24 @@
 // MpiCommunicator: the Communicator over MPI on host memory (OpenMPI 4.1).
 //
-// Each call maps onto one MPI collective on a private duplicate of MPI_COMM_WORLD
-// (AllReduce: MPI_Allreduce, then a division by size() for kMean; AllGatherV: an
+// Each call maps onto MPI collectives on a private duplicate of MPI_COMM_WORLD
+// (AllReduce: see below, then a division by size() for kMean; AllGatherV: an
 // MPI_Allgather of the row counts, then MPI_Allgatherv; Broadcast: the root's dtype and
 // shape, then MPI_Bcast; AllToAllV: MPI_Alltoall of the counts, then MPI_Alltoallv;
 // ScatterV: MPI_Scatter of a header per rank (verdict, dtype, rows, row shape), then
-// MPI_Scatterv;
-// Barrier: MPI_Barrier). MPI_Allreduce's reduction order is fixed by its algorithm, which
-// is the same on every rank, so every rank gets bit-identical sums. Messages above 2^31
-// elements go in several calls (MPI counts are ints).
+// MPI_Scatterv; Barrier: MPI_Barrier). Messages above 2^30 elements go in several calls
+// (MPI counts are ints).
+//
+// All-reduce order. Float and double sums, means and products are combined in rank
+// order, element by element: x0 + x1 + ... + x(N-1), added from rank 0 up, for every
+// element whatever the tensor's size and the element's place in it. So every rank gets
+// the same bits, and a tensor reduced alone or inside a larger one (gradient buckets)
+// gets the same bits too — which MPI_Allreduce does not promise: its algorithm, and with
+// it the order of the sum, changes with the message size (a ring starts each element's
+// sum at the rank that owns its chunk). Tensors of up to 256 KiB times the ranks go as
+// one MPI_Allgather of every rank's tensor, each rank combining all of them; larger ones
+// as MPI_Alltoallv (rank r receives part r of every rank's tensor, N equal parts) and
+// MPI_Allgatherv of the combined parts: 2(N-1)/N of the bytes per rank, as a ring
+// all-reduce sends. Integers, min and max are exact in any order: MPI_Allreduce.
 //
 // MPI is initialised once per process (MPI_Init_thread, MPI_THREAD_MULTIPLE so that the
 // watchdog below may use MPI too) by the first communicator, and finalised when the last
@@ -131,6 +141,10 @@ class MpiCommunicator : public Communicator {
   int64_t completed() const;
 
  private:
+  // Float and double sums, means (summed; divided by the caller) and products of `n`
+  // elements, combined in rank order (the file comment). `in` may be `out`.
+  Status RankOrderedAllReduce(const char* in, char* out, int64_t n, tensorflow::DataType dtype,
+                              ReduceOp op);
   struct Impl;
   explicit MpiCommunicator(std::unique_ptr<Impl> impl);
   void SetLabel(std::string label) override;
