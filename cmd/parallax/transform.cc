@@ -49,6 +49,7 @@ struct TransformFlags {
   std::string dump_dir = ".";
   int stop_after = -1;
   int threads = 0;
+  double bucket_mb = static_cast<double>(kDefaultBucketBytes) / (1 << 20);
 };
 
 Status RunTransform(const TransformFlags& flags) {
@@ -75,6 +76,7 @@ Status RunTransform(const TransformFlags& flags) {
   options.strategy = strategy.preset;
   options.sparse = strategy.sparse;
   options.strict = flags.strict;
+  options.bucket_bytes = static_cast<int64_t>(flags.bucket_mb * (1 << 20));
 
   // Inputs first, so that bad input never creates anything.
   PX_RETURN_IF_ERROR(JobWriter::CheckTarget(flags.output, flags.force));
@@ -136,6 +138,10 @@ Command AddTransformCommand(CLI::App& app) {
   sub->add_option("--sparse", flags->sparse,
                   "ps, allgather or dense: how sparse gradients are synchronised; wins over "
                   "--strategy and the spec's strategy.sparse");
+  sub->add_option("--bucket-mb", flags->bucket_mb,
+                  "fuse dense gradients into all-reduce buckets of up to this many MiB, in "
+                  "backprop order (default 25, as PyTorch DDP; 0: one all-reduce per gradient)")
+      ->check(CLI::NonNegativeNumber);
   sub->add_flag("--json", flags->json, "print the plan as JSON (docs/transform.md) instead of the report");
   sub->add_flag("--strict", flags->strict,
                 "fail (exit 2) on any warning, and on ops without a CPU kernel");

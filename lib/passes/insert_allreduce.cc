@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "lib/graph/algorithm.h"
+#include "lib/graph/attr_values.h"
 #include "lib/ops/op_registry.h"
 #include "lib/passes/collective_builder.h"
 #include "lib/plan/plan.h"
@@ -21,6 +23,108 @@ struct Reduction {
   OutputRef grad_input;
   tensorflow::DataType dtype = tensorflow::DT_INVALID;
 };
+
+// Who reads a reduction's result: the update op's gradient input, or every reader of the
+// boundary tensor outside the gradients scope (found before any edit).
+struct Readers {
+  std::vector<InputRef> inputs;
+};
+
+Readers ReadersOf(const Graph& graph, const Reduction& r) {
+  if (r.op != kNoNode) return Readers{{InputRef{r.op, r.slot}}};
+  return Readers{ReadersOutsideGradients(graph, r.grad_input)};
+}
+
+Status Reroute(Graph& graph, const Readers& readers, OutputRef reduced) {
+  for (const InputRef& in : readers.inputs) {
+    PX_RETURN_IF_ERROR(graph.ReplaceInput(in.node, in.index, reduced));
+  }
+  return Status::Ok();
+}
+
+// A Const of `values` (int32 when they fit, else int64), named `name`.
+StatusOr<OutputRef> IntListConst(Graph& graph, const std::string& name, const std::string& device,
+                                 const std::vector<int64_t>& values, bool scalar = false) {
+  const bool narrow = std::all_of(values.begin(), values.end(), [](int64_t v) {
+    return v >= INT32_MIN && v <= INT32_MAX;
+  });
+  NodeSpec spec;
+  spec.name = graph.UniqueName(name);
+  spec.op = "Const";
+  spec.device = device;
+  spec.attrs["dtype"] = TypeAttr(narrow ? tensorflow::DT_INT32 : tensorflow::DT_INT64);
+  spec.attrs["value"] = narrow ? Int32TensorAttr(std::vector<int32_t>(values.begin(), values.end()), scalar)
+                               : Int64TensorAttr(values, scalar);
+  PX_ASSIGN_OR_RETURN(NodeId id, graph.AddNode(spec));
+  return OutputRef{id, 0};
+}
+
+// One all-reduce for the gradients of a bucket: each flattened, all concatenated, reduced,
+// split and reshaped back to its variable's shape; each reduction's readers read its
+// piece. Element for element the same reduction as one all-reduce per gradient.
+Status EmitBucket(Graph& graph, PassContext& context, const std::string& scope_name,
+                  const std::vector<const Reduction*>& members,
+                  const std::vector<Readers>& readers) {
+  const Plan& plan = *context.plan;
+  const std::string device = context.collectives->options().device;
+  const std::string scope = graph.UniqueName(scope_name);
+  const tensorflow::DataType dtype = members.front()->dtype;
+  PX_ASSIGN_OR_RETURN(OutputRef flat_shape, IntListConst(graph, scope + "/flat_shape", device, {-1}));
+  NodeSpec concat;
+  concat.name = graph.UniqueName(scope + "/concat");
+  concat.op = "ConcatV2";
+  concat.device = device;
+  std::vector<int64_t> sizes;
+  for (const Reduction* r : members) {
+    NodeSpec flat;
+    flat.name = graph.UniqueName(scope + "/flat");
+    flat.op = "Reshape";
+    flat.device = device;
+    flat.inputs = {r->grad_input, flat_shape};
+    flat.attrs["T"] = TypeAttr(dtype);
+    flat.attrs["Tshape"] = TypeAttr(tensorflow::DT_INT32);
+    PX_ASSIGN_OR_RETURN(NodeId id, graph.AddNode(flat));
+    concat.inputs.push_back(OutputRef{id, 0});
+    const VariablePlan* v = plan.FindVariable(r->variable);
+    int64_t elements = 1;
+    for (int64_t d : v->shape) elements *= d;
+    sizes.push_back(elements);
+  }
+  PX_ASSIGN_OR_RETURN(OutputRef axis, IntListConst(graph, scope + "/axis", device, {0}, true));
+  concat.inputs.push_back(axis);
+  concat.attrs["N"] = IntAttr(static_cast<int64_t>(members.size()));
+  concat.attrs["T"] = TypeAttr(dtype);
+  concat.attrs["Tidx"] = TypeAttr(tensorflow::DT_INT32);
+  PX_ASSIGN_OR_RETURN(NodeId concat_id, graph.AddNode(concat));
+  PX_ASSIGN_OR_RETURN(OutputRef reduced,
+                      context.collectives->AllReduce(graph, scope + "/allreduce",
+                                                     OutputRef{concat_id, 0}, dtype, plan.average));
+  PX_ASSIGN_OR_RETURN(OutputRef size_splits, IntListConst(graph, scope + "/sizes", device, sizes));
+  NodeSpec split;
+  split.name = graph.UniqueName(scope + "/split");
+  split.op = "SplitV";
+  split.device = device;
+  split.inputs = {reduced, size_splits, axis};
+  split.attrs["num_split"] = IntAttr(static_cast<int64_t>(members.size()));
+  split.attrs["T"] = TypeAttr(dtype);
+  split.attrs["Tlen"] = graph.node(size_splits.node).FindAttr("dtype").value();
+  PX_ASSIGN_OR_RETURN(NodeId split_id, graph.AddNode(split));
+  for (size_t i = 0; i < members.size(); ++i) {
+    const VariablePlan* v = plan.FindVariable(members[i]->variable);
+    const std::string base = members[i]->variable + "/parallax/bucketed";
+    PX_ASSIGN_OR_RETURN(OutputRef shape, IntListConst(graph, base + "/shape", device, v->shape));
+    NodeSpec piece;
+    piece.name = graph.UniqueName(base);
+    piece.op = "Reshape";
+    piece.device = device;
+    piece.inputs = {OutputRef{split_id, static_cast<int>(i)}, shape};
+    piece.attrs["T"] = TypeAttr(dtype);
+    piece.attrs["Tshape"] = graph.node(shape.node).FindAttr("dtype").value();
+    PX_ASSIGN_OR_RETURN(NodeId piece_id, graph.AddNode(piece));
+    PX_RETURN_IF_ERROR(Reroute(graph, readers[i], OutputRef{piece_id, 0}));
+  }
+  return Status::Ok();
+}
 
 }  // namespace
 
@@ -77,17 +181,63 @@ StatusOr<bool> InsertAllReducePass::RunImpl(Graph& graph, PassContext& context) 
     }
   }
 
+  // The plan's buckets: each reduction of a bucketed variable goes with its bucket.
+  std::map<std::string, size_t> bucket_of;
+  for (size_t b = 0; b < plan->buckets.size(); ++b) {
+    for (const std::string& name : plan->buckets[b].variables) bucket_of[name] = b;
+  }
+  // In the bucket's order (backprop order), each variable's reductions in turn.
+  std::vector<std::vector<const Reduction*>> bucket_members(plan->buckets.size());
+  for (size_t b = 0; b < plan->buckets.size(); ++b) {
+    for (const std::string& name : plan->buckets[b].variables) {
+      for (const Reduction& r : reductions) {
+        if (r.variable == name) bucket_members[b].push_back(&r);
+      }
+    }
+  }
+  for (size_t b = 0; b < bucket_members.size(); ++b) {
+    for (const std::string& name : plan->buckets[b].variables) {
+      const VariablePlan* v = plan->FindVariable(name);
+      if (v == nullptr || v->bytes <= 0 ||
+          std::any_of(v->shape.begin(), v->shape.end(), [](int64_t d) { return d < 0; })) {
+        return InternalError("gradient bucket {}: variable '{}' has no known shape in the plan",
+                             b, name);
+      }
+    }
+    // A gradient that depends on a bucket-mate's update would wait for itself.
+    std::vector<NodeId> gradients;
+    for (const Reduction* r : bucket_members[b]) gradients.push_back(r->grad_input.node);
+    const std::vector<bool> upstream = NeededNodes(graph, gradients);
+    for (const Reduction* r : bucket_members[b]) {
+      for (const InputRef& reader : ReadersOf(graph, *r).inputs) {
+        if (upstream[static_cast<size_t>(reader.node)]) {
+          return InternalError("gradient bucket {}: the gradient of one of its variables "
+                               "depends on node '{}', which reads the all-reduced gradient "
+                               "of '{}'; transform with --bucket-mb 0",
+                               b, graph.node(reader.node).name(), r->variable);
+        }
+      }
+    }
+  }
+
+  std::vector<bool> bucket_done(plan->buckets.size(), false);
   for (const Reduction& r : reductions) {
-    const std::string scope = graph.UniqueName(r.variable + "/parallax/allreduce");
-    const std::vector<InputRef> consumers =
-        r.op == kNoNode ? ReadersOutsideGradients(graph, r.grad_input) : std::vector<InputRef>{};
-    PX_ASSIGN_OR_RETURN(OutputRef reduced, context.collectives->AllReduce(
-                                               graph, scope, r.grad_input, r.dtype, plan->average));
-    if (r.op != kNoNode) {
-      PX_RETURN_IF_ERROR(graph.ReplaceInput(r.op, r.slot, reduced));
+    if (auto it = bucket_of.find(r.variable);
+        it != bucket_of.end() && bucket_members[it->second].size() >= 2) {
+      const size_t b = it->second;
+      if (bucket_done[b]) continue;
+      bucket_done[b] = true;
+      std::vector<Readers> readers;
+      for (const Reduction* member : bucket_members[b]) readers.push_back(ReadersOf(graph, *member));
+      PX_RETURN_IF_ERROR(EmitBucket(graph, context, fmt::format("parallax/bucket_{}", b),
+                                    bucket_members[b], readers));
       continue;
     }
-    for (const InputRef& c : consumers) PX_RETURN_IF_ERROR(graph.ReplaceInput(c.node, c.index, reduced));
+    const std::string scope = graph.UniqueName(r.variable + "/parallax/allreduce");
+    const Readers readers = ReadersOf(graph, r);
+    PX_ASSIGN_OR_RETURN(OutputRef reduced, context.collectives->AllReduce(
+                                               graph, scope, r.grad_input, r.dtype, plan->average));
+    PX_RETURN_IF_ERROR(Reroute(graph, readers, reduced));
   }
   return !reductions.empty();
 }

@@ -29,7 +29,15 @@
 // Changed: an all-reduce was inserted. With one rank nothing changes. Cost: one
 // collective (three Consts and a CollectiveReduceV2 with TfCollectives) per dense
 // update; instance keys follow plan order, so every rank gets the same keys.
-// Limits: gradients are reduced one tensor at a time; bucketing is a later pass.
+// Buckets: the gradients of the variables of one of the plan's gradient buckets
+// (plan.h) go as one all-reduce, "parallax/bucket_<k>/allreduce": each gradient is
+// flattened (Reshape to [-1]), they are concatenated in the bucket's order (ConcatV2),
+// all-reduced, split (SplitV) and each piece reshaped to its variable's shape
+// ("<var>/parallax/bucketed"), which its readers read. The communicator reduces every
+// element in the same order however the tensor is made up (communicator.h), so the
+// result is bit for bit that of one all-reduce per gradient. A bucket whose gradient
+// depends on the update of a bucket-mate (a graph that applies one update before it
+// computes another gradient) is an Internal error naming them, before any edit.
 #ifndef PARALLAX_LIB_PASSES_INSERT_ALLREDUCE_H_
 #define PARALLAX_LIB_PASSES_INSERT_ALLREDUCE_H_
 

@@ -85,6 +85,35 @@ TEST_CASE("insert-allreduce: at the backprop boundary, every reader outside tf.g
   CHECK(adamw.FindNode("emb/parallax/allreduce") == kNoNode);  // sparse: all-gathered
 }
 
+TEST_CASE("insert-allreduce: a gradient bucket is one all-reduce, split back per variable") {
+  Graph graph = LoadAnalysisGraph("sgd_mlp");
+  Plan plan = PlanForTests(graph, 2);
+  plan.bucket_bytes = 1 << 20;
+  plan.buckets = {GradientBucket{"float", {"b", "w"}, 0}};
+  CHECK(RunPassOrFail(CreateInsertAllReducePass, graph, plan, 0));
+  const Status verified = VerifyGraph(graph);
+  INFO(verified.message());
+  CHECK(verified.ok());
+  CHECK(graph.FindNode("w/parallax/allreduce") == kNoNode);
+  CHECK(graph.FindNode("b/parallax/allreduce") == kNoNode);
+  CHECK(NodeNamed(graph, "parallax/bucket_0/allreduce").op() == "CollectiveReduceV2");
+  // b's gradient first, then w's, flattened and concatenated; split by their sizes.
+  const Node& concat = NodeNamed(graph, "parallax/bucket_0/concat");
+  CHECK(concat.op() == "ConcatV2");
+  CHECK(testing::NodeInput(graph, graph.node(concat.input(0).node).name(), 0) ==
+        "gradients/add_grad/tuple/control_dependency_1");
+  CHECK(testing::NodeInput(graph, graph.node(concat.input(1).node).name(), 0) ==
+        "gradients/MatMul_grad/tuple/control_dependency_1");
+  CHECK(testing::NodeInput(graph, "parallax/bucket_0/split", 0) == "parallax/bucket_0/allreduce");
+  CHECK(testing::NodeInput(graph, "GradientDescent/update_w/ApplyGradientDescent", 2) ==
+        "w/parallax/bucketed");
+  CHECK(testing::NodeInput(graph, "GradientDescent/update_b/ApplyGradientDescent", 2) ==
+        "b/parallax/bucketed");
+  CHECK(testing::NodeInput(graph, "w/parallax/bucketed", 0) == "parallax/bucket_0/split:1");
+  CHECK(testing::NodeInput(graph, "b/parallax/bucketed", 0) == "parallax/bucket_0/split");
+
+}
+
 TEST_CASE("insert-allreduce: the plan's average=false sums") {
   Graph graph = LoadAnalysisGraph("sgd_mlp");
   Plan plan = PlanForTests(graph, 2);

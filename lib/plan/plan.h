@@ -14,6 +14,13 @@
 //    (an update Parallax cannot synchronise: listed as a warning, an error under
 //    --strict). The slots of a PS variable are listed as ps with its partitions: they
 //    live with its rows and move with it (the passes rewrite them through it).
+//  - a *gradient bucket* is a group of all-reduced dense gradients of one dtype that
+//    travel as one all-reduce: flattened, concatenated in the bucket's order, reduced,
+//    split and reshaped back. Buckets are filled in backprop order (the reverse of the
+//    analysis's variable order: the last layer's gradient is ready first) up to the
+//    plan's bucket_bytes, like PyTorch DDP's 25 MiB buckets; a variable larger than that
+//    has a bucket of its own. Elements are reduced in the same order whether bucketed or
+//    not (the communicator's rank order), so buckets never change the bits.
 //  - a *partition* is a contiguous range of rows [row_begin, row_end) of a PS variable
 //    and its slots, stored on its owner rank. Partitions are assigned round-robin over
 //    ranks, so P may be smaller than, equal to or larger than the number of ranks.
@@ -67,6 +74,16 @@ struct VariablePlan {
   int PartitionOfRow(int64_t row) const;
 };
 
+struct GradientBucket {
+  std::string dtype;                   // "float"
+  std::vector<std::string> variables;  // in the order their gradients are concatenated
+  int64_t bytes = 0;                   // of their gradients together
+  friend bool operator==(const GradientBucket&, const GradientBucket&) = default;
+};
+
+// The bucket limit when none is given: 25 MiB, PyTorch DDP's bucket_cap_mb.
+inline constexpr int64_t kDefaultBucketBytes = int64_t{25} << 20;
+
 struct Plan {
   static constexpr int kVersion = 1;
 
@@ -86,6 +103,11 @@ struct Plan {
   // in one run, in one order on every rank).
   std::string init_op;
   std::vector<std::string> warnings;      // updates left unsynchronised, unsharded inputs
+  // Gradient buckets (see the file comment): the limit they were filled to (0: none, every
+  // gradient all-reduced alone) and the buckets of two or more gradients; a gradient in no
+  // bucket is all-reduced alone.
+  int64_t bucket_bytes = 0;
+  std::vector<GradientBucket> buckets;
 
   int world_size() const { return static_cast<int>(ranks.size()); }
   const VariablePlan* FindVariable(std::string_view name) const;

@@ -109,6 +109,20 @@ std::string PlanToYaml(const Plan& plan) {
   Quoted(out, "train_op", plan.train_op);
   Quoted(out, "init_op", plan.init_op);
   StringList(out, "warnings", plan.warnings);
+  out << YAML::Key << "bucket_bytes" << YAML::Value << plan.bucket_bytes;
+  out << YAML::Key << "buckets" << YAML::Value;
+  if (plan.buckets.empty()) out << YAML::Flow << YAML::BeginSeq << YAML::EndSeq;
+  else {
+    out << YAML::BeginSeq;
+    for (const GradientBucket& b : plan.buckets) {
+      out << YAML::BeginMap;
+      Quoted(out, "dtype", b.dtype);
+      out << YAML::Key << "bytes" << YAML::Value << b.bytes;
+      StringList(out, "variables", b.variables);
+      out << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+  }
   out << YAML::EndMap;
   std::string text = "# Written by parallax transform; the schema is docs/transform.md.\n";
   text += out.c_str();
@@ -162,14 +176,17 @@ class PlanReader {
                                 OneLine(std::string(path)), OneLine(std::string(what)));
   }
 
-  // The mapping's keys must all be in `known`; every key of `required` must be there.
+  // The mapping's keys must all be in `known` or `optional`; every key of `known` must be
+  // there.
   Status CheckKeys(const YAML::Node& map, std::string_view path,
-                   const std::vector<std::string_view>& known) const {
+                   const std::vector<std::string_view>& known,
+                   const std::vector<std::string_view>& optional = {}) const {
     if (!map.IsMap()) return Error(map, path, "expected a mapping");
     for (const auto& entry : map) {
       const std::string key = entry.first.Scalar();
       bool ok = false;
       for (std::string_view k : known) ok = ok || k == key;
+      for (std::string_view k : optional) ok = ok || k == key;
       if (!ok) {
         return Error(entry.first, path.empty() ? key : fmt::format("{}.{}", path, key),
                      "unknown key");
@@ -223,7 +240,9 @@ class PlanReader {
     PX_RETURN_IF_ERROR(CheckKeys(root, "",
                                  {"version", "parallax_version", "source", "strategy", "average",
                                   "ranks", "variables", "feeds", "fetches", "train_op", "init_op",
-                                  "warnings"}));
+                                  "warnings"},
+                                 // Plans written before gradient buckets have neither.
+                                 {"bucket_bytes", "buckets"}));
     PX_ASSIGN_OR_RETURN(int64_t version, Int(root["version"], "version", 0));
     if (version != Plan::kVersion) {
       return Error(root["version"], "version",
@@ -287,6 +306,50 @@ class PlanReader {
     PX_ASSIGN_OR_RETURN(plan.train_op, String(root["train_op"], "train_op"));
     PX_ASSIGN_OR_RETURN(plan.init_op, String(root["init_op"], "init_op"));
     PX_ASSIGN_OR_RETURN(plan.warnings, Strings(root["warnings"], "warnings"));
+    if (root["bucket_bytes"]) {
+      PX_ASSIGN_OR_RETURN(plan.bucket_bytes, Int(root["bucket_bytes"], "bucket_bytes", 0));
+    }
+    if (root["buckets"]) PX_RETURN_IF_ERROR(ReadBuckets(root["buckets"], plan));
+    return Status::Ok();
+  }
+
+  // Every bucket's variables are all-reduced variables of the plan, of the bucket's
+  // dtype, two or more, each in one bucket only.
+  Status ReadBuckets(const YAML::Node& buckets, Plan& plan) {
+    if (!buckets.IsSequence()) return Error(buckets, "buckets", "expected a list");
+    std::set<std::string> bucketed;
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      const std::string path = fmt::format("buckets[{}]", i);
+      const YAML::Node node = buckets[i];
+      PX_RETURN_IF_ERROR(CheckKeys(node, path, {"dtype", "bytes", "variables"}));
+      GradientBucket bucket;
+      PX_ASSIGN_OR_RETURN(bucket.dtype, String(node["dtype"], path + ".dtype"));
+      PX_ASSIGN_OR_RETURN(bucket.bytes, Int(node["bytes"], path + ".bytes", 0));
+      PX_ASSIGN_OR_RETURN(bucket.variables, Strings(node["variables"], path + ".variables"));
+      if (bucket.variables.size() < 2) {
+        return Error(node["variables"], path + ".variables",
+                     "a bucket holds two or more variables");
+      }
+      for (size_t k = 0; k < bucket.variables.size(); ++k) {
+        const std::string& name = bucket.variables[k];
+        const std::string vpath = fmt::format("{}.variables[{}]", path, k);
+        const VariablePlan* v = plan.FindVariable(name);
+        if (v == nullptr) {
+          return Error(node["variables"][k], vpath, fmt::format("no variable '{}' in the plan", name));
+        }
+        if (v->method != SyncMethod::kAllReduce || v->sparse || v->dtype != bucket.dtype) {
+          return Error(node["variables"][k], vpath,
+                       fmt::format("variable '{}' is {} {}{}, not a dense {} all-reduce", name,
+                                   v->dtype, SyncMethodName(v->method), v->sparse ? " (sparse)" : "",
+                                   bucket.dtype));
+        }
+        if (!bucketed.insert(name).second) {
+          return Error(node["variables"][k], vpath,
+                       fmt::format("variable '{}' is in two buckets", name));
+        }
+      }
+      plan.buckets.push_back(std::move(bucket));
+    }
     return Status::Ok();
   }
 
@@ -471,6 +534,14 @@ std::string PlanToJson(const Plan& plan, std::string_view output_dir) {
   if (plan.init_op.empty()) json.Null();
   else json.String(plan.init_op);
   strings("warnings", plan.warnings);
+  json.Field("bucket_bytes", plan.bucket_bytes);
+  json.Key("buckets").BeginArray();
+  for (const GradientBucket& b : plan.buckets) {
+    json.BeginObject().Field("dtype", b.dtype).Field("bytes", b.bytes);
+    strings("variables", b.variables);
+    json.EndObject();
+  }
+  json.EndArray();
   json.EndObject();
   return json.str() + "\n";
 }

@@ -146,6 +146,83 @@ TEST_CASE("plan.yaml errors name the line and key") {
   CHECK(key.status().message() == "plan.yaml:2: trai?_op: unknown key");
 }
 
+// SamplePlan with two all-reduced float variables in a gradient bucket.
+Plan BucketedPlan() {
+  Plan plan = SamplePlan();
+  for (const char* name : {"dense/kernel", "dense/bias"}) {
+    VariablePlan v;
+    v.name = name;
+    v.method = SyncMethod::kAllReduce;
+    v.shape = {4};
+    v.dtype = "float";
+    v.bytes = 16;
+    plan.variables.push_back(v);
+  }
+  plan.bucket_bytes = 1 << 20;
+  plan.buckets = {GradientBucket{"float", {"dense/bias", "dense/kernel"}, 32}};
+  return plan;
+}
+
+TEST_CASE("plan.yaml: gradient buckets round trip; plans without them still load") {
+  const std::string yaml = PlanToYaml(BucketedPlan());
+  INFO(yaml);
+  StatusOr<Plan> back = ParsePlanYaml(yaml, "plan.yaml");
+  REQUIRE(back.ok());
+  CHECK(back->bucket_bytes == 1 << 20);
+  CHECK(back->buckets == BucketedPlan().buckets);
+  CHECK(PlanToYaml(*back) == yaml);
+  CHECK(PlanToJson(*back, "job").find(R"("buckets": [
+    {
+      "dtype": "float",
+      "bytes": 32,
+      "variables": [
+        "dense/bias",
+        "dense/kernel"
+      ]
+    }
+  ])") != std::string::npos);
+  // A plan.yaml written before buckets existed has neither key.
+  std::string old = PlanToYaml(SamplePlan());
+  old = old.substr(0, old.find("bucket_bytes:"));
+  StatusOr<Plan> before = ParsePlanYaml(old, "plan.yaml");
+  INFO(old);
+  REQUIRE(before.ok());
+  CHECK(before->bucket_bytes == 0);
+  CHECK(before->buckets.empty());
+}
+
+TEST_CASE("plan.yaml: bad gradient buckets name the bucket and the variable") {
+  const std::string yaml = PlanToYaml(BucketedPlan());
+  struct Case {
+    std::string from, to, error;
+  };
+  const Case cases[] = {
+      {"- \"dense/kernel\"\n", "- \"nope\"\n",
+       "buckets[0].variables[1]: no variable 'nope' in the plan"},
+      {"- \"dense/kernel\"\n", "- \"true\"\n",
+       "buckets[0].variables[1]: variable 'true' is float ps (sparse), not a dense float "
+       "all-reduce"},
+      {"- \"dense/kernel\"\n", "- \"dense/bias\"\n",
+       "buckets[0].variables[1]: variable 'dense/bias' is in two buckets"},
+      {"    - \"dense/kernel\"\n", "",
+       "buckets[0].variables: a bucket holds two or more variables"},
+      {"bucket_bytes: 1048576", "bucket_bytes: -1",
+       "bucket_bytes: must be at least 0, got -1"},
+  };
+  for (const Case& c : cases) {
+    const size_t at = yaml.rfind(c.from);
+    REQUIRE(at != std::string::npos);
+    std::string edited = yaml;
+    edited.replace(at, c.from.size(), c.to);
+    INFO(edited);
+    StatusOr<Plan> plan = ParsePlanYaml(edited, "plan.yaml");
+    REQUIRE_FALSE(plan.ok());
+    const std::string message = plan.status().message();
+    // "plan.yaml:<line>: <error>"
+    CHECK(message.substr(message.find(": ") + 2) == c.error);
+  }
+}
+
 TEST_CASE("the plan as JSON") {
   const std::string json = PlanToJson(SamplePlan(), "job");
   CHECK(json.find("\"schema\": 1") != std::string::npos);

@@ -98,6 +98,7 @@ StatusOr<Plan> ReplanOnFewerHosts(const std::string& job, int hosts, const std::
   TransformOptions options;
   options.source_fingerprint = old_plan.source_fingerprint;
   options.average = old_plan.average;
+  options.bucket_bytes = old_plan.bucket_bytes;
   PX_ASSIGN_OR_RETURN(Plan plan, BuildPlan(graph, analysis, spec, layout, options));
   plan.source_graph = old_plan.source_graph;
   plan.strategy = old_plan.strategy;

@@ -137,6 +137,28 @@ std::string RenderReport(const Plan& plan, std::string_view output_dir) {
                      HumanBytes(static_cast<uint64_t>(totals.parameter_bytes)),
                      HumanBytes(static_cast<uint64_t>(totals.bytes_sent_per_rank_per_step)));
 
+  if (!plan.buckets.empty()) {
+    size_t gradients = 0;
+    for (const GradientBucket& b : plan.buckets) gradients += b.variables.size();
+    out += fmt::format("\ngradient buckets ({} of up to {}; {} gradients, all-reduced as one "
+                       "tensor per bucket, in this order):\n",
+                       plan.buckets.size(), HumanBytes(static_cast<uint64_t>(plan.bucket_bytes)),
+                       gradients);
+    for (size_t i = 0; i < plan.buckets.size(); ++i) {
+      const GradientBucket& b = plan.buckets[i];
+      std::string names;
+      for (size_t k = 0; k < b.variables.size(); ++k) {
+        if (k == 6) {
+          names += fmt::format(", ... {} more", b.variables.size() - 6);
+          break;
+        }
+        names += (k ? ", " : "") + b.variables[k];
+      }
+      out += fmt::format("  bucket {}: {} {}, {} gradients: {}\n", i, b.dtype,
+                         HumanBytes(static_cast<uint64_t>(b.bytes)), b.variables.size(), names);
+    }
+  }
+
   std::string reasons;
   for (const VariablePlan& v : plan.variables) {
     if (v.method == SyncMethod::kLocal) continue;

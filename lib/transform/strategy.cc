@@ -158,6 +158,10 @@ class PlanBuilder {
       if (v.role != VariableRole::kTrainable) DecideOther(v, variables, variables[i]);
     }
     plan.variables = std::move(variables);
+    plan.bucket_bytes = std::max<int64_t>(options_.bucket_bytes, 0);
+    if (layout_.world_size() > 1) {
+      plan.buckets = BucketGradients(analysis_, plan.variables, plan.bucket_bytes);
+    }
 
     for (const Feed& feed : analysis_.feeds) {
       if (feed.used_by_train_op) plan.feeds.emplace_back(graph_.node(feed.node).name());
@@ -591,6 +595,43 @@ std::vector<Partition> PartitionRows(int64_t rows, int count, const RankLayout& 
     begin += size;
   }
   return partitions;
+}
+
+std::vector<GradientBucket> BucketGradients(const TrainingAnalysis& analysis,
+                                            const std::vector<VariablePlan>& variables,
+                                            int64_t limit) {
+  std::vector<GradientBucket> buckets;
+  if (limit <= 0) return buckets;
+  auto bucketable = [&](const Variable& v, const VariablePlan& vp) {
+    if (vp.method != SyncMethod::kAllReduce || vp.sparse || vp.bytes <= 0) return false;
+    if (v.dtype != tensorflow::DT_FLOAT && v.dtype != tensorflow::DT_DOUBLE) return false;
+    if (vp.shape.empty() && vp.bytes != DataTypeSize(v.dtype)) return false;  // rank unknown
+    for (int64_t d : vp.shape) {
+      if (d < 0) return false;
+    }
+    if (v.updates.size() != 1) return false;
+    const GradientUpdate& u = analysis.updates[static_cast<size_t>(v.updates[0])];
+    if (u.sparse) return false;
+    return u.at_boundary ? u.boundary.size() == 1 : u.pattern == UpdatePattern::kApplyOp;
+  };
+  std::map<std::string, GradientBucket> open;  // by dtype: the bucket being filled
+  auto close = [&](GradientBucket& bucket) {
+    if (bucket.variables.size() >= 2) buckets.push_back(bucket);
+    bucket = GradientBucket{};
+  };
+  for (size_t i = std::min(analysis.variables.size(), variables.size()); i-- > 0;) {
+    const Variable& v = analysis.variables[i];
+    const VariablePlan& vp = variables[i];
+    if (!bucketable(v, vp)) continue;
+    const int64_t bytes = vp.bytes;  // its one gradient, shaped as the variable
+    GradientBucket& bucket = open[vp.dtype];
+    if (!bucket.variables.empty() && bucket.bytes + bytes > limit) close(bucket);
+    bucket.dtype = vp.dtype;
+    bucket.variables.push_back(vp.name);
+    bucket.bytes += bytes;
+  }
+  for (auto& [dtype, bucket] : open) close(bucket);
+  return buckets;
 }
 
 StatusOr<Plan> BuildPlan(const Graph& graph, const TrainingAnalysis& analysis,

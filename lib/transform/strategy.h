@@ -76,11 +76,24 @@ inline constexpr bool kPsSupportsDenseVariables = true;
 using PartitionableCheck =
     std::function<Status(const Graph&, const TrainingAnalysis&, const Variable&)>;
 
+// The gradient buckets of a plan's variables (plan.h): the all-reduced variables whose
+// gradient can travel inside a bucket, in backprop order (the reverse of the analysis's
+// variable order), grouped by dtype, each bucket filled up to `limit` bytes; only buckets
+// of two or more gradients are returned. A gradient can travel in a bucket when its
+// variable is all-reduced, dense, float or double, of a fully known shape, with one
+// dense gradient update (an Apply op, or one dense tensor at the backprop boundary). No
+// buckets when `limit` <= 0.
+std::vector<GradientBucket> BucketGradients(const TrainingAnalysis& analysis,
+                                            const std::vector<VariablePlan>& variables,
+                                            int64_t limit);
+
 struct TransformOptions {
   std::optional<StrategyKind> strategy;  // --strategy; unset: the spec's strategy.default
   std::optional<SparseMethod> sparse;    // --sparse; unset: as the settings decide
   std::optional<bool> average;           // unset: the spec's strategy.average
   bool strict = false;                   // warnings become an InvalidArgument error
+  // Gradient buckets are filled up to this many bytes (--bucket-mb); 0: no buckets.
+  int64_t bucket_bytes = kDefaultBucketBytes;
   // 16 hex digits of the input file's FNV-1a hash (Fnv1a64Hex); "" when unknown.
   std::string source_fingerprint;
   // Eligibility for PS, after BasicPartitionable. Unset: the PS pass's own check,

@@ -196,5 +196,66 @@ TEST_CASE("every per-variable override in configs/ and docs/ names a variable of
   CHECK(overrides >= 5);  // docs/cluster.md's three, configs/8x8gpu.yaml's two
 }
 
+TEST_CASE("gradient buckets: the zoo MLP's gradients in backprop order, filled to the limit") {
+  StatusOr<models::Model> model = models::BuildModel("mlp");
+  REQUIRE(model.ok());
+  StatusOr<TrainingAnalysis> analysis = AnalyzeTraining(model->graph);
+  REQUIRE(analysis.ok());
+  StatusOr<ClusterSpec> cluster = ParseClusterSpec("hosts:\n  - {name: localhost, cpus: 2}\n", "c.yaml");
+  REQUIRE(cluster.ok());
+  StatusOr<RankLayout> layout = LayoutRanks(*cluster);
+  REQUIRE(layout.ok());
+  StatusOr<Plan> plan = BuildPlan(model->graph, *analysis, *cluster, *layout, TransformOptions{});
+  REQUIRE(plan.ok());
+  // The default, 25 MiB: every gradient in one bucket, the last layer's first.
+  CHECK(plan->bucket_bytes == 25 << 20);
+  REQUIRE(plan->buckets.size() == 1);
+  CHECK(plan->buckets[0].dtype == "float");
+  CHECK(plan->buckets[0].variables ==
+        std::vector<std::string>{"dense_2/bias", "dense_2/kernel", "dense_1/bias",
+                                 "dense_1/kernel", "dense/bias", "dense/kernel"});
+  CHECK(plan->buckets[0].bytes == 40 + 20480 + 2048 + 1048576 + 2048 + 1605632);
+  // 1 MiB: dense_1/kernel (exactly 1 MiB) would overflow the first bucket and fills its
+  // own; buckets of one gradient are not buckets.
+  const std::vector<GradientBucket> small = BucketGradients(*analysis, plan->variables, 1 << 20);
+  REQUIRE(small.size() == 1);
+  CHECK(small[0].variables ==
+        std::vector<std::string>{"dense_2/bias", "dense_2/kernel", "dense_1/bias"});
+  CHECK(small[0].bytes == 40 + 20480 + 2048);
+  CHECK(BucketGradients(*analysis, plan->variables, 0).empty());
+  // One rank: nothing to all-reduce, no buckets.
+  StatusOr<ClusterSpec> one = ParseClusterSpec("hosts:\n  - {name: localhost, cpus: 1}\n", "c.yaml");
+  REQUIRE(one.ok());
+  StatusOr<RankLayout> one_layout = LayoutRanks(*one);
+  REQUIRE(one_layout.ok());
+  StatusOr<Plan> alone = BuildPlan(model->graph, *analysis, *one, *one_layout, TransformOptions{});
+  REQUIRE(alone.ok());
+  CHECK(alone->buckets.empty());
+}
+
+TEST_CASE("gradient buckets: sparse and parameter-server variables stay out") {
+  StatusOr<models::Model> model = models::BuildModel("embedding");
+  REQUIRE(model.ok());
+  StatusOr<TrainingAnalysis> analysis = AnalyzeTraining(model->graph);
+  REQUIRE(analysis.ok());
+  StatusOr<ClusterSpec> cluster = ParseClusterSpec("hosts:\n  - {name: localhost, cpus: 4}\n", "c.yaml");
+  REQUIRE(cluster.ok());
+  StatusOr<RankLayout> layout = LayoutRanks(*cluster);
+  REQUIRE(layout.ok());
+  StatusOr<Plan> plan = BuildPlan(model->graph, *analysis, *cluster, *layout, TransformOptions{});
+  REQUIRE(plan.ok());
+  for (const GradientBucket& bucket : plan->buckets) {
+    for (const std::string& name : bucket.variables) {
+      const VariablePlan* v = plan->FindVariable(name);
+      REQUIRE(v != nullptr);
+      CHECK(v->method == SyncMethod::kAllReduce);
+      CHECK_FALSE(v->sparse);
+    }
+  }
+  const VariablePlan* table = plan->FindVariable("embeddings");
+  REQUIRE(table != nullptr);
+  CHECK(table->sparse);
+}
+
 }  // namespace
 }  // namespace parallax
