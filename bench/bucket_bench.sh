@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
-# Gradient buckets (`parallax transform --bucket-mb`): the step time of 2-rank jobs of the
-# zoo's mlp, lenet and embedding models, for bucket limits 0 (one all-reduce per
-# gradient: the baseline), 0.25, 1, 4 and 25 MiB (the default), measured in one run.
+# Overlapped collectives and gradient buckets: the step time of 2-rank jobs of the zoo's
+# mlp, lenet and embedding models, side by side in one run:
+#   neither        --bucket-mb 0 --no-overlap: one all-reduce per gradient, each in step
+#                  with the kernels (the baseline);
+#   overlap        --bucket-mb 0: the all-reduces on the communication thread;
+#   overlap_<L>MiB buckets of up to L MiB (0.25, 1, 4, 25: the default), with overlap;
+#   buckets_25MiB  the default buckets, --no-overlap.
 #
 # Method: each model is transformed once per limit for 2 local ranks (configs/
 # local-2cpu.yaml), and each job trains --steps steps (default 300) under mpirun with
 # synthetic data and 1 kernel thread per rank (2 ranks on 2 cores), writing --metrics
-# every 100 steps; a job's step time is its rank 0's mean over the windows after the
-# first (warm-up), batch / examples_per_sec. The limits of a model run interleaved, in
-# --rounds rounds (default 3); each figure is the median over rounds, and its ratio is
-# to the unbucketed job of the same round (the median of those ratios).
-# A rank runs one kernel at a time and every all-reduce blocks it: buckets save
-# collective calls (latency) and cost a concatenation and a split of the gradients.
+# every 100 steps; a job's step time is rank 0's elapsed time per step over the windows
+# after the first (warm-up). The configurations of a model run interleaved, in --rounds
+# rounds (default 3); each figure is the median over rounds, and its ratio is to the
+# baseline of the same round (the median of those ratios).
 #
-# Output lines follow scripts/bench.sh: `bucket.<model>.<limit>: <ms> ms/step (<note>)`.
+# Output lines follow scripts/bench.sh: `bucket.<model>.<config>: <ms> ms/step (<note>)`.
 # Usage: bench/bucket_bench.sh [--rounds R] [--steps N]
 set -euo pipefail
 
@@ -39,6 +41,9 @@ echo "bucket_bench: load average $(cut -d' ' -f1-3 /proc/loadavg) at the start, 
   "2 ranks x 1 kernel thread, $steps steps, $rounds rounds"
 
 limits=(0 0.25 1 4 25)
+# config name, bucket limit, run flag
+configs=(neither:0:--no-overlap overlap:0: overlap_0.25MiB:0.25: overlap_1MiB:1:
+         overlap_4MiB:4: overlap_25MiB:25: buckets_25MiB:25:--no-overlap)
 for model in mlp lenet embedding; do
   "$parallax" models export "$model" -o "$work/$model.pb" >/dev/null
   for mb in "${limits[@]}"; do
@@ -46,15 +51,17 @@ for model in mlp lenet embedding; do
       --bucket-mb "$mb" -o "$work/$model-$mb" >/dev/null
   done
   for round in $(seq "$rounds"); do
-    for mb in "${limits[@]}"; do
+    for config in "${configs[@]}"; do
+      IFS=: read -r name mb flag <<<"$config"
+      # shellcheck disable=SC2086  # flag is empty or one word
       mpirun -np 2 --mca btl self,vader "$parallax" run "$work/$model-$mb" --synthetic \
-        --steps "$steps" --log-every 100 --threads 1 --seed "$round" \
-        --metrics "$work/$model-$mb.$round.jsonl" >/dev/null 2>&1
+        --steps "$steps" --log-every 100 --threads 1 --seed "$round" $flag \
+        --metrics "$work/$model-$name.$round.jsonl" >/dev/null 2>&1
     done
   done
-  /usr/bin/python3 - "$work" "$model" "$rounds" "${limits[@]}" <<'PY'
+  /usr/bin/python3 - "$work" "$model" "$rounds" "${configs[@]}" <<'PY'
 import json, statistics, sys
-work, model, rounds, limits = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+work, model, rounds, configs = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
 
 def step_ms(path):
     # The steps after the first window (warm-up): elapsed time over steps.
@@ -65,14 +72,20 @@ def step_ms(path):
 def buckets(limit):
     return open(f"{work}/{model}-{limit}/plan.yaml").read().count("- dtype:")
 
-times = {m: [step_ms(f"{work}/{model}-{m}.{r}.jsonl") for r in range(1, rounds + 1)] for m in limits}
-for m in limits:
-    median = statistics.median(times[m])
-    if m == "0":
-        print(f"bucket.{model}.unbucketed: {median:.3f} ms/step (baseline; one all-reduce per gradient)")
+times = {}
+for config in configs:
+    name = config.split(":")[0]
+    times[name] = [step_ms(f"{work}/{model}-{name}.{r}.jsonl") for r in range(1, rounds + 1)]
+for config in configs:
+    name, limit, _ = config.split(":")
+    median = statistics.median(times[name])
+    if name == "neither":
+        print(f"bucket.{model}.neither: {median:.3f} ms/step (baseline; one all-reduce per "
+              f"gradient, no overlap)")
         continue
-    ratios = [t / b for t, b in zip(times[m], times["0"])]
-    print(f"bucket.{model}.{m}MiB: {median:.3f} ms/step ({statistics.median(ratios):.2f}x unbucketed; "
-          f"{buckets(m)} bucket{'s' if buckets(m) != 1 else ''})")
+    ratios = [t / b for t, b in zip(times[name], times["neither"])]
+    n = buckets(limit)
+    print(f"bucket.{model}.{name}: {median:.3f} ms/step ({statistics.median(ratios):.2f}x "
+          f"neither; {n} bucket{'' if n == 1 else 's'})")
 PY
 done

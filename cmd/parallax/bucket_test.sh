@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Gradient buckets (docs/transform.md#gradient-buckets) change no bit: the zoo's mlp,
-# lenet and embedding models, on 2 and 4 ranks, trained 3 steps from the same seed with
-# the default buckets (25 MiB) and with --bucket-mb 0, end with bit-identical variables
-# on every rank (checkpoint_diff --exact of the job checkpoints). Also: the plan lists the
-# buckets and the rank graphs hold the fused all-reduce.
+# Gradient buckets (docs/transform.md#gradient-buckets) and overlapped collectives
+# (docs/run.md, `--no-overlap`) change no bit: the zoo's mlp, lenet and embedding models,
+# on 2 and 4 ranks, trained 3 steps from the same seed with the defaults (25 MiB buckets,
+# overlap), with overlap alone (--bucket-mb 0) and with neither (--bucket-mb 0
+# --no-overlap), end with bit-identical variables on every rank (checkpoint_diff --exact
+# of the job checkpoints). Also: the plan lists the buckets and the rank graphs hold the
+# fused all-reduce.
 #   bucket_test.sh PARALLAX CHECKPOINT_DIFF
 set -u
 parallax=$(realpath "$1")
@@ -36,20 +38,26 @@ for ranks in 2 4; do
       fail "$name: the plan has no bucket, or the rank graph no fused all-reduce"
       continue
     fi
+    # Runs: b = buckets, overlap (the defaults); 0 = neither (--no-overlap);
+    # 0o = no buckets, overlap.
     ok=1
-    for variant in b 0; do
+    for run in b:b: 0:0:--no-overlap 0o:0:; do
+      IFS=: read -r tag job flag <<<"$run"
       timeout 300 mpirun -np "$ranks" --oversubscribe --mca btl self,vader "$parallax" run \
-        "$model-$ranks-$variant" --synthetic --steps 3 --seed 11 --threads 1 \
-        --checkpoint-dir "ck-$model-$ranks-$variant" >"run-$model-$ranks-$variant.log" 2>&1 ||
-        { cat "run-$model-$ranks-$variant.log"; ok=0; }
+        "$model-$ranks-$job" --synthetic --steps 3 --seed 11 --threads 1 $flag \
+        --checkpoint-dir "ck-$model-$ranks-$tag" >"run-$model-$ranks-$tag.log" 2>&1 ||
+        { cat "run-$model-$ranks-$tag.log"; ok=0; }
     done
-    if [[ $ok -eq 1 ]] && "$diff_tool" --exact "ck-$model-$ranks-b" "ck-$model-$ranks-0" \
-      >"diff-$model-$ranks.txt" 2>&1; then
-      pass "$name: bucketed == unbucketed, bit for bit"
-    else
-      cat "diff-$model-$ranks.txt" 2>/dev/null
-      fail "$name: bucketed != unbucketed"
-    fi
+    for pair in b:"buckets and overlap" 0o:"overlap alone"; do
+      tag=${pair%%:*}
+      if [[ $ok -eq 1 ]] && "$diff_tool" --exact "ck-$model-$ranks-$tag" "ck-$model-$ranks-0" \
+        >"diff-$model-$ranks-$tag.txt" 2>&1; then
+        pass "$name: ${pair#*:} == neither, bit for bit"
+      else
+        cat "diff-$model-$ranks-$tag.txt" 2>/dev/null
+        fail "$name: ${pair#*:} != neither"
+      fi
+    done
   done
 done
 

@@ -2,7 +2,9 @@
 # Timelines (docs/timeline.md): `parallax run --timeline FILE` and `launch --timeline DIR`
 # write Chrome trace-event JSON that passes the format's schema (checked here by an
 # independent reader, Python's json), with a span per op, every collective with its
-# bytes, and step spans; `parallax trace summary` reads them back. Bad paths and files
+# bytes, and step spans; in a 2-rank MLP job the all-reduces run on their own thread and
+# overlap backprop's MatMuls; `parallax trace summary` reads them back and reports the
+# overlap. Bad paths and files
 # get one line and exit 2.
 #   timeline_test.sh PARALLAX CLUSTER_YAML
 set -u
@@ -54,6 +56,12 @@ if world > 1:
     reduces = [c for c in collectives if c["args"].get("op") == "CollectiveReduceV2"]
     assert len(reduces) == 6 * steps, f"{len(reduces)} all-reduces in {steps} steps"
     assert all(c["args"]["bytes"] > 0 and c["args"]["sent"] > 0 for c in reduces), "bytes"
+    # Overlap: the all-reduces run on a communication thread while backprop's MatMuls go on.
+    matmuls = [o for o in ops if o["args"]["op"] == "MatMul"]
+    assert all(c["tid"] != matmuls[0]["tid"] for c in reduces), "all-reduces on the main thread"
+    overlapping = [c for c in reduces if any(m["ts"] < c["ts"] + c["dur"] and c["ts"] < m["ts"] + m["dur"]
+                                             for m in matmuls)]
+    assert overlapping, "no all-reduce overlaps a MatMul"
     names = {e["args"]["name"] for e in events if e["name"] == "process_name"}
     assert names == {f"rank {rank} of {world}"}, names
 else:
@@ -87,9 +95,12 @@ else
 fi
 
 # A job of 2 ranks: a directory, one file per rank.
-"$parallax" transform mlp.pb --cluster "$cluster" -o job >/dev/null || exit 1
-if timeout 300 "$parallax" launch job --synthetic --steps 3 --timeline traces >launch.log 2>&1 &&
-  schema traces/rank-0.trace.json 3 0 2 && schema traces/rank-1.trace.json 3 1 2; then
+# One all-reduce per gradient (no buckets), so that each step has the MLP's 6; the
+# default batch (256), so that backprop's MatMuls last long enough to overlap.
+"$parallax" models export mlp -o mlp256.pb >/dev/null || exit 1
+"$parallax" transform mlp256.pb --cluster "$cluster" --bucket-mb 0 -o job >/dev/null || exit 1
+if timeout 300 "$parallax" launch job --synthetic --steps 10 --timeline traces >launch.log 2>&1 &&
+  schema traces/rank-0.trace.json 10 0 2 && schema traces/rank-1.trace.json 10 1 2; then
   pass "launch --timeline DIR: rank-0 and rank-1 trace files, all-reduces with bytes"
 else
   cat launch.log
@@ -104,16 +115,16 @@ s = json.load(open(sys.argv[1]))
 p = s["processes"]
 assert [x["name"] for x in p] == ["rank 0 of 2", "rank 1 of 2"], p
 for x in p:
-    assert x["steps"] == 3
+    assert x["steps"] == 10
     assert x["communication_ms"] > 0 and x["compute_ms"] > 0
-    assert 0 <= x["overlap"] <= 1
+    assert 0 < x["overlap"] <= 1, x
     assert x["exposed_communication_ms"] <= x["communication_ms"] + 1e-9
     # The MLP's gradients: 669,706 floats all-reduced per step (and a loss now and then).
     assert 2678824 <= x["collective_bytes_per_step"] <= 2678824 + 8, x
 assert any(o["op"] == "CollectiveReduceV2" for o in s["ops"]), s["ops"]
 PY
 then
-  pass "trace summary --format json: both ranks, communication and its overlap"
+  pass "trace summary --format json: both ranks, communication, overlap above 0"
 else
   cat summary.json
   fail "trace summary of a job"

@@ -30,6 +30,13 @@
 
 namespace parallax {
 
+// An int attr on a collective: where it comes in the order gradients are ready (0: first;
+// the last layer's gradient before the first layer's). Set by insert-allreduce on the
+// all-reduces it makes, from the plan's variable order on the rank-independent graph, so
+// the same on every rank; order-collectives issues collectives of one level in this order
+// (those without it after, by name), so that a collective can start while backprop goes on.
+inline constexpr std::string_view kIssueOrderAttr = "_parallax_issue_order";
+
 struct CollectiveOptions {
   int group_size = 1;      // the number of ranks
   int group_key = 1;       // one group: all ranks

@@ -59,6 +59,15 @@ StatusOr<OutputRef> IntListConst(Graph& graph, const std::string& name, const st
   return OutputRef{id, 0};
 }
 
+// Where `variable`'s gradient comes in backprop order: the reverse of the plan's
+// variable order (kIssueOrderAttr).
+int64_t IssueOrder(const Plan& plan, const std::string& variable) {
+  for (size_t i = 0; i < plan.variables.size(); ++i) {
+    if (plan.variables[i].name == variable) return static_cast<int64_t>(plan.variables.size() - 1 - i);
+  }
+  return static_cast<int64_t>(plan.variables.size());
+}
+
 // One all-reduce for the gradients of a bucket: each flattened, all concatenated, reduced,
 // split and reshaped back to its variable's shape; each reduction's readers read its
 // piece. Element for element the same reduction as one all-reduce per gradient.
@@ -99,6 +108,10 @@ Status EmitBucket(Graph& graph, PassContext& context, const std::string& scope_n
   PX_ASSIGN_OR_RETURN(OutputRef reduced,
                       context.collectives->AllReduce(graph, scope + "/allreduce",
                                                      OutputRef{concat_id, 0}, dtype, plan.average));
+  // Ready when its last gradient is: the largest order among its members.
+  int64_t order = 0;
+  for (const Reduction* r : members) order = std::max(order, IssueOrder(plan, r->variable));
+  graph.SetAttr(reduced.node, kIssueOrderAttr, IntAttr(order));
   PX_ASSIGN_OR_RETURN(OutputRef size_splits, IntListConst(graph, scope + "/sizes", device, sizes));
   NodeSpec split;
   split.name = graph.UniqueName(scope + "/split");
@@ -237,6 +250,7 @@ StatusOr<bool> InsertAllReducePass::RunImpl(Graph& graph, PassContext& context) 
     const Readers readers = ReadersOf(graph, r);
     PX_ASSIGN_OR_RETURN(OutputRef reduced, context.collectives->AllReduce(
                                                graph, scope, r.grad_input, r.dtype, plan->average));
+    graph.SetAttr(reduced.node, kIssueOrderAttr, IntAttr(IssueOrder(*plan, r.variable)));
     PX_RETURN_IF_ERROR(Reroute(graph, readers, reduced));
   }
   return !reductions.empty();

@@ -156,6 +156,7 @@ struct Collective {
   NodeId node = kNoNode;
   std::string name;
   int level = 0;
+  int64_t issue_order = INT64_MAX;  // kIssueOrderAttr, when set
   uint32_t targets = 0;
   bool conditional = false;
   std::optional<int64_t> old_key;
@@ -259,7 +260,9 @@ StatusOr<bool> OrderCollectivesPass::RunImpl(Graph& graph, PassContext& context)
     has_switch |= IsSwitch(node.op());
     if (IsCollective(node)) {
       is_collective[static_cast<size_t>(id)] = true;
-      collectives.push_back(Collective{id, std::string(node.name())});
+      Collective c{id, std::string(node.name())};
+      if (auto order = node.FindAttr(kIssueOrderAttr)) c.issue_order = order->i();
+      collectives.push_back(std::move(c));
     }
   }
   if (collectives.empty()) return false;
@@ -317,8 +320,8 @@ StatusOr<bool> OrderCollectivesPass::RunImpl(Graph& graph, PassContext& context)
     PX_RETURN_IF_ERROR(FindKey(graph, c));
   }
   std::sort(collectives.begin(), collectives.end(), [](const Collective& a, const Collective& b) {
-    return std::forward_as_tuple(GroupRank(a.targets), a.level, a.name) <
-           std::forward_as_tuple(GroupRank(b.targets), b.level, b.name);
+    return std::forward_as_tuple(GroupRank(a.targets), a.level, a.issue_order, a.name) <
+           std::forward_as_tuple(GroupRank(b.targets), b.level, b.issue_order, b.name);
   });
 
   // Every check is done: edit.

@@ -32,7 +32,11 @@
 //
 // What it does, on rank r's graph:
 //  1. the canonical order: collectives grouped by target set — {init, train}, {init},
-//     {train}, {} — and within a group by (level, name).
+//     {train}, {} — and within a group by (level, issue order, name). The *issue order*
+//     is the kIssueOrderAttr insert-allreduce sets on its all-reduces (collective_builder.h:
+//     backprop order, from the plan), so that the chain issues the gradient backprop
+//     produces first first, and an all-reduce can overlap the rest of backprop;
+//     collectives without it come after those with it, by name.
 //  2. instance keys renumbered 1..K in that order (the `instance_key` attr of V1 and
 //     Parallax ops, the value of the `instance_key` Const input of V2 ops); collectives
 //     that shared a key keep sharing one, collectives without a key (NCCL) get none.
@@ -42,9 +46,10 @@
 //
 // Why the order is the same on every rank: the rank graphs hold collectives of the same
 // names (the passes name them after the variables and scopes they serve, never after the
-// rank) with the same target sets and the same precedence relation among them (the
-// rank-specific parts — local storage, owner updates — lie between collectives, not
-// upstream of one). The canonical order is a function of exactly those three, so it is
+// rank) and issue orders (set on the graph before it is split by rank) with the same
+// target sets and the same precedence relation among them (the rank-specific parts —
+// local storage, owner updates — lie between collectives, not upstream of one). The
+// canonical order is a function of exactly those four, so it is
 // the same on every rank, and so are the keys. This cannot be checked inside one rank's
 // pass (it sees one graph); transform tests compare every rank's executor order.
 //

@@ -1,7 +1,9 @@
 #include "lib/runtime/executor.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <functional>
+#include <thread>
 #include <map>
 #include <optional>
 #include <set>
@@ -143,12 +145,23 @@ struct Executor::Loop {
 
 struct Executor::Plan {
   std::vector<Unit> root;    // the root frame's units, in order
+  // Without loops and conditionals: the root's nodes may run concurrently (the file
+  // comment), each after its `predecessors` (a count) are done; `successors` by position
+  // in `root`.
+  bool concurrent = false;
+  std::vector<std::vector<int32_t>> successors;
+  std::vector<int32_t> predecessors;
   std::vector<Loop> loops;
   std::vector<NodeInfo> nodes;  // by NodeId
   int32_t num_slots = 0;
   std::vector<int32_t> feed_slots;   // per request feed
   std::vector<int32_t> fetch_slots;  // per request fetch
   std::vector<int32_t> uses;  // per slot: consumers + fetches; 0 = released at step end
+};
+
+// A thread's buffers for a kernel's inputs and outputs.
+struct Executor::Scratch {
+  std::vector<KernelValue> inputs, outputs;
 };
 
 // A Run's values. Slots are overwritten by each iteration of a loop.
@@ -163,8 +176,64 @@ struct Executor::StepState {
   std::vector<char> dead;       // per slot
   std::vector<char> node_dead;  // per node: not run because an input was dead (control edges)
   std::vector<int32_t> uses;
-  std::vector<KernelValue> inputs, outputs;  // scratch
   StepResources step_resources;
+  Scratch scratch;  // the running thread's, when one node runs at a time
+};
+
+// The threads that join a concurrent run besides its caller: Start hands each helper
+// `work(index)`, Wait returns once every helper's has returned.
+class Executor::Helpers {
+ public:
+  explicit Helpers(int count) {
+    for (int i = 0; i < count; ++i) threads_.emplace_back([this, i] { Loop(i); });
+  }
+  ~Helpers() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    start_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+  int count() const { return static_cast<int>(threads_.size()); }
+  void Start(const std::function<void(int)>& work) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      work_ = &work;
+      running_ = count();
+      ++generation_;
+    }
+    start_.notify_all();
+  }
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [&] { return running_ == 0; });
+    work_ = nullptr;
+  }
+
+ private:
+  void Loop(int index) {
+    uint64_t seen = 0;
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      start_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      const std::function<void(int)>* work = work_;
+      lock.unlock();
+      (*work)(index);
+      lock.lock();
+      if (--running_ == 0) done_.notify_all();
+    }
+  }
+
+  std::vector<std::thread> threads_;
+  std::mutex mutex_;
+  std::condition_variable start_, done_;
+  const std::function<void(int)>* work_ = nullptr;
+  int running_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
 };
 
 Executor::Executor(const Graph& graph, Device& device, InputOptions input)
@@ -184,6 +253,13 @@ Executor::Executor(const Graph& graph, Device& device, Session& session)
 
 Executor::~Executor() = default;
 
+void Executor::set_execution(ExecutionOptions options) {
+  if (owned_session_ == nullptr) return;  // a function's executor: one node at a time
+  execution_ = options;
+  const int helpers = std::max(0, options.compute_threads - 1) + (options.communication_thread ? 1 : 0);
+  helpers_ = helpers > 0 ? std::make_unique<Helpers>(helpers) : nullptr;
+}
+
 Status Executor::KernelFor(NodeId node, const OpKernel** kernel) {
   std::unique_ptr<OpKernel>& slot = kernels_[static_cast<size_t>(node)];
   if (!slot) {
@@ -191,6 +267,60 @@ Status Executor::KernelFor(NodeId node, const OpKernel** kernel) {
   }
   *kernel = slot.get();
   return Status::Ok();
+}
+
+namespace {
+
+bool IsRefVariable(std::string_view op) {
+  return op == "VariableV2" || op == "Variable" || op == "TemporaryVariable";
+}
+
+}  // namespace
+
+// The dependencies of a concurrent run (the file comment): data and control inputs, and
+// chains in the plan's order of the collectives, of the stateful ops, and of each ref
+// variable's readers. Left unset (the run goes one node at a time) with a conditional.
+void Executor::BuildConcurrency(const Graph& graph, Plan* plan) {
+  const size_t n = plan->root.size();
+  std::vector<int32_t> position(static_cast<size_t>(graph.id_limit()), -1);
+  for (size_t i = 0; i < n; ++i) {
+    const NodeInfo& info = plan->nodes[static_cast<size_t>(plan->root[i].node)];
+    if (info.is_switch || info.is_merge) return;
+    position[static_cast<size_t>(plan->root[i].node)] = static_cast<int32_t>(i);
+  }
+  plan->successors.assign(n, {});
+  plan->predecessors.assign(n, 0);
+  auto edge = [&](int32_t from, int32_t to) {
+    if (from < 0 || from == to) return;
+    plan->successors[static_cast<size_t>(from)].push_back(to);
+    ++plan->predecessors[static_cast<size_t>(to)];
+  };
+  int32_t last_collective = -1, last_stateful = -1;
+  std::map<NodeId, int32_t> last_reader;  // per ref variable
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t p = static_cast<int32_t>(i);
+    const NodeId id = plan->root[i].node;
+    const Node& node = graph.node(id);
+    const NodeInfo& info = plan->nodes[static_cast<size_t>(id)];
+    for (const OutputRef& in : node.inputs()) edge(position[static_cast<size_t>(in.node)], p);
+    const OpSchema* schema = FindOpSchema(node.op());
+    if (info.is_collective) {
+      edge(last_collective, p);
+      last_collective = p;
+    } else if (schema == nullptr || schema->is_stateful) {
+      edge(last_stateful, p);
+      last_stateful = p;
+    }
+    for (int k = 0; k < node.num_data_inputs(); ++k) {
+      const NodeId producer = node.input(k).node;
+      const bool ref = k < static_cast<int>(info.ref_inputs.size()) && info.ref_inputs[static_cast<size_t>(k)];
+      if (!ref && !IsRefVariable(graph.node(producer).op())) continue;
+      auto [it, added] = last_reader.emplace(producer, -1);
+      edge(it->second, p);
+      it->second = p;
+    }
+  }
+  plan->concurrent = true;
 }
 
 StatusOr<std::unique_ptr<Executor::Plan>> Executor::BuildPlan(const RunRequest& request) {
@@ -354,6 +484,7 @@ StatusOr<std::unique_ptr<Executor::Plan>> Executor::BuildPlan(const RunRequest& 
   for (size_t slot = 0; slot < pinned.size(); ++slot) {
     if (pinned[slot]) plan->uses[slot] = 0;
   }
+  if (!has_loops) BuildConcurrency(graph_, plan.get());
   return plan;
 }
 
@@ -509,6 +640,7 @@ StatusOr<const Executor::Plan*> Executor::GetPlan(const RunRequest& request) {
   for (const std::string& fetch : request.fetches) key += fetch + ",";
   key += "|";
   for (const std::string& target : request.targets) key += target + ",";
+  std::lock_guard<std::mutex> lock(plans_mutex_);
   auto it = plans_.find(key);
   if (it == plans_.end()) {
     PX_ASSIGN_OR_RETURN(std::unique_ptr<Plan> plan, BuildPlan(request));
@@ -517,7 +649,8 @@ StatusOr<const Executor::Plan*> Executor::GetPlan(const RunRequest& request) {
   return it->second.get();
 }
 
-Status Executor::RunNode(const Plan& plan, NodeId id, int64_t iteration, StepState& state) {
+Status Executor::RunNode(const Plan& plan, NodeId id, int64_t iteration, StepState& state,
+                         Scratch& scratch, bool release) {
   const NodeInfo& info = plan.nodes[static_cast<size_t>(id)];
   const Node& node = graph_.node(id);
   const int num_data = node.num_data_inputs();
@@ -531,7 +664,7 @@ Status Executor::RunNode(const Plan& plan, NodeId id, int64_t iteration, StepSta
     }
     return Status::Ok();
   }
-  std::vector<KernelValue>& inputs = state.inputs;
+  std::vector<KernelValue>& inputs = scratch.inputs;
   inputs.assign(static_cast<size_t>(num_data), KernelValue{});
   bool any_dead = false, all_dead = num_data > 0;
   for (int k = 0; k < num_data; ++k) {
@@ -566,7 +699,7 @@ Status Executor::RunNode(const Plan& plan, NodeId id, int64_t iteration, StepSta
           "init op first)",
           node.name(), node.op(), k, producer.name());
     }
-    std::vector<KernelValue>& outputs = state.outputs;
+    std::vector<KernelValue>& outputs = scratch.outputs;
     outputs.assign(static_cast<size_t>(num_out), KernelValue{});
     KernelContext context(node, device_, *session_, inputs, outputs);
     context.set_step_resources(&state.step_resources);
@@ -597,20 +730,75 @@ Status Executor::RunNode(const Plan& plan, NodeId id, int64_t iteration, StepSta
     }
     state.node_dead[static_cast<size_t>(id)] = 0;
   }
-  for (int k = 0; k < num_data; ++k) {
+  // The inputs' references go now: a value is freed with its last reader.
+  for (KernelValue& v : inputs) v = KernelValue{};
+  if (release) ReleaseInputs(plan, id, state);
+  return Status::Ok();
+}
+
+void Executor::ReleaseInputs(const Plan& plan, NodeId id, StepState& state) {
+  const Node& node = graph_.node(id);
+  for (int k = 0; k < node.num_data_inputs(); ++k) {
     const OutputRef in = node.input(k);
     const int32_t slot = plan.nodes[static_cast<size_t>(in.node)].first_slot + in.port;
     int32_t& uses = state.uses[static_cast<size_t>(slot)];
     if (uses > 0 && --uses == 0) state.values[static_cast<size_t>(slot)] = KernelValue{};
   }
-  return Status::Ok();
+}
+
+Status Executor::RunConcurrently(const Plan& plan, StepState& state) {
+  const size_t n = plan.root.size();
+  // Shared by the threads, under `mutex`: which nodes are ready (by position, lowest
+  // first: the plan's order where nothing else decides), how many are done, the first
+  // error (after which no node starts).
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<int32_t> pending = plan.predecessors;
+  std::set<int32_t> ready_compute, ready_communication;
+  size_t done = 0;
+  Status error = Status::Ok();
+  const bool separate = execution_.communication_thread;
+  auto ready_queue = [&](int32_t p) -> std::set<int32_t>& {
+    const bool collective = plan.nodes[static_cast<size_t>(plan.root[static_cast<size_t>(p)].node)].is_collective;
+    return separate && collective ? ready_communication : ready_compute;
+  };
+  for (size_t p = 0; p < n; ++p) {
+    if (pending[p] == 0) ready_queue(static_cast<int32_t>(p)).insert(static_cast<int32_t>(p));
+  }
+  auto work = [&](bool communication) {
+    Scratch scratch;
+    std::set<int32_t>& queue = communication ? ready_communication : ready_compute;
+    std::unique_lock<std::mutex> lock(mutex);
+    for (;;) {
+      changed.wait(lock, [&] { return !error.ok() || done == n || !queue.empty(); });
+      if (!error.ok() || done == n) return;
+      const int32_t p = *queue.begin();
+      queue.erase(queue.begin());
+      lock.unlock();
+      const NodeId id = plan.root[static_cast<size_t>(p)].node;
+      Status status = RunNode(plan, id, 0, state, scratch, /*release=*/false);
+      lock.lock();
+      if (!status.ok() && error.ok()) error = std::move(status);
+      ReleaseInputs(plan, id, state);
+      ++done;
+      for (int32_t next : plan.successors[static_cast<size_t>(p)]) {
+        if (--pending[static_cast<size_t>(next)] == 0) ready_queue(next).insert(next);
+      }
+      changed.notify_all();
+    }
+  };
+  const std::function<void(int)> helper = [&](int index) { work(separate && index == 0); };
+  helpers_->Start(helper);
+  work(false);
+  helpers_->Wait();
+  return error;
 }
 
 Status Executor::RunUnits(const Plan& plan, const std::vector<Unit>& units, int64_t iteration,
                           StepState& state) {
   for (const Unit& unit : units) {
     if (unit.node != kNoNode) {
-      PX_RETURN_IF_ERROR(RunNode(plan, unit.node, iteration, state));
+      PX_RETURN_IF_ERROR(RunNode(plan, unit.node, iteration, state, state.scratch, true));
     } else {
       PX_RETURN_IF_ERROR(RunLoop(plan, plan.loops[static_cast<size_t>(unit.loop)], state));
     }
@@ -652,7 +840,18 @@ StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request) {
     if (plan->feed_slots[i] < 0) continue;  // not needed
     state.values[static_cast<size_t>(plan->feed_slots[i])].tensor = request.feeds[i].second;
   }
-  PX_RETURN_IF_ERROR(RunUnits(*plan, plan->root, 0, state));
+  // A nested run (a kernel's, while this executor runs a step) goes one node at a time.
+  struct ActiveRun {
+    std::atomic<int>& runs;
+    int outer;
+    explicit ActiveRun(std::atomic<int>& r) : runs(r), outer(r.fetch_add(1)) {}
+    ~ActiveRun() { runs.fetch_sub(1); }
+  } active(active_runs_);
+  if (plan->concurrent && helpers_ != nullptr && active.outer == 0) {
+    PX_RETURN_IF_ERROR(RunConcurrently(*plan, state));
+  } else {
+    PX_RETURN_IF_ERROR(RunUnits(*plan, plan->root, 0, state));
+  }
 
   std::vector<Tensor> results;
   for (size_t i = 0; i < plan->fetch_slots.size(); ++i) {

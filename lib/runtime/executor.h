@@ -37,6 +37,22 @@
 //    executor of a graph makes one and is its root; executors of the graph's functions
 //    share it. Run may be called again from inside a kernel of a running step (a queue
 //    runner's nested step): each call has its own values.
+// Concurrency (set_execution; root executors only): a run whose subgraph has no
+// conditionals and no while loops runs its ready nodes concurrently — on
+// `compute_threads` threads (the caller's included), and, with `communication_thread`,
+// collectives on a thread of their own, so an all-reduce runs while backprop goes on. A
+// node starts once its inputs (data and control) are done and, to keep every result bit
+// for bit what one node at a time gives, once the nodes it must follow are done:
+//  - collectives, in the plan's order (order-collectives has chained them so already:
+//    every rank issues them in one order);
+//  - stateful ops (variables, random numbers, queues and readers, summaries, checks,
+//    resource reads and writes), in the plan's order among themselves;
+//  - the nodes that read a ref variable (`w/read`, Assign, Apply*), per variable, in the
+//    plan's order.
+// Other nodes are pure functions of their inputs, so running them in any order changes
+// no bit (kernels split their loops in fixed blocks: thread_pool.h). A nested run (a
+// queue runner's step) runs one node at a time. Other runs: one node at a time, in the
+// plan's order, as below.
 // Timeline: when the session has one (session.h), each kernel's Compute is recorded as a
 // span ("op", or "collective" with its payload: timeline.h).
 // Memory: a value is released as soon as its last consumer in the step has run; values
@@ -44,8 +60,10 @@
 #ifndef PARALLAX_LIB_RUNTIME_EXECUTOR_H_
 #define PARALLAX_LIB_RUNTIME_EXECUTOR_H_
 
+#include <atomic>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -57,6 +75,14 @@
 #include "lib/runtime/tensor.h"
 
 namespace parallax {
+
+struct ExecutionOptions {
+  // Threads that run kernels at once, the calling thread included; 1: one at a time.
+  int compute_threads = 1;
+  // Collectives run on a thread of their own, overlapping the compute.
+  bool communication_thread = false;
+  bool concurrent() const { return compute_threads > 1 || communication_thread; }
+};
 
 struct RunRequest {
   std::vector<std::pair<std::string, Tensor>> feeds;  // "x" or "x:0" -> value
@@ -75,6 +101,10 @@ class Executor {
 
   StatusOr<std::vector<Tensor>> Run(const RunRequest& request);
 
+  // How runs schedule their nodes (the file comment); before the first Run. A root
+  // executor only: the executors of functions run one node at a time.
+  void set_execution(ExecutionOptions options);
+
   Session& session() { return *session_; }
   VariableStore& variables() { return session_->variables(); }
   const Graph& graph() const { return graph_; }
@@ -85,21 +115,32 @@ class Executor {
   struct Loop;
   struct Plan;
   struct StepState;
+  struct Scratch;
+  class Helpers;
   StatusOr<const Plan*> GetPlan(const RunRequest& request);
   StatusOr<std::unique_ptr<Plan>> BuildPlan(const RunRequest& request);
   Status BuildLoops(const std::vector<NodeId>& order, Plan* plan);
+  static void BuildConcurrency(const Graph& graph, Plan* plan);
   Status KernelFor(NodeId node, const OpKernel** kernel);
   Status RunUnits(const Plan& plan, const std::vector<Unit>& units, int64_t iteration,
                   StepState& state);
   Status RunLoop(const Plan& plan, const Loop& loop, StepState& state);
-  Status RunNode(const Plan& plan, NodeId id, int64_t iteration, StepState& state);
+  // Runs one node; with `release`, frees the values it was the last reader of.
+  Status RunNode(const Plan& plan, NodeId id, int64_t iteration, StepState& state,
+                 Scratch& scratch, bool release);
+  void ReleaseInputs(const Plan& plan, NodeId id, StepState& state);
+  Status RunConcurrently(const Plan& plan, StepState& state);
 
   const Graph& graph_;
   Device& device_;
   std::unique_ptr<Session> owned_session_;  // set for a root executor
   Session* session_;
   std::vector<std::unique_ptr<OpKernel>> kernels_;  // by NodeId, built on first need
+  std::mutex plans_mutex_;  // plans_ and kernels_ (a nested run may build a plan)
   std::map<std::string, std::unique_ptr<Plan>> plans_;  // by request signature
+  ExecutionOptions execution_;
+  std::unique_ptr<Helpers> helpers_;  // the threads of concurrent runs
+  std::atomic<int> active_runs_{0};   // > 0: a run is in progress (a new one is nested)
 };
 
 // "x:1" -> (node, 1) in `graph`; errors name the text.

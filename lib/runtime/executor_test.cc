@@ -299,5 +299,105 @@ TEST_CASE("a while loop that reads its own Exit cannot start: one error naming i
   CHECK(out.status().message().find("cycle") != std::string::npos);
 }
 
+// A graph with independent branches, random ops, and a variable that one branch reads
+// before it is updated (`w/read`, the plan's order) and another after (`w/late_read`,
+// ready at once but after the update in the plan's order).
+constexpr const char* kConcurrentGraph = R"pb(
+  node { name: "w" op: "VariableV2" attr { key: "dtype" value { type: DT_FLOAT } }
+         attr { key: "shape" value { shape { dim { size: 3 } } } } }
+  node { name: "w/initial_value" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+         attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 3 } }
+                                               float_val: 0.5 } } } }
+  node { name: "w/Assign" op: "Assign" input: "w" input: "w/initial_value"
+         attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "w/read" op: "Identity" input: "w" attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+  node { name: "shape" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+         attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 1 } }
+                                               int_val: 3 } } } }
+  node { name: "noise" op: "RandomUniform" input: "shape"
+         attr { key: "dtype" value { type: DT_FLOAT } } attr { key: "T" value { type: DT_INT32 } }
+         attr { key: "seed" value { i: 0 } } attr { key: "seed2" value { i: 0 } } }
+  node { name: "noise2" op: "RandomUniform" input: "shape"
+         attr { key: "dtype" value { type: DT_FLOAT } } attr { key: "T" value { type: DT_INT32 } }
+         attr { key: "seed" value { i: 0 } } attr { key: "seed2" value { i: 0 } } }
+  node { name: "a" op: "Mul" input: "w/read" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "b" op: "Square" input: "noise" attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "c" op: "Add" input: "a" input: "b" attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "d" op: "Sub" input: "noise2" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "w/update" op: "AssignAdd" input: "w" input: "d"
+         attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "train" op: "NoOp" input: "^w/update" input: "^c" }
+  node { name: "w/late_read" op: "Identity" input: "w" attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "late" op: "Square" input: "w/late_read" attr { key: "T" value { type: DT_FLOAT } } }
+)pb";
+
+TEST_CASE("a concurrent run gives the bits one node at a time gives") {
+  Graph g = Parse(kConcurrentGraph);
+  auto run = [&](ExecutionOptions execution) {
+    CpuDevice device(2);
+    Executor executor(g, device);
+    executor.set_execution(execution);
+    REQUIRE(executor.Run({.targets = {"w/Assign"}}).ok());
+    std::vector<std::string> out;
+    for (int step = 0; step < 20; ++step) {
+      StatusOr<std::vector<Tensor>> values =
+          executor.Run({.feeds = {{"x", Tensor::Scalar<float>(0.25f * step)}},
+                        .fetches = {"c", "w/read", "late"},
+                        .targets = {"train"}});
+      REQUIRE(values.ok());
+      out.push_back(values->at(0).DebugString(3) + " " + values->at(1).DebugString(3) + " " +
+                    values->at(2).DebugString(3));
+    }
+    out.push_back(executor.variables().Find("w")->DebugString(3));
+    return out;
+  };
+  const std::vector<std::string> sequential = run({});
+  CHECK(sequential == run({.compute_threads = 3}));
+  CHECK(sequential == run({.compute_threads = 2, .communication_thread = true}));
+}
+
+TEST_CASE("a concurrent run stops at the first error and names the node") {
+  Graph g = Parse(R"pb(
+    node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+    node { name: "y" op: "Log" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "check" op: "CheckNumerics" input: "y" attr { key: "T" value { type: DT_FLOAT } }
+           attr { key: "message" value { s: "log of x" } } }
+    node { name: "z" op: "Square" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
+  )pb");
+  CpuDevice device(1);
+  Executor executor(g, device);
+  executor.set_execution({.compute_threads = 2});
+  StatusOr<std::vector<Tensor>> out =
+      executor.Run({.feeds = {{"x", Tensor::Scalar<float>(-1)}}, .fetches = {"check", "z"}});
+  REQUIRE_FALSE(out.ok());
+  CHECK(out.status().message().starts_with("node 'check' (CheckNumerics): log of x"));
+  // The executor is still usable.
+  StatusOr<std::vector<Tensor>> fine =
+      executor.Run({.feeds = {{"x", Tensor::Scalar<float>(1)}}, .fetches = {"check", "z"}});
+  REQUIRE(fine.ok());
+  CHECK(fine->at(1).DebugString() == "float[] {1}");
+}
+
+TEST_CASE("plans with a conditional run one node at a time under set_execution") {
+  Graph g = Parse(R"pb(
+    node { name: "pred" op: "Placeholder" attr { key: "dtype" value { type: DT_BOOL } } }
+    node { name: "x" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+           attr { key: "value" value { tensor { dtype: DT_INT32 int_val: 7 } } } }
+    node { name: "cond/Switch" op: "Switch" input: "x" input: "pred" attr { key: "T" value { type: DT_INT32 } } }
+    node { name: "cond/false" op: "Identity" input: "cond/Switch:0" }
+    node { name: "cond/true" op: "Identity" input: "cond/Switch:1" }
+    node { name: "cond/Merge" op: "Merge" input: "cond/false" input: "cond/true"
+           attr { key: "N" value { i: 2 } } attr { key: "T" value { type: DT_INT32 } } }
+  )pb");
+  CpuDevice device(1);
+  Executor executor(g, device);
+  executor.set_execution({.compute_threads = 2, .communication_thread = true});
+  StatusOr<std::vector<Tensor>> out = executor.Run(
+      {.feeds = {{"pred", Tensor::Scalar<bool>(true)}}, .fetches = {"cond/Merge", "cond/Merge:1"}});
+  REQUIRE(out.ok());
+  CHECK(out->at(1).data<int32_t>()[0] == 1);
+}
+
 }  // namespace
 }  // namespace parallax

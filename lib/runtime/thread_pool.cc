@@ -34,18 +34,33 @@ void ThreadPool::ParallelFor(int64_t n, int64_t min_block,
                              const std::function<void(int, int64_t, int64_t)>& fn) {
   const int blocks = NumBlocks(n, min_block);
   if (blocks == 0) return;
+  bool inline_loop = false;
   if (blocks == 1) {
     fn(0, 0, n);
     return;
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    job_ = &fn;
-    job_n_ = n;
-    job_blocks_ = blocks;
-    next_block_ = 0;
-    blocks_done_ = 0;
-    ++generation_;
+    if (job_ != nullptr) {
+      // Another thread's loop has the workers (kernels running concurrently): this one
+      // runs on the calling thread, in the same blocks, so its results are the same.
+      inline_loop = true;
+    } else {
+      job_ = &fn;
+      job_n_ = n;
+      job_blocks_ = blocks;
+      next_block_ = 0;
+      blocks_done_ = 0;
+      ++generation_;
+    }
+  }
+  if (inline_loop) {
+    for (int block = 0; block < blocks; ++block) {
+      int64_t begin, end;
+      BlockRange(n, blocks, block, &begin, &end);
+      fn(block, begin, end);
+    }
+    return;
   }
   work_ready_.notify_all();
   // The caller works too.

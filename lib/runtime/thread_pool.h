@@ -3,7 +3,9 @@
 // ParallelFor splits [0, n) into contiguous blocks of at least `min_block` items and
 // runs them on the workers and the calling thread, returning when all are done. Blocks
 // are deterministic for a given (n, min_block, thread count), so reductions that
-// combine per-block results in block order are reproducible run to run.
+// combine per-block results in block order are reproducible run to run. Loops may be
+// started from several threads at once (kernels the executor runs concurrently): one
+// has the workers, the others run their blocks, the same ones, on their own thread.
 #ifndef PARALLAX_LIB_RUNTIME_THREAD_POOL_H_
 #define PARALLAX_LIB_RUNTIME_THREAD_POOL_H_
 

@@ -592,6 +592,11 @@ Status Trainer::Plan() {
   input.shard_count = static_cast<int>(o.shard.count);
   input.seed = o.seed;
   executor_ = std::make_unique<Executor>(graph_, *device_, std::move(input));
+  if (o.overlap && o.communicator != nullptr && o.communicator->size() > 1) {
+    // Kernels keep the cores (their own threads); the collectives wait on a thread of
+    // their own.
+    executor_->set_execution({.compute_threads = 1, .communication_thread = true});
+  }
   if (!o.timeline.empty()) PX_RETURN_IF_ERROR(StartTimeline());
   return Status::Ok();
 }
