@@ -2,8 +2,8 @@
 # Overlapped collectives and gradient buckets: the step time of 2-rank jobs of the zoo's
 # mlp, lenet and embedding models, side by side in one run:
 #   neither        --bucket-mb 0 --no-overlap: one all-reduce per gradient, each in step
-#                  with the kernels (the baseline);
-#   overlap        --bucket-mb 0: the all-reduces on the communication thread;
+#                  with the kernels (the baseline; --no-overlap is run's default);
+#   overlap        --bucket-mb 0 --overlap: the all-reduces on the communication thread;
 #   overlap_<L>MiB buckets of up to L MiB (0.25, 1, 4, 25: the default), with overlap;
 #   buckets_25MiB  the default buckets, --no-overlap.
 #
@@ -42,8 +42,9 @@ echo "bucket_bench: load average $(cut -d' ' -f1-3 /proc/loadavg) at the start, 
 
 limits=(0 0.25 1 4 25)
 # config name, bucket limit, run flag
-configs=(neither:0:--no-overlap overlap:0: overlap_0.25MiB:0.25: overlap_1MiB:1:
-         overlap_4MiB:4: overlap_25MiB:25: buckets_25MiB:25:--no-overlap)
+configs=(neither:0:--no-overlap overlap:0:--overlap overlap_0.25MiB:0.25:--overlap
+         overlap_1MiB:1:--overlap overlap_4MiB:4:--overlap overlap_25MiB:25:--overlap
+         buckets_25MiB:25:--no-overlap)
 for model in mlp lenet embedding; do
   "$parallax" models export "$model" -o "$work/$model.pb" >/dev/null
   for mb in "${limits[@]}"; do

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Gradient buckets (docs/transform.md#gradient-buckets) and overlapped collectives
 # (docs/run.md, `--no-overlap`) change no bit: the zoo's mlp, lenet and embedding models,
-# on 2 and 4 ranks, trained 3 steps from the same seed with the defaults (25 MiB buckets,
-# overlap), with overlap alone (--bucket-mb 0) and with neither (--bucket-mb 0
+# on 2 and 4 ranks, trained 3 steps from the same seed with 25 MiB buckets (the default)
+# and --overlap, with --overlap alone (--bucket-mb 0) and with neither (--bucket-mb 0
 # --no-overlap), end with bit-identical variables on every rank (checkpoint_diff --exact
 # of the job checkpoints). Also: the plan lists the buckets and the rank graphs hold the
 # fused all-reduce.
@@ -38,10 +38,9 @@ for ranks in 2 4; do
       fail "$name: the plan has no bucket, or the rank graph no fused all-reduce"
       continue
     fi
-    # Runs: b = buckets, overlap (the defaults); 0 = neither (--no-overlap);
-    # 0o = no buckets, overlap.
+    # Runs: b = buckets and --overlap; 0 = neither (--no-overlap); 0o = --overlap alone.
     ok=1
-    for run in b:b: 0:0:--no-overlap 0o:0:; do
+    for run in b:b:--overlap 0:0:--no-overlap 0o:0:--overlap; do
       IFS=: read -r tag job flag <<<"$run"
       timeout 300 mpirun -np "$ranks" --oversubscribe --mca btl self,vader "$parallax" run \
         "$model-$ranks-$job" --synthetic --steps 3 --seed 11 --threads 1 $flag \

@@ -355,9 +355,9 @@ void RegisterRunFlags(CLI::App* sub, RunFlags* flags) {
   sub->add_option("--threads", o.threads, "kernel threads (default: one per core; in a job, "
                                           "the cores divided by the ranks on this host)")
       ->check(AtLeast(1));
-  sub->add_flag("!--no-overlap", o.overlap,
-                "in a job, run the collectives in step with the compute instead of on a "
-                "communication thread of their own (the same results either way)");
+  sub->add_flag("--overlap,!--no-overlap", o.overlap,
+                "in a job, run the collectives on a communication thread of their own, "
+                "overlapping the compute (default off; the same results either way)");
   sub->add_option("--timeline", o.timeline,
                   "write a Chrome trace of the run (every op, collective and step) to FILE; in "
                   "a job, a directory with one file per rank (rank-R.trace.json)");

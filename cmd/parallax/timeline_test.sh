@@ -99,7 +99,7 @@ fi
 # default batch (256), so that backprop's MatMuls last long enough to overlap.
 "$parallax" models export mlp -o mlp256.pb >/dev/null || exit 1
 "$parallax" transform mlp256.pb --cluster "$cluster" --bucket-mb 0 -o job >/dev/null || exit 1
-if timeout 300 "$parallax" launch job --synthetic --steps 10 --timeline traces >launch.log 2>&1 &&
+if timeout 300 "$parallax" launch job --synthetic --steps 10 --overlap --timeline traces >launch.log 2>&1 &&
   schema traces/rank-0.trace.json 10 0 2 && schema traces/rank-1.trace.json 10 1 2; then
   pass "launch --timeline DIR: rank-0 and rank-1 trace files, all-reduces with bytes"
 else

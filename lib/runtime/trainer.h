@@ -141,9 +141,10 @@ struct TrainerOptions {
   std::string init_checkpoint_flag = "--init-checkpoint";  // names it in messages
   int threads = 0;             // <= 0: one per core
   // In a job of several ranks: collectives run on a communication thread of their own,
-  // overlapping the compute of the step (executor.h, Concurrency). Off: one node at a
-  // time. The results are the same bits either way.
-  bool overlap = true;
+  // overlapping the compute of the step (executor.h, Concurrency). Off (the default: on
+  // 2 shared cores the waiting thread slowed steps by 1.07-1.18x, bench/bucket_bench.sh):
+  // one node at a time. The results are the same bits either way.
+  bool overlap = false;
   // A Chrome trace of the run (timeline.h) is written here when it ends: a file, or in a
   // job a directory (made when missing) with one file per rank, rank-R.trace.json.
   std::string timeline;
