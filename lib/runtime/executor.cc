@@ -124,6 +124,7 @@ struct Executor::NodeInfo {
   bool is_control_trigger = false;
   bool is_collective = false;      // the registry's is_collective (a timeline's category)
   bool in_loop_slots = false;      // its slots belong to a loop frame: not released by count
+  bool reads_variable = false;     // concurrent plans: an input may share a ref variable's buffer
   std::vector<bool> ref_inputs;    // per data input: taken as Ref(T)
   std::vector<bool> from_next_iteration;  // loop Merge: per data input
 };
@@ -271,6 +272,25 @@ Status Executor::KernelFor(NodeId node, const OpKernel** kernel) {
 
 namespace {
 
+// A concurrent run orders a variable's updates only with the readers of the outputs of
+// kernels that say they forward (OpKernel::ForwardsInputs): an output sharing an input's buffer from any
+// other kernel would be read unordered, so it is refused rather than raced.
+Status CheckNotForwarded(const Node& node, const std::vector<KernelValue>& inputs,
+                         const std::vector<KernelValue>& outputs) {
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    if (outputs[k].ref != nullptr) continue;  // an update's variable: ordered as one
+    for (const KernelValue& in : inputs) {
+      if (outputs[k].tensor.SharesBufferWith(in.ref != nullptr ? *in.ref : in.tensor)) {
+        return InternalError(
+            "node '{}' ({}): output {} shares an input's buffer, but the kernel does not say it "
+            "forwards inputs (OpKernel::ForwardsInputs)",
+            node.name(), node.op(), k);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 bool IsRefVariable(std::string_view op) {
   return op == "VariableV2" || op == "Variable" || op == "TemporaryVariable";
 }
@@ -278,8 +298,10 @@ bool IsRefVariable(std::string_view op) {
 }  // namespace
 
 // The dependencies of a concurrent run (the file comment): data and control inputs, and
-// chains in the plan's order of the collectives, of the stateful ops, and of each ref
-// variable's readers. Left unset (the run goes one node at a time) with a conditional.
+// chains in the plan's order of the collectives and of the stateful ops; per ref
+// variable, its updates ordered with every node that may read its buffer (directly, or
+// through outputs of forwarding kernels: `w/read`, a Reshape of it) as the plan orders
+// them. Left unset (the run goes one node at a time) with a conditional.
 void Executor::BuildConcurrency(const Graph& graph, Plan* plan) {
   const size_t n = plan->root.size();
   std::vector<int32_t> position(static_cast<size_t>(graph.id_limit()), -1);
@@ -295,13 +317,19 @@ void Executor::BuildConcurrency(const Graph& graph, Plan* plan) {
     plan->successors[static_cast<size_t>(from)].push_back(to);
     ++plan->predecessors[static_cast<size_t>(to)];
   };
+  // Per position: the ref variables whose buffer the node's outputs may share.
+  std::vector<std::vector<NodeId>> aliases(n);
+  struct Accesses {
+    int32_t last_update = -1;
+    std::vector<int32_t> reads_since;  // readers after last_update
+  };
+  std::map<NodeId, Accesses> accesses;  // per ref variable
   int32_t last_collective = -1, last_stateful = -1;
-  std::map<NodeId, int32_t> last_reader;  // per ref variable
   for (size_t i = 0; i < n; ++i) {
     const int32_t p = static_cast<int32_t>(i);
     const NodeId id = plan->root[i].node;
     const Node& node = graph.node(id);
-    const NodeInfo& info = plan->nodes[static_cast<size_t>(id)];
+    NodeInfo& info = plan->nodes[static_cast<size_t>(id)];
     for (const OutputRef& in : node.inputs()) edge(position[static_cast<size_t>(in.node)], p);
     const OpSchema* schema = FindOpSchema(node.op());
     if (info.is_collective) {
@@ -311,13 +339,39 @@ void Executor::BuildConcurrency(const Graph& graph, Plan* plan) {
       edge(last_stateful, p);
       last_stateful = p;
     }
+    // The variables this node updates (through a ref input) and the ones it reads.
+    std::set<NodeId> updates, reads;
     for (int k = 0; k < node.num_data_inputs(); ++k) {
       const NodeId producer = node.input(k).node;
       const bool ref = k < static_cast<int>(info.ref_inputs.size()) && info.ref_inputs[static_cast<size_t>(k)];
-      if (!ref && !IsRefVariable(graph.node(producer).op())) continue;
-      auto [it, added] = last_reader.emplace(producer, -1);
-      edge(it->second, p);
-      it->second = p;
+      std::set<NodeId>& into = ref ? updates : reads;
+      if (IsRefVariable(graph.node(producer).op())) {
+        into.insert(producer);
+      } else if (const int32_t from = position[static_cast<size_t>(producer)]; from >= 0) {
+        into.insert(aliases[static_cast<size_t>(from)].begin(), aliases[static_cast<size_t>(from)].end());
+      }
+    }
+    for (NodeId variable : updates) {
+      Accesses& a = accesses[variable];
+      edge(a.last_update, p);
+      for (int32_t reader : a.reads_since) edge(reader, p);
+      a.reads_since.clear();
+      a.last_update = p;
+      reads.erase(variable);
+    }
+    for (NodeId variable : reads) {
+      Accesses& a = accesses[variable];
+      edge(a.last_update, p);
+      a.reads_since.push_back(p);
+    }
+    info.reads_variable = !reads.empty();
+    std::vector<NodeId>& out = aliases[i];
+    if (IsRefVariable(node.op())) {
+      out.push_back(id);
+    } else if (!updates.empty() || kernels_[static_cast<size_t>(id)]->ForwardsInputs()) {
+      // An update's output is its variable (Assign's `output_ref`).
+      out.assign(updates.begin(), updates.end());
+      out.insert(out.end(), reads.begin(), reads.end());
     }
   }
   plan->concurrent = true;
@@ -718,6 +772,10 @@ Status Executor::RunNode(const Plan& plan, NodeId id, int64_t iteration, StepSta
     if (sent_before >= 0) span->span().sent = timeline->BytesSent() - sent_before;
     span.reset();
     if (!status.ok()) return status.WithPrefix(fmt::format("node '{}' ({})", node.name(), node.op()));
+    if (info.reads_variable && helpers_ != nullptr &&
+        !kernels_[static_cast<size_t>(id)]->ForwardsInputs()) {
+      PX_RETURN_IF_ERROR(CheckNotForwarded(node, inputs, outputs));
+    }
     for (int k = 0; k < num_out; ++k) {
       KernelValue& out = outputs[static_cast<size_t>(k)];
       const bool unset = !out.tensor.initialized() && out.ref == nullptr;

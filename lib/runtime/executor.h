@@ -47,8 +47,10 @@
 //    every rank issues them in one order);
 //  - stateful ops (variables, random numbers, queues and readers, summaries, checks,
 //    resource reads and writes), in the plan's order among themselves;
-//  - the nodes that read a ref variable (`w/read`, Assign, Apply*), per variable, in the
-//    plan's order.
+//  - per ref variable, its updates (Assign, Apply*: a ref input) and every node that may
+//    read its buffer, in the plan's order: readers of the variable itself and of outputs
+//    that may share its buffer (`w/read` feeding a MatMul; kernels that forward an input
+//    say so, OpKernel::ForwardsInputs, and one that forwards unsaid is an error).
 // Other nodes are pure functions of their inputs, so running them in any order changes
 // no bit (kernels split their loops in fixed blocks: thread_pool.h). A nested run (a
 // queue runner's step) runs one node at a time. Other runs: one node at a time, in the
@@ -120,7 +122,7 @@ class Executor {
   StatusOr<const Plan*> GetPlan(const RunRequest& request);
   StatusOr<std::unique_ptr<Plan>> BuildPlan(const RunRequest& request);
   Status BuildLoops(const std::vector<NodeId>& order, Plan* plan);
-  static void BuildConcurrency(const Graph& graph, Plan* plan);
+  void BuildConcurrency(const Graph& graph, Plan* plan);
   Status KernelFor(NodeId node, const OpKernel** kernel);
   Status RunUnits(const Plan& plan, const std::vector<Unit>& units, int64_t iteration,
                   StepState& state);

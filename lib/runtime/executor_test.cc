@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "lib/graph/graph_io.h"
+#include "lib/ops/op_registry.h"
+#include "lib/runtime/kernel.h"
 
 namespace parallax {
 namespace {
@@ -355,6 +357,111 @@ TEST_CASE("a concurrent run gives the bits one node at a time gives") {
   const std::vector<std::string> sequential = run({});
   CHECK(sequential == run({.compute_threads = 3}));
   CHECK(sequential == run({.compute_threads = 2, .communication_thread = true}));
+}
+
+// `a` reads the variable through `w/read` and a Reshape (both forward its buffer), and
+// a slow MatMul; the update waits for a chain of cheap Identities. One node at a time,
+// `a` comes first (the plan's order: fewer hops from the inputs) and sees the old value;
+// a concurrent run must not let the update in before it.
+constexpr const char* kForwardedReadGraph = R"pb(
+  node { name: "w" op: "VariableV2" attr { key: "dtype" value { type: DT_FLOAT } }
+         attr { key: "shape" value { shape { dim { size: 3 } } } } }
+  node { name: "w/initial_value" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+         attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 3 } }
+                                               float_val: 1 } } } }
+  node { name: "w/Assign" op: "Assign" input: "w" input: "w/initial_value"
+         attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "w/read" op: "Identity" input: "w" attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "shape" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+         attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 1 } }
+                                               int_val: 3 } } } }
+  node { name: "w/reshaped" op: "Reshape" input: "w/read" input: "shape"
+         attr { key: "T" value { type: DT_FLOAT } } attr { key: "Tshape" value { type: DT_INT32 } } }
+  node { name: "m" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+  node { name: "m1" op: "MatMul" input: "m" input: "m" attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "m2" op: "MatMul" input: "m1" input: "m" attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "axes" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+         attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 2 } }
+                                               int_val: 0 int_val: 1 } } } }
+  node { name: "slow" op: "Sum" input: "m2" input: "axes" attr { key: "T" value { type: DT_FLOAT } }
+         attr { key: "Tidx" value { type: DT_INT32 } } }
+  node { name: "a" op: "Mul" input: "w/reshaped" input: "slow"
+         attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "delta" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+  node { name: "d1" op: "Identity" input: "delta" attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "d2" op: "Identity" input: "d1" attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "d3" op: "Identity" input: "d2" attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "d4" op: "Identity" input: "d3" attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "d5" op: "Identity" input: "d4" attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "w/update" op: "AssignAdd" input: "w" input: "d5"
+         attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "train" op: "NoOp" input: "^w/update" input: "^a" }
+)pb";
+
+TEST_CASE("a concurrent run updates a variable after the readers of its forwarded value") {
+  Graph g = Parse(kForwardedReadGraph);
+  const int64_t n = 256;  // two MatMuls of 256^3: milliseconds; the update's chain takes none
+  Tensor m(tensorflow::DT_FLOAT, TensorShape({n, n}));
+  std::fill(m.data<float>(), m.data<float>() + n * n, 1.0f / n);
+  for (ExecutionOptions execution :
+       {ExecutionOptions{}, ExecutionOptions{.compute_threads = 2},
+        ExecutionOptions{.compute_threads = 2, .communication_thread = true}}) {
+    CpuDevice device(1);
+    Executor executor(g, device);
+    executor.set_execution(execution);
+    REQUIRE(executor.Run({.targets = {"w/Assign"}}).ok());
+    for (int step = 1; step <= 3; ++step) {
+      StatusOr<std::vector<Tensor>> out = executor.Run(
+          {.feeds = {{"m", m}, {"delta", Tensor::FromVector<float>({10, 10, 10}, {3})}},
+           .fetches = {"a"},
+           .targets = {"train"}});
+      REQUIRE(out.ok());
+      // m's entries 1/n, so m1's and m2's too, and slow = n (all exact); w before this
+      // step's update = 1 + 10 * (step - 1).
+      const float expected = (1.0f + 10.0f * static_cast<float>(step - 1)) * static_cast<float>(n);
+      INFO("compute_threads " << execution.compute_threads << ", step " << step);
+      CHECK(out->at(0).data<float>()[0] == expected);
+    }
+  }
+}
+
+// A kernel that hands its input on without saying it forwards (OpKernel::ForwardsInputs).
+class UnsaidForwardOp : public OpKernel {
+ public:
+  UnsaidForwardOp(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    context.set_output(0, context.input(0));
+    return Status::Ok();
+  }
+};
+PX_REGISTER_OP(OpSchemaBuilder("TestUnsaidForward").Input("x: T").Output("y: T").Attr("T: type"));
+PX_REGISTER_KERNEL(UnsaidForwardOp, "TestUnsaidForward", DeviceType::kCpu);
+
+TEST_CASE("a concurrent run refuses a kernel that forwards a variable's buffer unsaid") {
+  Graph g = Parse(R"pb(
+    node { name: "w" op: "VariableV2" attr { key: "dtype" value { type: DT_FLOAT } }
+           attr { key: "shape" value { shape { dim { size: 2 } } } } }
+    node { name: "v" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+           attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 2 } }
+                                                 float_val: 1 } } } }
+    node { name: "w/Assign" op: "Assign" input: "w" input: "v"
+           attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "w/read" op: "Identity" input: "w" attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "f" op: "TestUnsaidForward" input: "w/read"
+           attr { key: "T" value { type: DT_FLOAT } } }
+  )pb");
+  CpuDevice device(1);
+  Executor executor(g, device);
+  REQUIRE(executor.Run({.targets = {"w/Assign"}}).ok());
+  StatusOr<std::vector<Tensor>> sequential = executor.Run({.fetches = {"f"}});
+  INFO(sequential.status().message());
+  REQUIRE(sequential.ok());  // one node at a time: nothing to order
+  executor.set_execution({.compute_threads = 2});
+  StatusOr<std::vector<Tensor>> out = executor.Run({.fetches = {"f"}});
+  REQUIRE_FALSE(out.ok());
+  CHECK(out.status().message().starts_with(
+      "node 'f' (TestUnsaidForward): output 0 shares an input's buffer, but the kernel does not "
+      "say it forwards inputs"));
 }
 
 TEST_CASE("a concurrent run stops at the first error and names the node") {

@@ -135,6 +135,10 @@ class OpKernel {
  public:
   virtual ~OpKernel() = default;
   virtual Status Compute(KernelContext& context) const = 0;
+  // True when an output may share an input's buffer (Identity, Reshape, a reduction over
+  // no axis...). The executor orders such outputs' readers with the updates of a variable
+  // they may alias (executor.h); a kernel that forwards without saying so is an error there.
+  virtual bool ForwardsInputs() const { return false; }
 };
 
 using KernelFactory = std::function<StatusOr<std::unique_ptr<OpKernel>>(const KernelInit&)>;

@@ -171,6 +171,7 @@ PX_REGISTER_KERNEL(BroadcastArgsOp, "BroadcastGradientArgs", kCpu);
 
 class ReshapeOp : public OpKernel {
  public:
+  bool ForwardsInputs() const override { return true; }
   ReshapeOp(const KernelInit&, Status*) {}
   Status Compute(KernelContext& context) const override {
     const Tensor& input = context.input(0);
@@ -219,6 +220,7 @@ PX_REGISTER_KERNEL(ReshapeOp, "Reshape", kCpu);
 
 class ExpandDimsOp : public OpKernel {
  public:
+  bool ForwardsInputs() const override { return true; }
   ExpandDimsOp(const KernelInit&, Status*) {}
   Status Compute(KernelContext& context) const override {
     const Tensor& input = context.input(0);
@@ -244,6 +246,7 @@ PX_REGISTER_KERNEL(ExpandDimsOp, "ExpandDims", kCpu);
 
 class SqueezeOp : public OpKernel {
  public:
+  bool ForwardsInputs() const override { return true; }
   SqueezeOp(const KernelInit& init, Status* status) {
     *status = init.GetAttrOr("squeeze_dims", &squeeze_dims_, std::vector<int64_t>{});
   }
@@ -303,6 +306,7 @@ StatusOr<std::vector<int64_t>> ReadPermutation(const Tensor& perm_tensor, int ra
 
 class TransposeOp : public OpKernel {
  public:
+  bool ForwardsInputs() const override { return true; }
   TransposeOp(const KernelInit&, Status*) {}
   Status Compute(KernelContext& context) const override {
     const Tensor& input = context.input(0);
@@ -481,6 +485,7 @@ PX_REGISTER_KERNEL(ConcatOffsetOp, "ConcatOffset", kCpu);
 
 class PackOp : public OpKernel {
  public:
+  bool ForwardsInputs() const override { return true; }
   PackOp(const KernelInit& init, Status* status) { *status = init.GetAttrOr<int64_t>("axis", &axis_, 0); }
   Status Compute(KernelContext& context) const override {
     const int n = context.num_inputs();
@@ -518,6 +523,7 @@ PX_REGISTER_KERNEL(PackOp, "Pack", kCpu);
 
 class UnpackOp : public OpKernel {
  public:
+  bool ForwardsInputs() const override { return true; }
   UnpackOp(const KernelInit& init, Status* status) { *status = init.GetAttrOr<int64_t>("axis", &axis_, 0); }
   Status Compute(KernelContext& context) const override {
     const Tensor& value = context.input(0);
@@ -599,6 +605,7 @@ PX_REGISTER_KERNEL(SplitOp, "Split", kCpu);
 
 class SplitVOp : public OpKernel {
  public:
+  bool ForwardsInputs() const override { return true; }
   SplitVOp(const KernelInit&, Status*) {}
   Status Compute(KernelContext& context) const override {
     const Tensor& value = context.input(0);
@@ -927,6 +934,7 @@ PX_REGISTER_KERNEL(TileOp, "Tile", kCpu);
 
 class BroadcastToOp : public OpKernel {
  public:
+  bool ForwardsInputs() const override { return true; }
   BroadcastToOp(const KernelInit&, Status*) {}
   Status Compute(KernelContext& context) const override {
     const Tensor& input = context.input(0);

@@ -50,6 +50,7 @@ std::string Format(const std::string& format, Args... args) {
 
 class AsStringOp : public OpKernel {
  public:
+  bool ForwardsInputs() const override { return true; }
   AsStringOp(const KernelInit& init, Status* status) {
     std::string fill;
     bool scientific = false;

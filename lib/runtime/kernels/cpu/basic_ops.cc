@@ -43,6 +43,7 @@ PX_REGISTER_KERNEL(PlaceholderOp, "PlaceholderV2", kCpu);
 // Identity-like ops forward their input's value (a ref input is read).
 class IdentityOp : public OpKernel {
  public:
+  bool ForwardsInputs() const override { return true; }
   IdentityOp(const KernelInit&, Status*) {}
   Status Compute(KernelContext& context) const override {
     for (int i = 0; i < context.num_inputs() && i < context.num_outputs(); ++i) {
@@ -53,14 +54,26 @@ class IdentityOp : public OpKernel {
 };
 PX_REGISTER_KERNEL(IdentityOp, "Identity", kCpu);
 PX_REGISTER_KERNEL(IdentityOp, "IdentityN", kCpu);
-PX_REGISTER_KERNEL(IdentityOp, "Snapshot", kCpu);
 PX_REGISTER_KERNEL(IdentityOp, "StopGradient", kCpu);
 PX_REGISTER_KERNEL(IdentityOp, "PreventGradient", kCpu);
 PX_REGISTER_KERNEL(IdentityOp, "PlaceholderWithDefault", kCpu);
 
+// Snapshot is a copy (as in TF): later in-place updates of a variable it read do not
+// reach its output.
+class SnapshotOp : public OpKernel {
+ public:
+  SnapshotOp(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    context.set_output(0, context.input(0).DeepCopy());
+    return Status::Ok();
+  }
+};
+PX_REGISTER_KERNEL(SnapshotOp, "Snapshot", kCpu);
+
 // RefIdentity hands the variable itself on.
 class RefIdentityOp : public OpKernel {
  public:
+  bool ForwardsInputs() const override { return true; }
   RefIdentityOp(const KernelInit&, Status*) {}
   Status Compute(KernelContext& context) const override {
     if (context.ref_input(0) == nullptr) return InvalidArgumentError("input 0 is not a variable");
@@ -82,6 +95,7 @@ PX_REGISTER_KERNEL(NoOp, "ControlTrigger", kCpu);
 // their meaning (executor.h: frames and iterations).
 class LoopForwardOp : public OpKernel {
  public:
+  bool ForwardsInputs() const override { return true; }
   LoopForwardOp(const KernelInit&, Status*) {}
   Status Compute(KernelContext& context) const override {
     if (context.ref_input(0) != nullptr) {
@@ -118,6 +132,7 @@ PX_REGISTER_KERNEL(LoopCondOp, "LoopCond", kCpu);
 // Switch(data, pred): output 1 if pred, else output 0; the other stays dead.
 class SwitchOp : public OpKernel {
  public:
+  bool ForwardsInputs() const override { return true; }
   SwitchOp(const KernelInit&, Status*) {}
   Status Compute(KernelContext& context) const override {
     const Tensor& pred = context.input(1);
@@ -139,6 +154,7 @@ PX_REGISTER_KERNEL(SwitchOp, "RefSwitch", kCpu);
 // Merge: the first live input (the executor leaves dead inputs empty), and its index.
 class MergeOp : public OpKernel {
  public:
+  bool ForwardsInputs() const override { return true; }
   MergeOp(const KernelInit&, Status*) {}
   Status Compute(KernelContext& context) const override {
     for (int i = 0; i < context.num_inputs(); ++i) {

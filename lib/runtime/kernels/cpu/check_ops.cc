@@ -204,6 +204,7 @@ int AnomaliesOf(const Tensor& t) {
 template <bool kV2>
 class CheckNumericsOp : public OpKernel {
  public:
+  bool ForwardsInputs() const override { return true; }
   CheckNumericsOp(const KernelInit& init, Status* status) {
     *status = init.GetAttr("message", &message_);
   }

@@ -121,6 +121,7 @@ Status ReadV2Keys(const KernelContext& context, V2Keys* keys) {
 // output = merge_op over ranks of input, then final_op (Div: divided by group_size).
 class CollectiveReduceV2Op : public OpKernel {
  public:
+  bool ForwardsInputs() const override { return true; }
   CollectiveReduceV2Op(const KernelInit& init, Status* status) {
     std::string merge, final_op;
     *status = init.GetAttr("merge_op", &merge);
@@ -179,6 +180,7 @@ PX_REGISTER_KERNEL(CollectiveReduceV2Op, "CollectiveReduceV2", kCpu);
 // output = every rank's input concatenated along dimension 0, in rank order.
 class CollectiveGatherV2Op : public OpKernel {
  public:
+  bool ForwardsInputs() const override { return true; }
   CollectiveGatherV2Op(const KernelInit&, Status*) {}
 
   Status Compute(KernelContext& context) const override {
@@ -206,6 +208,7 @@ PX_REGISTER_KERNEL(CollectiveGatherV2Op, "CollectiveGatherV2", kCpu);
 // output = rank root_rank's input, on every rank.
 class ParallaxBroadcastOp : public OpKernel {
  public:
+  bool ForwardsInputs() const override { return true; }
   ParallaxBroadcastOp(const KernelInit& init, Status* status) {
     *status = init.GetAttrOr("root_rank", &root_, int64_t{0});
     if (status->ok()) *status = init.GetAttr("group_size", &group_size_);

@@ -1060,6 +1060,7 @@ PX_REGISTER_KERNEL(ConcatenateDatasetKernel, "ConcatenateDataset", kCpu);
 // Prefetch, Optimize, Model and the threading options: the input's elements unchanged.
 class PassThroughDatasetKernel : public OpKernel {
  public:
+  bool ForwardsInputs() const override { return true; }
   PassThroughDatasetKernel(const KernelInit&, Status*) {}
   Status Compute(KernelContext& context) const override {
     context.set_output(0, context.input(0));

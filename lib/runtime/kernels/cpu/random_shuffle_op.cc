@@ -40,6 +40,7 @@ uint64_t MakeKey(int64_t seed, int64_t seed2) {
 
 class RandomShuffleOp : public OpKernel {
  public:
+  bool ForwardsInputs() const override { return true; }
   RandomShuffleOp(const KernelInit& init, Status* status) {
     int64_t seed = 0, seed2 = 0;
     *status = init.GetAttrOr("seed", &seed, int64_t{0});

@@ -272,6 +272,7 @@ void Reduce(const Tensor& input, const ReductionPlan& plan, T* out, ThreadPool& 
 template <typename T, typename R, bool kMean = false>
 class ReductionOp : public OpKernel {
  public:
+  bool ForwardsInputs() const override { return true; }
   ReductionOp(const KernelInit& init, Status* status) {
     *status = init.GetAttrOr("keep_dims", &keep_dims_, false);
   }

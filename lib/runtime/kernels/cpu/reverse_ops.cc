@@ -22,6 +22,7 @@ constexpr DeviceType kCpu = DeviceType::kCpu;
 // ReverseV2(tensor, axis) -> output.
 class ReverseV2Op : public OpKernel {
  public:
+  bool ForwardsInputs() const override { return true; }
   ReverseV2Op(const KernelInit&, Status*) {}
 
   Status Compute(KernelContext& context) const override {

@@ -117,6 +117,7 @@ PX_REGISTER_KERNEL(StackOp, "StackV2", kCpu);
 // StackPushV2(handle, elem) -> elem.
 class StackPushOp : public OpKernel {
  public:
+  bool ForwardsInputs() const override { return true; }
   StackPushOp(const KernelInit&, Status*) {}
   Status Compute(KernelContext& context) const override {
     PX_ASSIGN_OR_RETURN(std::shared_ptr<Stack> stack, GetStack(context));

@@ -589,6 +589,7 @@ PX_REGISTER_KERNEL(TensorArrayOp, "TensorArrayV3", kCpu);
 // shape_to_prepend) -> (grad_handle, flow_out).
 class TensorArrayGradOp : public OpKernel {
  public:
+  bool ForwardsInputs() const override { return true; }
   TensorArrayGradOp(const KernelInit& init, Status* status)
       : with_shape_(init.node().op() == "TensorArrayGradWithShape") {
     *status = init.GetAttr("source", &source_);
@@ -636,6 +637,7 @@ PX_REGISTER_KERNEL(TensorArrayGradOp, "TensorArrayGradWithShape", kCpu);
 // TensorArrayWriteV3(handle, index, value, flow_in) -> flow_out.
 class TensorArrayWriteOp : public OpKernel {
  public:
+  bool ForwardsInputs() const override { return true; }
   TensorArrayWriteOp(const KernelInit&, Status*) {}
   Status Compute(KernelContext& context) const override {
     PX_ASSIGN_OR_RETURN(int64_t index, Int32Scalar(context, 1, "index"));
@@ -722,6 +724,7 @@ PX_REGISTER_KERNEL(TensorArrayGatherOp, "TensorArrayGatherV3", kCpu);
 // `value` at indices[k]. A dynamically sized array grows to fit.
 class TensorArrayScatterOp : public OpKernel {
  public:
+  bool ForwardsInputs() const override { return true; }
   TensorArrayScatterOp(const KernelInit&, Status*) {}
 
   Status Compute(KernelContext& context) const override {
@@ -832,6 +835,7 @@ PX_REGISTER_KERNEL(TensorArrayConcatOp, "TensorArrayConcatV3", kCpu);
 // have one index per piece (a dynamically sized one grows to that).
 class TensorArraySplitOp : public OpKernel {
  public:
+  bool ForwardsInputs() const override { return true; }
   TensorArraySplitOp(const KernelInit&, Status*) {}
 
   Status Compute(KernelContext& context) const override {
