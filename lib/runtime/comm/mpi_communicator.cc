@@ -35,8 +35,6 @@ constexpr int kQueryTag = 1;  // "where are you?" to a watchdog, carrying the as
 constexpr int kReplyTag = 2;  // its RankState
 constexpr int kHeartbeatTag = 3;  // "this process is alive", to the next rank
 constexpr int kLeavingTag = 4;    // "no more heartbeats: my communicator is closing"
-// Elements (AllReduce) or bytes (Broadcast) per MPI call; MPI counts are ints.
-constexpr int64_t kMaxChunk = int64_t{1} << 30;
 constexpr int kMaxBroadcastDims = 32;
 
 // Process-wide MPI state: initialised once, finalised with the last communicator.
@@ -92,6 +90,12 @@ MPI_Op ReduceOperation(ReduceOp op) {
   }
   return MPI_SUM;
 }
+
+// Large all-reduces and broadcasts go in parts of at most this many bytes, each watched
+// as if it were a call of its own (Watch::NextPart): a call that waits 20 ms is parked
+// (the header), and a part is small enough to move in less than that wherever the links
+// carry over ~0.5 GB/s, so parking only catches ranks that wait for another.
+constexpr int64_t kWatchedPartBytes = 4 << 20;
 
 // Floating-point all-reduces of at most this many bytes times the ranks go as one
 // all-gather (every rank combines every rank's tensor); larger ones as an all-to-all of
@@ -271,6 +275,9 @@ struct MpiCommunicator::Impl {
     }
     Watch(const Watch&) = delete;
     Watch& operator=(const Watch&) = delete;
+    // The call moves on to its next part (kWatchedPartBytes): the wait that parks the
+    // thread and the timeout count from now.
+    void NextPart() { impl_.started_ns.store(NowNs(), std::memory_order_relaxed); }
 
    private:
     Impl& impl_;
@@ -700,15 +707,18 @@ Status MpiCommunicator::AllReduce(const Tensor& input, Tensor* output, ReduceOp 
       size_ > 1 && floating && op != ReduceOp::kMin && op != ReduceOp::kMax;
   {
     Impl::Watch watch(*impl_, "all-reduce");
-    if (rank_ordered) {
-      PX_RETURN_IF_ERROR(RankOrderedAllReduce(in, out, n, input.dtype(), op));
-    } else {
-      const MPI_Op operation = ReduceOperation(op);
-      for (int64_t begin = 0; begin < n; begin += kMaxChunk) {
-        const int count = static_cast<int>(std::min(kMaxChunk, n - begin));
-        const void* send = in_place ? MPI_IN_PLACE : in + begin * element_bytes;
-        PX_MPI_RETURN_IF_ERROR(MPI_Allreduce(send, out + begin * element_bytes, count, type,
-                                             operation, impl_->comm));
+    const int64_t part = std::max<int64_t>(1, kWatchedPartBytes / element_bytes);
+    for (int64_t begin = 0; begin < n; begin += part) {
+      if (begin > 0) watch.NextPart();
+      const int64_t count = std::min(part, n - begin);
+      const char* part_in = in + begin * element_bytes;
+      char* part_out = out + begin * element_bytes;
+      if (rank_ordered) {
+        PX_RETURN_IF_ERROR(RankOrderedAllReduce(part_in, part_out, count, input.dtype(), op));
+      } else {
+        PX_MPI_RETURN_IF_ERROR(MPI_Allreduce(in_place ? MPI_IN_PLACE : part_in, part_out,
+                                             static_cast<int>(count), type,
+                                             ReduceOperation(op), impl_->comm));
         CountSent(count * element_bytes);
       }
     }
@@ -741,34 +751,28 @@ Status MpiCommunicator::RankOrderedAllReduce(const char* in, char* out, int64_t 
     return Status::Ok();
   }
   // Large: rank r combines part r of every rank's tensor (an all-to-all), then every rank
-  // gathers the combined parts. Blocks keep MPI's int counts in range.
+  // gathers the combined parts. (n is at most kWatchedPartBytes: int counts.)
   std::vector<int> send_counts(ranks), send_offsets(ranks), receive_counts(ranks),
       receive_offsets(ranks);
-  std::vector<char> received;
-  for (int64_t block = 0; block < n; block += kMaxChunk) {
-    const int64_t m = std::min(kMaxChunk, n - block);
-    auto part_begin = [&](int64_t r) { return m * r / size_; };
-    const int64_t mine = part_begin(rank_ + 1) - part_begin(rank_);
-    for (size_t r = 0; r < ranks; ++r) {
-      send_offsets[r] = static_cast<int>(part_begin(static_cast<int64_t>(r)));
-      send_counts[r] = static_cast<int>(part_begin(static_cast<int64_t>(r) + 1)) - send_offsets[r];
-      receive_counts[r] = static_cast<int>(mine);
-      receive_offsets[r] = static_cast<int>(mine * static_cast<int64_t>(r));
-    }
-    received.resize(ranks * static_cast<size_t>(mine * element_bytes));
-    PX_MPI_RETURN_IF_ERROR(MPI_Alltoallv(in + block * element_bytes, send_counts.data(),
-                                         send_offsets.data(), type, received.data(),
-                                         receive_counts.data(), receive_offsets.data(), type,
-                                         impl_->comm));
-    // `in` may be `out`: every rank's parts have been sent once the all-to-all returns.
-    char* block_out = out + block * element_bytes;
-    combine(received.data(), mine, block_out + part_begin(rank_) * element_bytes);
-    PX_MPI_RETURN_IF_ERROR(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, block_out,
-                                          send_counts.data(), send_offsets.data(), type,
-                                          impl_->comm));
-    // The parts for other ranks, then this rank's combined part for the others: m in all.
-    CountSent((m - mine) * element_bytes + mine * element_bytes, 2);
+  auto part_begin = [&](int64_t r) { return n * r / size_; };
+  const int64_t mine = part_begin(rank_ + 1) - part_begin(rank_);
+  for (size_t r = 0; r < ranks; ++r) {
+    send_offsets[r] = static_cast<int>(part_begin(static_cast<int64_t>(r)));
+    send_counts[r] = static_cast<int>(part_begin(static_cast<int64_t>(r) + 1)) - send_offsets[r];
+    receive_counts[r] = static_cast<int>(mine);
+    receive_offsets[r] = static_cast<int>(mine * static_cast<int64_t>(r));
   }
+  std::unique_ptr<char[]> received(new char[ranks * static_cast<size_t>(mine * element_bytes)]);
+  PX_MPI_RETURN_IF_ERROR(MPI_Alltoallv(in, send_counts.data(), send_offsets.data(), type,
+                                       received.get(), receive_counts.data(),
+                                       receive_offsets.data(), type, impl_->comm));
+  // `in` may be `out`: every rank's parts have been sent once the all-to-all returns.
+  combine(received.get(), mine, out + part_begin(rank_) * element_bytes);
+  PX_MPI_RETURN_IF_ERROR(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out,
+                                        send_counts.data(), send_offsets.data(), type,
+                                        impl_->comm));
+  // The parts for other ranks, then this rank's combined part for the others: n in all.
+  CountSent((n - mine) * element_bytes + mine * element_bytes, 2);
   return Status::Ok();
 }
 
@@ -851,8 +855,9 @@ Status MpiCommunicator::Broadcast(Tensor& tensor, int root) {
   }
   const int64_t bytes = static_cast<int64_t>(tensor.bytes());
   char* data = static_cast<char*>(tensor.raw_data());
-  for (int64_t begin = 0; begin < bytes; begin += kMaxChunk) {
-    const int count = static_cast<int>(std::min(kMaxChunk, bytes - begin));
+  for (int64_t begin = 0; begin < bytes; begin += kWatchedPartBytes) {
+    watch.NextPart();
+    const int count = static_cast<int>(std::min(kWatchedPartBytes, bytes - begin));
     PX_MPI_RETURN_IF_ERROR(MPI_Bcast(data + begin, count, MPI_BYTE, root, impl_->comm));
     CountSent(rank_ == root ? count : 0);
   }

@@ -67,10 +67,13 @@
 // stay the fast path (same algorithms and bits, nothing added per call but the
 // watchdog's bookkeeping), and a call that has waited 20 ms is parked: the watchdog sends
 // its thread a signal (SIGRTMAX-3) whose handler sleeps 1/8 of the time waited so far
-// (1 to 20 ms), and then lets the thread poll MPI for ~0.2 ms before the next park. Where
-// the call waits does not matter: for a rank that has not arrived, or in the middle of a
-// transfer. A long wait W is lengthened by at most W/8 (never more than 20 ms); a rank
-// waiting for seconds uses ~1-2% of a core. The handler only sleeps (nanosleep: async-
+// (1 to 20 ms), and then lets the thread poll MPI for ~0.2 ms before the next park. A
+// parked transfer crawls, so large all-reduces and broadcasts go in parts of 4 MiB, and
+// the wait counts from the start of the current part: a part moves in well under 20 ms
+// on links of over ~0.5 GB/s (shared memory, 10 Gb/s Ethernet and up), and only a call
+// waiting for a rank that has not arrived is parked (on slower links, use spin below).
+// A long wait W is lengthened by at most W/8 (never more than 20 ms); a rank waiting for
+// seconds uses ~1-2% of a core. The collective timeout, too, counts per part. The handler only sleeps (nanosleep: async-
 // signal-safe; errno kept; SA_RESTART), as if the scheduler had run another thread, and
 // a park that arrives after the call returned does not sleep. Off with
 // PARALLAX_COLLECTIVE_WAIT=spin, or when the signal already has another handler.
@@ -142,7 +145,8 @@ class MpiCommunicator : public Communicator {
 
  private:
   // Float and double sums, means (summed; divided by the caller) and products of `n`
-  // elements, combined in rank order (the file comment). `in` may be `out`.
+  // elements (one part: at most 4 MiB), combined in rank order (the file comment). `in`
+  // may be `out`.
   Status RankOrderedAllReduce(const char* in, char* out, int64_t n, tensorflow::DataType dtype,
                               ReduceOp op);
   struct Impl;

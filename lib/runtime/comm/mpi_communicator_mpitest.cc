@@ -172,11 +172,28 @@ void TestAllReduce(Communicator& comm, TestReport& report) {
     const std::string diff = Compare(sum, expected, tensorflow::DT_FLOAT);
     report.Expect(diff.empty(), "AllReduce 16 MB mean", diff);
   }
+  // Integers over several parts (MPI_Allreduce per 4 MiB part).
+  {
+    const int64_t n = (int64_t{1} << 21) + 5;
+    Tensor ints(tensorflow::DT_INT32, TensorShape{n});
+    for (int64_t i = 0; i < n; ++i) ints.data<int32_t>()[i] = static_cast<int32_t>(i % 1000) * (comm.rank() + 1);
+    Tensor total;
+    if (report.ExpectOk(comm.AllReduce(ints, &total, ReduceOp::kSum), "AllReduce int32 8 MB")) {
+      const int32_t factor = size * (size + 1) / 2;
+      bool exact = true;
+      for (int64_t i = 0; i < n && exact; ++i) {
+        exact = total.data<int32_t>()[i] == static_cast<int32_t>(i % 1000) * factor;
+      }
+      report.Expect(exact, "AllReduce int32 8 MB sum");
+    }
+  }
   // Floating sums in rank order, element by element, whatever the size (the gathered
   // and the all-to-all paths) and wherever the element lies: bit for bit the float
   // arithmetic ((x0 + x1) + x2) + ..., and a tensor reduced alone has the same bits as
   // the same elements reduced inside a larger one (gradient buckets rely on it).
-  for (int64_t n : {int64_t{3}, int64_t{1000}, int64_t{100003}, int64_t{1} << 20}) {
+  // (Over 4 MiB, calls go in parts of 4 MiB: n = 2^21 + 3 is three parts.)
+  for (int64_t n : {int64_t{3}, int64_t{1000}, int64_t{100003}, int64_t{1} << 20,
+                    (int64_t{1} << 21) + 3}) {
     const std::string name = fmt::format("AllReduce sum float n={} in rank order", n);
     const Tensor input = Input(tensorflow::DT_FLOAT, TensorShape{n}, comm.rank(), 500 + n);
     Tensor expected(tensorflow::DT_FLOAT, TensorShape{n});
@@ -276,7 +293,7 @@ void TestBroadcast(Communicator& comm, TestReport& report) {
   const int size = comm.size();
   for (int root = 0; root < size; ++root) {
     for (const TensorShape& shape : {TensorShape{}, TensorShape{0, 4}, TensorShape{17, 3},
-                                     TensorShape{300000}}) {
+                                     TensorShape{300000}, TensorShape{(3 << 20) + 5}}) {
       const uint64_t seed = 900 + static_cast<uint64_t>(root);
       const Tensor root_input = Input(tensorflow::DT_FLOAT, shape, root, seed);
       const std::string name = fmt::format("Broadcast root {} {}", root, shape.DebugString());
