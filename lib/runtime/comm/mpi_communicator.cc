@@ -92,9 +92,9 @@ MPI_Op ReduceOperation(ReduceOp op) {
 }
 
 // Large all-reduces and broadcasts go in parts of at most this many bytes, each watched
-// as if it were a call of its own (Watch::NextPart): a call that waits 20 ms is parked
-// (the header), and a part is small enough to move in less than that wherever the links
-// carry over ~0.5 GB/s, so parking only catches ranks that wait for another.
+// as if it were a call of its own (Watch::Transfer): a call that waits 20 ms plus its
+// bytes' time at 0.5 GB/s is parked (the header), so parking catches ranks that wait for
+// another, not transfers under way.
 constexpr int64_t kWatchedPartBytes = 4 << 20;
 
 // Floating-point all-reduces of at most this many bytes times the ranks go as one
@@ -176,6 +176,9 @@ constexpr int64_t kParkAfterNs = 20'000'000;
 constexpr int64_t kMinParkNs = 1'000'000;
 constexpr int64_t kMaxParkNs = 20'000'000;
 constexpr int64_t kParkWindowNs = 200'000;
+// A transfer of B bytes may take B / kParkBytesPerNs ns (0.5 GB/s) more before it is
+// parked (Watch::Transfer).
+constexpr int64_t kParkBytesPerNs = 2;
 int ParkSignal() { return SIGRTMAX - 3; }
 
 // The handler's state, process-wide (a signal handler sees only globals); lock-free
@@ -227,6 +230,7 @@ struct MpiCommunicator::Impl {
   std::atomic<int64_t> in_progress{0};
   std::atomic<int64_t> completed{0};
   std::atomic<int64_t> started_ns{0};
+  std::atomic<int64_t> park_grace_ns{0};  // Watch::Transfer
   std::atomic<const char*> op{""};
   std::mutex label_mutex;
   std::string label;
@@ -262,6 +266,7 @@ struct MpiCommunicator::Impl {
     Watch(Impl& impl, const char* op) : impl_(impl) {
       number_ = impl.completed.load(std::memory_order_relaxed) + 1;
       impl.op.store(op, std::memory_order_relaxed);
+      impl.park_grace_ns.store(0, std::memory_order_relaxed);
       impl.started_ns.store(NowNs(), std::memory_order_relaxed);
       impl.caller.store(pthread_self(), std::memory_order_relaxed);
       impl.in_progress.store(number_, std::memory_order_release);
@@ -275,9 +280,14 @@ struct MpiCommunicator::Impl {
     }
     Watch(const Watch&) = delete;
     Watch& operator=(const Watch&) = delete;
-    // The call moves on to its next part (kWatchedPartBytes): the wait that parks the
-    // thread and the timeout count from now.
-    void NextPart() { impl_.started_ns.store(NowNs(), std::memory_order_relaxed); }
+    // The call starts moving `bytes` (a part of an all-reduce, the rows of an all-gather
+    // once every rank's count is known): the wait that parks the thread, and the timeout,
+    // count from now, and the thread is parked only after the time those bytes take at
+    // kParkBytesPerNs on top of kParkAfterNs.
+    void Transfer(int64_t bytes) {
+      impl_.park_grace_ns.store(bytes / kParkBytesPerNs, std::memory_order_relaxed);
+      impl_.started_ns.store(NowNs(), std::memory_order_relaxed);
+    }
 
    private:
     Impl& impl_;
@@ -429,7 +439,7 @@ struct MpiCommunicator::Impl {
             in_progress.load(std::memory_order_acquire) == number) {
           TimedOut(number);
         }
-        if (park && now - started > kParkAfterNs) {
+        if (park && now - started > kParkAfterNs + park_grace_ns.load(std::memory_order_relaxed)) {
           const std::chrono::nanoseconds parked = Park(number, now - started);
           if (parked.count() > 0) next = parked;
         }
@@ -709,8 +719,8 @@ Status MpiCommunicator::AllReduce(const Tensor& input, Tensor* output, ReduceOp 
     Impl::Watch watch(*impl_, "all-reduce");
     const int64_t part = std::max<int64_t>(1, kWatchedPartBytes / element_bytes);
     for (int64_t begin = 0; begin < n; begin += part) {
-      if (begin > 0) watch.NextPart();
       const int64_t count = std::min(part, n - begin);
+      watch.Transfer(count * element_bytes);
       const char* part_in = in + begin * element_bytes;
       char* part_out = out + begin * element_bytes;
       if (rank_ordered) {
@@ -804,6 +814,7 @@ Status MpiCommunicator::AllGatherV(const Tensor& input, Tensor* output) {
   VLayout layout;
   PX_RETURN_IF_ERROR(layout.Build(rows, RowBytes(input)));
   const int my_count = layout.counts()[rank_];
+  watch.Transfer(static_cast<int64_t>(result.bytes()));
   PX_MPI_RETURN_IF_ERROR(MPI_Allgatherv(input.raw_data(), my_count, layout.type(),
                                         result.raw_data(), layout.counts(),
                                         layout.displacements(), layout.type(), impl_->comm));
@@ -856,8 +867,8 @@ Status MpiCommunicator::Broadcast(Tensor& tensor, int root) {
   const int64_t bytes = static_cast<int64_t>(tensor.bytes());
   char* data = static_cast<char*>(tensor.raw_data());
   for (int64_t begin = 0; begin < bytes; begin += kWatchedPartBytes) {
-    watch.NextPart();
     const int count = static_cast<int>(std::min(kWatchedPartBytes, bytes - begin));
+    watch.Transfer(count);
     PX_MPI_RETURN_IF_ERROR(MPI_Bcast(data + begin, count, MPI_BYTE, root, impl_->comm));
     CountSent(rank_ == root ? count : 0);
   }
@@ -879,6 +890,7 @@ Status MpiCommunicator::AllToAllV(const Tensor& send, std::span<const int64_t> s
   VLayout send_layout, receive_layout;
   PX_RETURN_IF_ERROR(send_layout.Build(send_counts, row_bytes));
   PX_RETURN_IF_ERROR(receive_layout.Build(counts, row_bytes));
+  watch.Transfer((send.dim(0) + total) * row_bytes);
   PX_MPI_RETURN_IF_ERROR(MPI_Alltoallv(send.raw_data(), send_layout.counts(),
                                        send_layout.displacements(), send_layout.type(),
                                        result.raw_data(), receive_layout.counts(),
@@ -943,6 +955,7 @@ Status MpiCommunicator::ScatterV(const Tensor& send, std::span<const int64_t> se
   if (rank_ == root) PX_RETURN_IF_ERROR(send_layout.Build(send_counts, row_bytes));
   const int64_t my_rows = result.dim(0);
   PX_RETURN_IF_ERROR(receive_layout.Build(std::span<const int64_t>(&my_rows, 1), row_bytes));
+  watch.Transfer(rank_ == root ? send.dim(0) * row_bytes : my_rows * row_bytes);
   PX_MPI_RETURN_IF_ERROR(MPI_Scatterv(rank_ == root ? send.raw_data() : nullptr,
                                       rank_ == root ? send_layout.counts() : nullptr,
                                       rank_ == root ? send_layout.displacements() : nullptr,

@@ -68,12 +68,13 @@
 // watchdog's bookkeeping), and a call that has waited 20 ms is parked: the watchdog sends
 // its thread a signal (SIGRTMAX-3) whose handler sleeps 1/8 of the time waited so far
 // (1 to 20 ms), and then lets the thread poll MPI for ~0.2 ms before the next park. A
-// parked transfer crawls, so large all-reduces and broadcasts go in parts of 4 MiB, and
-// the wait counts from the start of the current part: a part moves in well under 20 ms
-// on links of over ~0.5 GB/s (shared memory, 10 Gb/s Ethernet and up), and only a call
-// waiting for a rank that has not arrived is parked (on slower links, use spin below).
-// A long wait W is lengthened by at most W/8 (never more than 20 ms); a rank waiting for
-// seconds uses ~1-2% of a core. The collective timeout, too, counts per part. The handler only sleeps (nanosleep: async-
+// parked transfer crawls, so the wait counts from the start of the data's transfer (after
+// the counts' exchange of the V collectives; per 4 MiB part of large all-reduces and
+// broadcasts), and is parked only after 20 ms plus the bytes' time at 0.5 GB/s: calls
+// waiting for a rank that has not arrived, not transfers under way (on links slower than
+// 0.5 GB/s, use spin below). A long wait W is lengthened by at most W/8 (never more than
+// 20 ms); a rank waiting for seconds uses ~1-2% of a core. The collective timeout counts
+// from the same point. The handler only sleeps (nanosleep: async-
 // signal-safe; errno kept; SA_RESTART), as if the scheduler had run another thread, and
 // a park that arrives after the call returned does not sleep. Off with
 // PARALLAX_COLLECTIVE_WAIT=spin, or when the signal already has another handler.
