@@ -4,8 +4,18 @@
 // (docs/transform.md). Load -> verify -> analyse -> plan -> passes -> verify -> write;
 // the output directory appears only when complete. Ops without a CPU kernel (what
 // `parallax run` would stop at, as `parallax inspect` lists them) are a warning, and
-// under --strict an error.
+// under --strict an error. With --search, the parameter-server partition count is
+// measured first (partition_search.h): each probe is this job with one count, written to
+// a scratch directory and run by `parallax launch` for a few steps.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <sstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -22,7 +32,10 @@
 #include "lib/cluster/rank_layout.h"
 #include "lib/graph/graph_io.h"
 #include "lib/graph/verifier.h"
+#include "lib/launch/child_process.h"
+#include "lib/runtime/checkpoint/json_value.h"
 #include "lib/transform/job_writer.h"
+#include "lib/transform/partition_search.h"
 #include "lib/transform/pipelines.h"
 #include "lib/transform/plan_io.h"
 #include "lib/transform/report.h"
@@ -50,7 +63,186 @@ struct TransformFlags {
   int stop_after = -1;
   int threads = 0;
   double bucket_mb = static_cast<double>(kDefaultBucketBytes) / (1 << 20);
+  bool search = false;
+  double search_budget_s = 300;
+  int search_steps = 30;
+  std::string search_launch;  // words for each probe's `parallax launch`
 };
+
+// A scratch directory under $TMPDIR, removed with everything in it when this goes.
+class ScratchDir {
+ public:
+  static StatusOr<ScratchDir> Make(std::string_view prefix) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = (std::filesystem::path(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") /
+                           fmt::format("{}.XXXXXX", prefix))
+                              .string();
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      return InternalError("cannot create a temporary directory {}: {}", pattern,
+                           std::strerror(errno));
+    }
+    ScratchDir dir;
+    dir.path_ = pattern;
+    return dir;
+  }
+  ScratchDir() = default;
+  ScratchDir(ScratchDir&& other) noexcept : path_(std::move(other.path_)) { other.path_.clear(); }
+  ScratchDir& operator=(ScratchDir&&) = delete;
+  ~ScratchDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  std::string Sub(std::string_view name) const { return (std::filesystem::path(path_) / name).string(); }
+
+ private:
+  std::string path_;
+};
+
+// The median step time of a probe's metrics (JSON lines with "step" and "elapsed", one
+// per step), leaving out the steps up to `warmup`.
+StatusOr<double> MedianStepSeconds(const std::string& metrics_path, int warmup) {
+  PX_ASSIGN_OR_RETURN(const std::string text, ReadFileToString(metrics_path, int64_t{64} << 20));
+  std::vector<std::pair<int64_t, double>> points;  // (step, elapsed)
+  std::istringstream lines(text);
+  int line_number = 0;
+  for (std::string line; std::getline(lines, line);) {
+    ++line_number;
+    StatusOr<JsonValue> value = ParseJson(line);
+    if (!value.ok()) return value.status().WithPrefix(fmt::format("{}:{}", metrics_path, line_number));
+    const JsonValue* step = value->Find("step");
+    const JsonValue* elapsed = value->Find("elapsed");
+    if (step == nullptr || elapsed == nullptr || step->kind != JsonValue::Kind::kNumber ||
+        elapsed->kind != JsonValue::Kind::kNumber) {
+      continue;  // the evaluation's line
+    }
+    points.emplace_back(static_cast<int64_t>(step->number), elapsed->number);
+  }
+  std::vector<double> steps;
+  for (size_t i = 1; i < points.size(); ++i) {
+    const int64_t count = points[i].first - points[i - 1].first;
+    if (points[i - 1].first < warmup || count <= 0) continue;
+    steps.push_back((points[i].second - points[i - 1].second) / static_cast<double>(count));
+  }
+  if (steps.empty()) {
+    return FailedPreconditionError("{}: no timed steps after step {} (the probe trained too few steps)",
+                         metrics_path, warmup);
+  }
+  std::nth_element(steps.begin(), steps.begin() + static_cast<ptrdiff_t>(steps.size() / 2), steps.end());
+  return steps[steps.size() / 2];
+}
+
+// The last line of a file that has one, for errors.
+std::string LastLine(const std::string& path) {
+  StatusOr<std::string> text = ReadFileToString(path, int64_t{16} << 20);
+  if (!text.ok()) return "";
+  std::string s = *text;
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  return s.substr(s.rfind('\n') == std::string::npos ? 0 : s.rfind('\n') + 1);
+}
+
+struct SearchInputs {
+  const Graph* graph = nullptr;
+  const TrainingAnalysis* analysis = nullptr;
+  const ClusterSpec* cluster = nullptr;
+  const RankLayout* layout = nullptr;
+  const TransformOptions* options = nullptr;
+  const std::string* cluster_text = nullptr;
+  const PipelineOptions* pipeline = nullptr;
+};
+
+// transform --search: probes partition counts and returns the plan with the fastest.
+StatusOr<Plan> SearchPartitionCounts(const TransformFlags& flags, const SearchInputs& in,
+                                     const Plan& rule_plan) {
+  // The variables searched: on parameter servers, partitions not fixed per variable.
+  int64_t min_rows = std::numeric_limits<int64_t>::max();
+  std::vector<std::string> searched;
+  for (const VariablePlan& v : rule_plan.variables) {
+    if (v.method != SyncMethod::kParameterServer || rule_plan.FindSlotOwner(v.name) != nullptr) continue;
+    const VariableStrategy strategy = in.cluster->strategy.Resolve(v.name);
+    if (strategy.override_used != nullptr && strategy.override_used->partitions &&
+        *strategy.override_used->partitions != kAutoPartitions) {
+      continue;
+    }
+    searched.push_back(v.name);
+    if (!v.shape.empty()) min_rows = std::min(min_rows, v.shape[0]);
+  }
+  if (searched.empty()) {
+    return InvalidArgumentError(
+        "transform --search: no variable of {} is on parameter servers with its partitions left "
+        "to the search (nothing to search; see the plan's reasons)",
+        flags.graph);
+  }
+  if (in.cluster->strategy.partitions != kAutoPartitions) {
+    spdlog::warn("{}: strategy.partitions: {} is replaced by the search (--search)", flags.cluster,
+                 in.cluster->strategy.partitions);
+  }
+  const std::vector<int> candidates =
+      PartitionCandidates(rule_plan.world_size(), in.layout->num_hosts(), min_rows);
+  std::vector<std::string> launch_words;
+  {
+    std::istringstream words(flags.search_launch);
+    for (std::string word; words >> word;) launch_words.push_back(word);
+  }
+  const bool has_data = std::any_of(launch_words.begin(), launch_words.end(), [](const std::string& w) {
+    return w == "--feed" || w.starts_with("--feed=") || w == "--synthetic";
+  });
+  PX_ASSIGN_OR_RETURN(ScratchDir scratch, ScratchDir::Make("parallax-search"));
+  const std::string self = MpirunOptionsForThisMachine().parallax;
+  const int warmup = std::max(2, flags.search_steps / 3);
+  auto plan_with = [&](int partitions) -> StatusOr<Plan> {
+    ClusterSpec cluster = *in.cluster;
+    cluster.strategy.partitions = partitions;
+    return BuildPlan(*in.graph, *in.analysis, cluster, *in.layout, *in.options);
+  };
+  PartitionProbeFn probe = [&](int partitions) -> StatusOr<double> {
+    PX_ASSIGN_OR_RETURN(Plan plan, plan_with(partitions));
+    const std::string job = scratch.Sub(fmt::format("job-{}", partitions));
+    PX_RETURN_IF_ERROR(WriteTransformedJob(job, false,
+                                           JobToWrite{.source = in.graph,
+                                                      .plan = &plan,
+                                                      .pipeline = *in.pipeline,
+                                                      .run = TransformRunOptions{.threads = flags.threads},
+                                                      .cluster_yaml = *in.cluster_text,
+                                                      .launch = MpirunOptionsForThisMachine()})
+                           .status());
+    const std::string metrics = scratch.Sub(fmt::format("metrics-{}.jsonl", partitions));
+    const std::string log = scratch.Sub(fmt::format("probe-{}.log", partitions));
+    // Launch's own flags first, then the run flags; words after "--" go to the launcher.
+    std::vector<std::string> argv = {self, "launch", job};
+    const auto dashes = std::find(launch_words.begin(), launch_words.end(), "--");
+    argv.insert(argv.end(), launch_words.begin(), dashes);
+    for (const std::string& w : std::vector<std::string>{
+             "--steps", std::to_string(flags.search_steps), "--log-every", "1", "--metrics",
+             metrics, "--progress", "lines"}) {
+      argv.push_back(w);
+    }
+    if (!has_data) argv.push_back("--synthetic");
+    argv.insert(argv.end(), dashes, launch_words.end());
+    // On stderr whatever the verbosity: a search takes minutes (stdout is the report's).
+    fmt::print(stderr, "parallax: search: probing {} partitions ({} steps)\n", partitions,
+               flags.search_steps);
+    PX_ASSIGN_OR_RETURN(pid_t pid, StartChild(argv, ChildIo{.output_path = log, .stdin_null = true}));
+    PX_ASSIGN_OR_RETURN(int status, WaitChild(pid, "parallax launch"));
+    if (status != 0) {
+      return UnavailableError("parallax launch exited {}: {}", status, LastLine(log));
+    }
+    PX_ASSIGN_OR_RETURN(double seconds, MedianStepSeconds(metrics, warmup));
+    fmt::print(stderr, "parallax: search: {} partitions: {:.3f} ms per step\n", partitions,
+               seconds * 1e3);
+    return seconds;
+  };
+  auto now = [] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  };
+  PX_ASSIGN_OR_RETURN(
+      PartitionSearch search,
+      SearchPartitions(candidates,
+                       SearchBudget{.seconds = flags.search_budget_s, .steps = flags.search_steps},
+                       probe, now));
+  PX_ASSIGN_OR_RETURN(Plan plan, plan_with(search.chosen));
+  plan.partition_search = std::move(search);
+  return plan;
+}
 
 Status RunTransform(const TransformFlags& flags) {
   PipelineOptions pipeline;
@@ -98,6 +290,17 @@ Status RunTransform(const TransformFlags& flags) {
   spdlog::info("loaded {}: {} nodes, {} variables; {}", flags.graph, graph.num_nodes(),
                analysis.variables.size(), layout.Summary());
   PX_ASSIGN_OR_RETURN(Plan plan, BuildPlan(graph, analysis, cluster, layout, options));
+  if (flags.search) {
+    PX_ASSIGN_OR_RETURN(plan, SearchPartitionCounts(flags,
+                                                    SearchInputs{.graph = &graph,
+                                                                 .analysis = &analysis,
+                                                                 .cluster = &cluster,
+                                                                 .layout = &layout,
+                                                                 .options = &options,
+                                                                 .cluster_text = &cluster_text,
+                                                                 .pipeline = &pipeline},
+                                                    plan));
+  }
   for (const std::string& warning : plan.warnings) spdlog::warn("{}", warning);
 
   PX_ASSIGN_OR_RETURN(const std::string job_dir,
@@ -142,6 +345,23 @@ Command AddTransformCommand(CLI::App& app) {
                   "fuse dense gradients into all-reduce buckets of up to this many MiB, in "
                   "backprop order (default 25, as PyTorch DDP; 0: one all-reduce per gradient)")
       ->check(CLI::NonNegativeNumber);
+  CLI::Option* search = sub->add_flag("--search", flags->search,
+                "measure the partition count of the parameter-server variables: short runs "
+                "of the job (through parallax launch) with each candidate count, the fastest "
+                "kept (docs/transform.md)");
+  sub->add_option("--search-budget", flags->search_budget_s,
+                  "seconds the search's probes may take (default 300)")
+      ->check(CLI::PositiveNumber)
+      ->needs(search);
+  sub->add_option("--search-steps", flags->search_steps,
+                  "steps each probe trains; the first third (at least 2) are not timed "
+                  "(default 30)")
+      ->check(CLI::Range(4, 1000000))
+      ->needs(search);
+  sub->add_option("--search-launch", flags->search_launch,
+                  "words for each probe's `parallax launch`: hosts, feeds, run flags, and "
+                  "after -- the launcher's (default: the plan's hosts, --synthetic data)")
+      ->needs(search);
   sub->add_flag("--json", flags->json, "print the plan as JSON (docs/transform.md) instead of the report");
   sub->add_flag("--strict", flags->strict,
                 "fail (exit 2) on any warning, and on ops without a CPU kernel");

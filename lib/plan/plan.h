@@ -28,6 +28,7 @@
 #define PARALLAX_LIB_PLAN_PLAN_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -81,6 +82,26 @@ struct GradientBucket {
   friend bool operator==(const GradientBucket&, const GradientBucket&) = default;
 };
 
+// One timed probe of a partition search (transform --search): the job planned with
+// `partitions` partitions per parameter-server variable, trained for a few steps.
+struct PartitionProbe {
+  int partitions = 0;
+  double step_seconds = 0;  // median over the probe's timed steps
+  friend bool operator==(const PartitionProbe&, const PartitionProbe&) = default;
+};
+
+// What `transform --search` measured and chose (docs/transform.md, Partition search).
+struct PartitionSearch {
+  std::vector<int> candidates;         // the counts it could probe, ascending
+  std::vector<PartitionProbe> probes;  // in the order they ran
+  int chosen = 0;                      // the fastest probe's count
+  double budget_seconds = 0;
+  double used_seconds = 0;
+  int steps = 0;                       // steps per probe (the first ones untimed)
+  std::string stopped;                 // why it stopped probing
+  friend bool operator==(const PartitionSearch&, const PartitionSearch&) = default;
+};
+
 // The bucket limit when none is given: 25 MiB, PyTorch DDP's bucket_cap_mb.
 inline constexpr int64_t kDefaultBucketBytes = int64_t{25} << 20;
 
@@ -108,6 +129,9 @@ struct Plan {
   // bucket is all-reduced alone.
   int64_t bucket_bytes = 0;
   std::vector<GradientBucket> buckets;
+  // Set when the partition counts were measured (transform --search); the
+  // parameter-server variables it searched have `search.chosen` partitions.
+  std::optional<PartitionSearch> partition_search;
 
   int world_size() const { return static_cast<int>(ranks.size()); }
   const VariablePlan* FindVariable(std::string_view name) const;

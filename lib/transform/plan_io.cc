@@ -1,5 +1,6 @@
 #include "lib/transform/plan_io.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 
@@ -123,6 +124,25 @@ std::string PlanToYaml(const Plan& plan) {
     }
     out << YAML::EndSeq;
   }
+  if (plan.partition_search) {
+    const PartitionSearch& search = *plan.partition_search;
+    out << YAML::Key << "partition_search" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "candidates" << YAML::Value << YAML::Flow << search.candidates;
+    out << YAML::Key << "probes" << YAML::Value << YAML::BeginSeq;
+    for (const PartitionProbe& probe : search.probes) {
+      out << YAML::Flow << YAML::BeginMap;
+      out << YAML::Key << "partitions" << YAML::Value << probe.partitions;
+      out << YAML::Key << "step_seconds" << YAML::Value << probe.step_seconds;
+      out << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+    out << YAML::Key << "chosen" << YAML::Value << search.chosen;
+    out << YAML::Key << "steps" << YAML::Value << search.steps;
+    out << YAML::Key << "budget_seconds" << YAML::Value << search.budget_seconds;
+    out << YAML::Key << "used_seconds" << YAML::Value << search.used_seconds;
+    Quoted(out, "stopped", search.stopped);
+    out << YAML::EndMap;
+  }
   out << YAML::EndMap;
   std::string text = "# Written by parallax transform; the schema is docs/transform.md.\n";
   text += out.c_str();
@@ -241,8 +261,9 @@ class PlanReader {
                                  {"version", "parallax_version", "source", "strategy", "average",
                                   "ranks", "variables", "feeds", "fetches", "train_op", "init_op",
                                   "warnings"},
-                                 // Plans written before gradient buckets have neither.
-                                 {"bucket_bytes", "buckets"}));
+                                 // Plans written before gradient buckets have neither;
+                                 // partition_search: only after transform --search.
+                                 {"bucket_bytes", "buckets", "partition_search"}));
     PX_ASSIGN_OR_RETURN(int64_t version, Int(root["version"], "version", 0));
     if (version != Plan::kVersion) {
       return Error(root["version"], "version",
@@ -310,7 +331,56 @@ class PlanReader {
       PX_ASSIGN_OR_RETURN(plan.bucket_bytes, Int(root["bucket_bytes"], "bucket_bytes", 0));
     }
     if (root["buckets"]) PX_RETURN_IF_ERROR(ReadBuckets(root["buckets"], plan));
+    if (root["partition_search"]) {
+      PX_ASSIGN_OR_RETURN(plan.partition_search, ReadPartitionSearch(root["partition_search"]));
+    }
     return Status::Ok();
+  }
+
+  StatusOr<double> Seconds(const YAML::Node& node, std::string_view path) const {
+    double value = 0;
+    if (!node.IsScalar() || !YAML::convert<double>::decode(node, value) || !(value >= 0)) {
+      return Error(node, path, "expected seconds (a number >= 0)");
+    }
+    return value;
+  }
+
+  // The chosen count is one of the probes'.
+  StatusOr<PartitionSearch> ReadPartitionSearch(const YAML::Node& node) const {
+    const std::string path = "partition_search";
+    PX_RETURN_IF_ERROR(CheckKeys(node, path, {"candidates", "probes", "chosen", "steps",
+                                              "budget_seconds", "used_seconds", "stopped"}));
+    PartitionSearch search;
+    const YAML::Node candidates = node["candidates"];
+    if (!candidates.IsSequence()) return Error(candidates, path + ".candidates", "expected a list");
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      PX_ASSIGN_OR_RETURN(int64_t count, Int(candidates[i], fmt::format("{}.candidates[{}]", path, i), 1));
+      search.candidates.push_back(static_cast<int>(std::min<int64_t>(count, 1 << 20)));
+    }
+    const YAML::Node probes = node["probes"];
+    if (!probes.IsSequence()) return Error(probes, path + ".probes", "expected a list");
+    for (size_t i = 0; i < probes.size(); ++i) {
+      const std::string at = fmt::format("{}.probes[{}]", path, i);
+      PX_RETURN_IF_ERROR(CheckKeys(probes[i], at, {"partitions", "step_seconds"}));
+      PartitionProbe probe;
+      PX_ASSIGN_OR_RETURN(int64_t count, Int(probes[i]["partitions"], at + ".partitions", 1));
+      probe.partitions = static_cast<int>(std::min<int64_t>(count, 1 << 20));
+      PX_ASSIGN_OR_RETURN(probe.step_seconds, Seconds(probes[i]["step_seconds"], at + ".step_seconds"));
+      search.probes.push_back(probe);
+    }
+    PX_ASSIGN_OR_RETURN(int64_t chosen, Int(node["chosen"], path + ".chosen", 1));
+    search.chosen = static_cast<int>(std::min<int64_t>(chosen, 1 << 20));
+    if (std::none_of(search.probes.begin(), search.probes.end(),
+                     [&](const PartitionProbe& p) { return p.partitions == chosen; })) {
+      return Error(node["chosen"], path + ".chosen",
+                   fmt::format("{} partitions were not probed", chosen));
+    }
+    PX_ASSIGN_OR_RETURN(int64_t steps, Int(node["steps"], path + ".steps", 1));
+    search.steps = static_cast<int>(std::min<int64_t>(steps, 1 << 30));
+    PX_ASSIGN_OR_RETURN(search.budget_seconds, Seconds(node["budget_seconds"], path + ".budget_seconds"));
+    PX_ASSIGN_OR_RETURN(search.used_seconds, Seconds(node["used_seconds"], path + ".used_seconds"));
+    PX_ASSIGN_OR_RETURN(search.stopped, String(node["stopped"], path + ".stopped"));
+    return search;
   }
 
   // Every bucket's variables are all-reduced variables of the plan, of the bucket's
@@ -542,6 +612,28 @@ std::string PlanToJson(const Plan& plan, std::string_view output_dir) {
     json.EndObject();
   }
   json.EndArray();
+  json.Key("partition_search");
+  if (!plan.partition_search) {
+    json.Null();
+  } else {
+    const PartitionSearch& search = *plan.partition_search;
+    json.BeginObject();
+    json.Key("candidates").BeginArray();
+    for (int c : search.candidates) json.Int(c);
+    json.EndArray();
+    json.Key("probes").BeginArray();
+    for (const PartitionProbe& probe : search.probes) {
+      json.BeginObject().Field("partitions", probe.partitions);
+      json.Key("step_seconds").Double(probe.step_seconds);
+      json.EndObject();
+    }
+    json.EndArray();
+    json.Field("chosen", search.chosen).Field("steps", search.steps);
+    json.Key("budget_seconds").Double(search.budget_seconds);
+    json.Key("used_seconds").Double(search.used_seconds);
+    json.Field("stopped", search.stopped);
+    json.EndObject();
+  }
   json.EndObject();
   return json.str() + "\n";
 }

@@ -223,6 +223,39 @@ TEST_CASE("plan.yaml: bad gradient buckets name the bucket and the variable") {
   }
 }
 
+TEST_CASE("plan.yaml: a partition search round trips; a chosen count not probed is refused") {
+  Plan plan = SamplePlan();
+  plan.partition_search = PartitionSearch{.candidates = {2, 4, 8},
+                                          .probes = {{2, 0.0125}, {4, 0.0101}, {8, 0.0119}},
+                                          .chosen = 4,
+                                          .budget_seconds = 120,
+                                          .used_seconds = 31.5,
+                                          .steps = 30,
+                                          .stopped = "8 partitions ran 18% slower than 4"};
+  const std::string yaml = PlanToYaml(plan);
+  INFO(yaml);
+  StatusOr<Plan> back = ParsePlanYaml(yaml, "plan.yaml");
+  REQUIRE(back.ok());
+  REQUIRE(back->partition_search.has_value());
+  CHECK(*back->partition_search == *plan.partition_search);
+  CHECK(PlanToYaml(*back) == yaml);
+  CHECK(PlanToJson(*back, "job").find(R"("chosen": 4)") != std::string::npos);
+  CHECK(PlanToJson(SamplePlan(), "job").find(R"("partition_search": null)") != std::string::npos);
+  std::string edited = yaml;
+  edited.replace(edited.find("chosen: 4"), 9, "chosen: 16");
+  StatusOr<Plan> bad = ParsePlanYaml(edited, "plan.yaml");
+  REQUIRE_FALSE(bad.ok());
+  const std::string message = bad.status().message();
+  CHECK(message.substr(message.find(": ") + 2) ==
+        "partition_search.chosen: 16 partitions were not probed");
+  edited = yaml;
+  edited.replace(edited.find("step_seconds: 0.0125"), 20, "step_seconds: -1");
+  bad = ParsePlanYaml(edited, "plan.yaml");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("partition_search.probes[0].step_seconds: expected seconds") !=
+        std::string::npos);
+}
+
 TEST_CASE("the plan as JSON") {
   const std::string json = PlanToJson(SamplePlan(), "job");
   CHECK(json.find("\"schema\": 1") != std::string::npos);

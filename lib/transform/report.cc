@@ -159,6 +159,20 @@ std::string RenderReport(const Plan& plan, std::string_view output_dir) {
     }
   }
 
+  if (plan.partition_search) {
+    const PartitionSearch& search = *plan.partition_search;
+    std::string candidates;
+    for (int c : search.candidates) candidates += fmt::format("{}{}", candidates.empty() ? "" : ", ", c);
+    out += fmt::format("\npartition search: {} partitions chosen from {} probes of {} steps in "
+                       "{:.1f} s (budget {:g} s; candidates {}); {}\n",
+                       search.chosen, search.probes.size(), search.steps, search.used_seconds,
+                       search.budget_seconds, candidates, search.stopped);
+    for (const PartitionProbe& probe : search.probes) {
+      out += fmt::format("  {:>6} partitions: {:.3f} ms per step{}\n", probe.partitions,
+                         probe.step_seconds * 1e3, probe.partitions == search.chosen ? "  <- chosen" : "");
+    }
+  }
+
   std::string reasons;
   for (const VariablePlan& v : plan.variables) {
     if (v.method == SyncMethod::kLocal) continue;
