@@ -4,9 +4,11 @@
 // (docs/transform.md). Load -> verify -> analyse -> plan -> passes -> verify -> write;
 // the output directory appears only when complete. Ops without a CPU kernel (what
 // `parallax run` would stop at, as `parallax inspect` lists them) are a warning, and
-// under --strict an error. With --search, the parameter-server partition count is
-// measured first (partition_search.h): each probe is this job with one count, written to
-// a scratch directory and run by `parallax launch` for a few steps.
+// under --strict an error. With --search (the parameter-server partition count) and
+// --bucket-mb auto (the bucket limit), the setting is measured first (measured_search.h):
+// each probe is this job with one value, written to a scratch directory and run by
+// `parallax launch` for a few steps; the partition count first, then the bucket limit
+// with it.
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,7 +37,7 @@
 #include "lib/launch/child_process.h"
 #include "lib/runtime/checkpoint/json_value.h"
 #include "lib/transform/job_writer.h"
-#include "lib/transform/partition_search.h"
+#include "lib/transform/measured_search.h"
 #include "lib/transform/pipelines.h"
 #include "lib/transform/plan_io.h"
 #include "lib/transform/report.h"
@@ -62,11 +64,11 @@ struct TransformFlags {
   std::string dump_dir = ".";
   int stop_after = -1;
   int threads = 0;
-  double bucket_mb = static_cast<double>(kDefaultBucketBytes) / (1 << 20);
+  std::string bucket_mb;       // MiB, or "auto"; "": kDefaultBucketBytes
   bool search = false;
-  double search_budget_s = 300;
-  int search_steps = 30;
-  std::string search_launch;  // words for each probe's `parallax launch`
+  double search_budget_s = 0;  // 0: not given (300)
+  int search_steps = 0;        // 0: not given (30)
+  std::string search_launch;   // words for each probe's `parallax launch`
 };
 
 // A scratch directory under $TMPDIR, removed with everything in it when this goes.
@@ -143,108 +145,156 @@ std::string LastLine(const std::string& path) {
 struct SearchInputs {
   const Graph* graph = nullptr;
   const TrainingAnalysis* analysis = nullptr;
-  const ClusterSpec* cluster = nullptr;
   const RankLayout* layout = nullptr;
-  const TransformOptions* options = nullptr;
   const std::string* cluster_text = nullptr;
   const PipelineOptions* pipeline = nullptr;
 };
 
-// transform --search: probes partition counts and returns the plan with the fastest.
-StatusOr<Plan> SearchPartitionCounts(const TransformFlags& flags, const SearchInputs& in,
-                                     const Plan& rule_plan) {
+// Times plans for the measured searches: each probe is the plan's job, written to a
+// scratch directory and run by `parallax launch` with --search-launch's words.
+class Prober {
+ public:
+  static StatusOr<Prober> Make(const TransformFlags& flags, const SearchInputs& in) {
+    PX_ASSIGN_OR_RETURN(ScratchDir scratch, ScratchDir::Make("parallax-search"));
+    Prober prober(flags, in, std::move(scratch));
+    std::istringstream words(flags.search_launch);
+    for (std::string word; words >> word;) prober.launch_words_.push_back(word);
+    return prober;
+  }
+
+  // The median step time of `plan`'s job; `what` names it on stderr ("4 partitions").
+  StatusOr<double> Time(const Plan& plan, const std::string& what) {
+    const int probe = ++probes_;
+    const std::string job = scratch_.Sub(fmt::format("job-{}", probe));
+    PX_RETURN_IF_ERROR(WriteTransformedJob(job, false,
+                                           JobToWrite{.source = in_.graph,
+                                                      .plan = &plan,
+                                                      .pipeline = *in_.pipeline,
+                                                      .run = TransformRunOptions{.threads = flags_.threads},
+                                                      .cluster_yaml = *in_.cluster_text,
+                                                      .launch = MpirunOptionsForThisMachine()})
+                           .status());
+    const std::string metrics = scratch_.Sub(fmt::format("metrics-{}.jsonl", probe));
+    const std::string log = scratch_.Sub(fmt::format("probe-{}.log", probe));
+    // Launch's own flags first, then the run flags; words after "--" go to the launcher.
+    std::vector<std::string> argv = {MpirunOptionsForThisMachine().parallax, "launch", job};
+    const auto dashes = std::find(launch_words_.begin(), launch_words_.end(), "--");
+    argv.insert(argv.end(), launch_words_.begin(), dashes);
+    for (const std::string& w : std::vector<std::string>{
+             "--steps", std::to_string(flags_.search_steps), "--log-every", "1", "--metrics",
+             metrics, "--progress", "lines"}) {
+      argv.push_back(w);
+    }
+    const bool has_data = std::any_of(launch_words_.begin(), dashes, [](const std::string& w) {
+      return w == "--feed" || w.starts_with("--feed=") || w == "--synthetic";
+    });
+    if (!has_data) argv.push_back("--synthetic");
+    argv.insert(argv.end(), dashes, launch_words_.end());
+    // On stderr whatever the verbosity: a search takes minutes (stdout is the report's).
+    fmt::print(stderr, "parallax: search: probing {} ({} steps)\n", what, flags_.search_steps);
+    PX_ASSIGN_OR_RETURN(pid_t pid, StartChild(argv, ChildIo{.output_path = log, .stdin_null = true}));
+    PX_ASSIGN_OR_RETURN(int status, WaitChild(pid, "parallax launch"));
+    if (status != 0) return UnavailableError("parallax launch exited {}: {}", status, LastLine(log));
+    PX_ASSIGN_OR_RETURN(double seconds,
+                        MedianStepSeconds(metrics, std::max(2, flags_.search_steps / 3)));
+    fmt::print(stderr, "parallax: search: {}: {:.3f} ms per step\n", what, seconds * 1e3);
+    return seconds;
+  }
+
+ private:
+  Prober(const TransformFlags& flags, const SearchInputs& in, ScratchDir scratch)
+      : flags_(flags), in_(in), scratch_(std::move(scratch)) {}
+  const TransformFlags& flags_;
+  SearchInputs in_;
+  ScratchDir scratch_;
+  std::vector<std::string> launch_words_;
+  int probes_ = 0;
+};
+
+double NowSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string DescribePartitions(int64_t count) { return fmt::format("{} partitions", count); }
+std::string DescribeBucketLimit(int64_t bytes) {
+  return bytes == 0 ? std::string("no buckets")
+                    : fmt::format("buckets of {}", HumanBytes(static_cast<uint64_t>(bytes)));
+}
+
+// transform --search: probes partition counts; on success `cluster`'s strategy.partitions
+// is the fastest count.
+StatusOr<MeasuredSearch> SearchPartitionCount(const TransformFlags& flags, const SearchInputs& in,
+                                              const TransformOptions& options,
+                                              const Plan& rule_plan, Prober& prober,
+                                              ClusterSpec& cluster) {
   // The variables searched: on parameter servers, partitions not fixed per variable.
   int64_t min_rows = std::numeric_limits<int64_t>::max();
-  std::vector<std::string> searched;
+  bool any = false;
   for (const VariablePlan& v : rule_plan.variables) {
     if (v.method != SyncMethod::kParameterServer || rule_plan.FindSlotOwner(v.name) != nullptr) continue;
-    const VariableStrategy strategy = in.cluster->strategy.Resolve(v.name);
+    const VariableStrategy strategy = cluster.strategy.Resolve(v.name);
     if (strategy.override_used != nullptr && strategy.override_used->partitions &&
         *strategy.override_used->partitions != kAutoPartitions) {
       continue;
     }
-    searched.push_back(v.name);
+    any = true;
     if (!v.shape.empty()) min_rows = std::min(min_rows, v.shape[0]);
   }
-  if (searched.empty()) {
+  if (!any) {
     return InvalidArgumentError(
         "transform --search: no variable of {} is on parameter servers with its partitions left "
         "to the search (nothing to search; see the plan's reasons)",
         flags.graph);
   }
-  if (in.cluster->strategy.partitions != kAutoPartitions) {
+  if (cluster.strategy.partitions != kAutoPartitions) {
     spdlog::warn("{}: strategy.partitions: {} is replaced by the search (--search)", flags.cluster,
-                 in.cluster->strategy.partitions);
+                 cluster.strategy.partitions);
   }
-  const std::vector<int> candidates =
-      PartitionCandidates(rule_plan.world_size(), in.layout->num_hosts(), min_rows);
-  std::vector<std::string> launch_words;
-  {
-    std::istringstream words(flags.search_launch);
-    for (std::string word; words >> word;) launch_words.push_back(word);
-  }
-  const bool has_data = std::any_of(launch_words.begin(), launch_words.end(), [](const std::string& w) {
-    return w == "--feed" || w.starts_with("--feed=") || w == "--synthetic";
-  });
-  PX_ASSIGN_OR_RETURN(ScratchDir scratch, ScratchDir::Make("parallax-search"));
-  const std::string self = MpirunOptionsForThisMachine().parallax;
-  const int warmup = std::max(2, flags.search_steps / 3);
-  auto plan_with = [&](int partitions) -> StatusOr<Plan> {
-    ClusterSpec cluster = *in.cluster;
-    cluster.strategy.partitions = partitions;
-    return BuildPlan(*in.graph, *in.analysis, cluster, *in.layout, *in.options);
-  };
-  PartitionProbeFn probe = [&](int partitions) -> StatusOr<double> {
-    PX_ASSIGN_OR_RETURN(Plan plan, plan_with(partitions));
-    const std::string job = scratch.Sub(fmt::format("job-{}", partitions));
-    PX_RETURN_IF_ERROR(WriteTransformedJob(job, false,
-                                           JobToWrite{.source = in.graph,
-                                                      .plan = &plan,
-                                                      .pipeline = *in.pipeline,
-                                                      .run = TransformRunOptions{.threads = flags.threads},
-                                                      .cluster_yaml = *in.cluster_text,
-                                                      .launch = MpirunOptionsForThisMachine()})
-                           .status());
-    const std::string metrics = scratch.Sub(fmt::format("metrics-{}.jsonl", partitions));
-    const std::string log = scratch.Sub(fmt::format("probe-{}.log", partitions));
-    // Launch's own flags first, then the run flags; words after "--" go to the launcher.
-    std::vector<std::string> argv = {self, "launch", job};
-    const auto dashes = std::find(launch_words.begin(), launch_words.end(), "--");
-    argv.insert(argv.end(), launch_words.begin(), dashes);
-    for (const std::string& w : std::vector<std::string>{
-             "--steps", std::to_string(flags.search_steps), "--log-every", "1", "--metrics",
-             metrics, "--progress", "lines"}) {
-      argv.push_back(w);
-    }
-    if (!has_data) argv.push_back("--synthetic");
-    argv.insert(argv.end(), dashes, launch_words.end());
-    // On stderr whatever the verbosity: a search takes minutes (stdout is the report's).
-    fmt::print(stderr, "parallax: search: probing {} partitions ({} steps)\n", partitions,
-               flags.search_steps);
-    PX_ASSIGN_OR_RETURN(pid_t pid, StartChild(argv, ChildIo{.output_path = log, .stdin_null = true}));
-    PX_ASSIGN_OR_RETURN(int status, WaitChild(pid, "parallax launch"));
-    if (status != 0) {
-      return UnavailableError("parallax launch exited {}: {}", status, LastLine(log));
-    }
-    PX_ASSIGN_OR_RETURN(double seconds, MedianStepSeconds(metrics, warmup));
-    fmt::print(stderr, "parallax: search: {} partitions: {:.3f} ms per step\n", partitions,
-               seconds * 1e3);
-    return seconds;
-  };
-  auto now = [] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  ProbeFn probe = [&](int64_t partitions) -> StatusOr<double> {
+    ClusterSpec probed = cluster;
+    probed.strategy.partitions = static_cast<int>(partitions);
+    PX_ASSIGN_OR_RETURN(Plan plan, BuildPlan(*in.graph, *in.analysis, probed, *in.layout, options));
+    return prober.Time(plan, DescribePartitions(partitions));
   };
   PX_ASSIGN_OR_RETURN(
-      PartitionSearch search,
-      SearchPartitions(candidates,
-                       SearchBudget{.seconds = flags.search_budget_s, .steps = flags.search_steps},
-                       probe, now));
-  PX_ASSIGN_OR_RETURN(Plan plan, plan_with(search.chosen));
-  plan.partition_search = std::move(search);
-  return plan;
+      MeasuredSearch search,
+      SearchByProbes(PartitionCandidates(rule_plan.world_size(), in.layout->num_hosts(), min_rows),
+                     SearchBudget{.seconds = flags.search_budget_s, .steps = flags.search_steps},
+                     probe, NowSeconds, DescribePartitions));
+  cluster.strategy.partitions = static_cast<int>(search.chosen);
+  return search;
 }
 
-Status RunTransform(const TransformFlags& flags) {
+// --bucket-mb auto: probes bucket limits; on success `options.bucket_bytes` is the
+// fastest limit.
+StatusOr<MeasuredSearch> SearchBucketLimit(const TransformFlags& flags, const SearchInputs& in,
+                                           const ClusterSpec& cluster, const Plan& plan,
+                                           Prober& prober, TransformOptions& options) {
+  if (plan.world_size() < 2) {
+    return InvalidArgumentError("--bucket-mb auto: the job has one rank, which all-reduces nothing");
+  }
+  const std::vector<int64_t> candidates = BucketLimitCandidates(*in.analysis, plan.variables);
+  if (candidates.size() < 2) {
+    return InvalidArgumentError(
+        "--bucket-mb auto: no two gradients of {} can share a bucket (nothing to tune)",
+        flags.graph);
+  }
+  ProbeFn probe = [&](int64_t limit) -> StatusOr<double> {
+    TransformOptions probed = options;
+    probed.bucket_bytes = limit;
+    PX_ASSIGN_OR_RETURN(Plan probed_plan, BuildPlan(*in.graph, *in.analysis, cluster, *in.layout, probed));
+    return prober.Time(probed_plan, DescribeBucketLimit(limit));
+  };
+  PX_ASSIGN_OR_RETURN(
+      MeasuredSearch search,
+      SearchByProbes(candidates,
+                     SearchBudget{.seconds = flags.search_budget_s, .steps = flags.search_steps},
+                     probe, NowSeconds, DescribeBucketLimit));
+  options.bucket_bytes = search.chosen;
+  return search;
+}
+
+Status RunTransform(TransformFlags flags) {
   PipelineOptions pipeline;
   pipeline.disabled_passes.insert(flags.disabled_passes.begin(), flags.disabled_passes.end());
   pipeline.dump_after = flags.dump_after;
@@ -268,7 +318,23 @@ Status RunTransform(const TransformFlags& flags) {
   options.strategy = strategy.preset;
   options.sparse = strategy.sparse;
   options.strict = flags.strict;
-  options.bucket_bytes = static_cast<int64_t>(flags.bucket_mb * (1 << 20));
+  const bool bucket_auto = flags.bucket_mb == "auto";
+  if (!flags.bucket_mb.empty() && !bucket_auto) {
+    char* end = nullptr;
+    const double mib = std::strtod(flags.bucket_mb.c_str(), &end);
+    if (end == flags.bucket_mb.c_str() || *end != '\0' || !(mib >= 0) || mib > (1 << 20)) {
+      return InvalidArgumentError("--bucket-mb: '{}' is not a size in MiB (0 to 1048576) or auto",
+                                  flags.bucket_mb);
+    }
+    options.bucket_bytes = static_cast<int64_t>(mib * (1 << 20));
+  }
+  if (!flags.search && !bucket_auto &&
+      (flags.search_budget_s > 0 || flags.search_steps > 0 || !flags.search_launch.empty())) {
+    return InvalidArgumentError(
+        "--search-budget, --search-steps and --search-launch need --search or --bucket-mb auto");
+  }
+  if (flags.search_budget_s == 0) flags.search_budget_s = 300;
+  if (flags.search_steps == 0) flags.search_steps = 30;
 
   // Inputs first, so that bad input never creates anything.
   PX_RETURN_IF_ERROR(JobWriter::CheckTarget(flags.output, flags.force));
@@ -290,16 +356,24 @@ Status RunTransform(const TransformFlags& flags) {
   spdlog::info("loaded {}: {} nodes, {} variables; {}", flags.graph, graph.num_nodes(),
                analysis.variables.size(), layout.Summary());
   PX_ASSIGN_OR_RETURN(Plan plan, BuildPlan(graph, analysis, cluster, layout, options));
-  if (flags.search) {
-    PX_ASSIGN_OR_RETURN(plan, SearchPartitionCounts(flags,
-                                                    SearchInputs{.graph = &graph,
-                                                                 .analysis = &analysis,
-                                                                 .cluster = &cluster,
-                                                                 .layout = &layout,
-                                                                 .options = &options,
-                                                                 .cluster_text = &cluster_text,
-                                                                 .pipeline = &pipeline},
-                                                    plan));
+  if (flags.search || bucket_auto) {
+    const SearchInputs inputs{.graph = &graph,
+                              .analysis = &analysis,
+                              .layout = &layout,
+                              .cluster_text = &cluster_text,
+                              .pipeline = &pipeline};
+    PX_ASSIGN_OR_RETURN(Prober prober, Prober::Make(flags, inputs));
+    std::optional<MeasuredSearch> partitions, buckets;
+    if (flags.search) {
+      PX_ASSIGN_OR_RETURN(partitions,
+                          SearchPartitionCount(flags, inputs, options, plan, prober, cluster));
+    }
+    if (bucket_auto) {
+      PX_ASSIGN_OR_RETURN(buckets, SearchBucketLimit(flags, inputs, cluster, plan, prober, options));
+    }
+    PX_ASSIGN_OR_RETURN(plan, BuildPlan(graph, analysis, cluster, layout, options));
+    plan.partition_search = std::move(partitions);
+    plan.bucket_search = std::move(buckets);
   }
   for (const std::string& warning : plan.warnings) spdlog::warn("{}", warning);
 
@@ -343,25 +417,22 @@ Command AddTransformCommand(CLI::App& app) {
                   "--strategy and the spec's strategy.sparse");
   sub->add_option("--bucket-mb", flags->bucket_mb,
                   "fuse dense gradients into all-reduce buckets of up to this many MiB, in "
-                  "backprop order (default 25, as PyTorch DDP; 0: one all-reduce per gradient)")
-      ->check(CLI::NonNegativeNumber);
-  CLI::Option* search = sub->add_flag("--search", flags->search,
+                  "backprop order (default 25, as PyTorch DDP; 0: one all-reduce per gradient; "
+                  "auto: the fastest limit measured by short runs of the job, as --search)");
+  sub->add_flag("--search", flags->search,
                 "measure the partition count of the parameter-server variables: short runs "
                 "of the job (through parallax launch) with each candidate count, the fastest "
                 "kept (docs/transform.md)");
   sub->add_option("--search-budget", flags->search_budget_s,
-                  "seconds the search's probes may take (default 300)")
-      ->check(CLI::PositiveNumber)
-      ->needs(search);
+                  "seconds each measured search's probes may take (default 300)")
+      ->check(CLI::PositiveNumber);
   sub->add_option("--search-steps", flags->search_steps,
                   "steps each probe trains; the first third (at least 2) are not timed "
                   "(default 30)")
-      ->check(CLI::Range(4, 1000000))
-      ->needs(search);
+      ->check(CLI::Range(4, 1000000));
   sub->add_option("--search-launch", flags->search_launch,
                   "words for each probe's `parallax launch`: hosts, feeds, run flags, and "
-                  "after -- the launcher's (default: the plan's hosts, --synthetic data)")
-      ->needs(search);
+                  "after -- the launcher's (default: the plan's hosts, --synthetic data)");
   sub->add_flag("--json", flags->json, "print the plan as JSON (docs/transform.md) instead of the report");
   sub->add_flag("--strict", flags->strict,
                 "fail (exit 2) on any warning, and on ops without a CPU kernel");

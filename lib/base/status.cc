@@ -20,6 +20,13 @@ std::string_view StatusCodeName(StatusCode code) {
   return "UNKNOWN";
 }
 
+std::string WithControlsShown(std::string text) {
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return text;
+}
+
 Status Status::WithPrefix(std::string_view prefix) const {
   if (ok()) return *this;
   return Status(code_, fmt::format("{}: {}", prefix, message_));

@@ -100,6 +100,10 @@ Status InternalError(fmt::format_string<Args...> format, Args&&... args) {
   return Status(StatusCode::kInternal, fmt::format(format, std::forward<Args>(args)...));
 }
 
+// `text` (outside text quoted in a message: a parser's message, a key from a file) with
+// control characters shown as '?', so that the message stays one line.
+std::string WithControlsShown(std::string text);
+
 // A value or the Status that explains why there is none.
 template <typename T>
 class [[nodiscard]] StatusOr {

@@ -393,21 +393,13 @@ class SpecParser {
 };
 
 // A key as it appears in a path: control characters shown as '?' (one-line messages).
-std::string Printable(const std::string& key) {
-  std::string text = key;
-  for (char& c : text) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  }
-  return text;
-}
-
 std::string DottedPath(const std::string& parent, const std::string& key) {
-  return parent.empty() ? Printable(key) : parent + "." + Printable(key);
+  return parent.empty() ? WithControlsShown(key) : parent + "." + WithControlsShown(key);
 }
 
 // Variable names hold '/', so their keys are quoted: strategy.variables["embedding/*"].
 std::string QuotedPath(const std::string& parent, const std::string& key) {
-  return fmt::format("{}[\"{}\"]", parent, Printable(key));
+  return fmt::format("{}[\"{}\"]", parent, WithControlsShown(key));
 }
 
 // "a, b or c"
@@ -807,10 +799,7 @@ StatusOr<ClusterSpec> ParseClusterSpec(std::string_view yaml_text, std::string_v
   } catch (const YAML::Exception& e) {
     // yaml-cpp's message may hold the offending character itself ("unknown escape
     // character: " and a newline); control characters are shown as '?', as Quoted does.
-    std::string message = e.msg;
-    for (char& c : message) {
-      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-    }
+    const std::string message = WithControlsShown(e.msg);
     if (e.mark.is_null()) return InvalidArgumentError("{}: {}", source, message);
     return InvalidArgumentError("{}:{}:{}: {}", source, e.mark.line + 1, e.mark.column + 1,
                                 message);

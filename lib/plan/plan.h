@@ -82,24 +82,25 @@ struct GradientBucket {
   friend bool operator==(const GradientBucket&, const GradientBucket&) = default;
 };
 
-// One timed probe of a partition search (transform --search): the job planned with
-// `partitions` partitions per parameter-server variable, trained for a few steps.
-struct PartitionProbe {
-  int partitions = 0;
+// One timed probe of a measured search: the job planned with one value of the searched
+// setting (a partition count, a bucket limit in bytes), trained for a few steps.
+struct SearchProbe {
+  int64_t value = 0;
   double step_seconds = 0;  // median over the probe's timed steps
-  friend bool operator==(const PartitionProbe&, const PartitionProbe&) = default;
+  friend bool operator==(const SearchProbe&, const SearchProbe&) = default;
 };
 
-// What `transform --search` measured and chose (docs/transform.md, Partition search).
-struct PartitionSearch {
-  std::vector<int> candidates;         // the counts it could probe, ascending
-  std::vector<PartitionProbe> probes;  // in the order they ran
-  int chosen = 0;                      // the fastest probe's count
+// What a measured search measured and chose (docs/transform.md, Measured searches):
+// `transform --search` searches the partition count, `--bucket-mb auto` the bucket limit.
+struct MeasuredSearch {
+  std::vector<int64_t> candidates;  // the values it could probe, ascending
+  std::vector<SearchProbe> probes;  // in the order they ran
+  int64_t chosen = 0;               // the fastest probe's value
   double budget_seconds = 0;
   double used_seconds = 0;
-  int steps = 0;                       // steps per probe (the first ones untimed)
-  std::string stopped;                 // why it stopped probing
-  friend bool operator==(const PartitionSearch&, const PartitionSearch&) = default;
+  int steps = 0;                    // steps per probe (the first ones untimed)
+  std::string stopped;              // why it stopped probing
+  friend bool operator==(const MeasuredSearch&, const MeasuredSearch&) = default;
 };
 
 // The bucket limit when none is given: 25 MiB, PyTorch DDP's bucket_cap_mb.
@@ -129,9 +130,11 @@ struct Plan {
   // bucket is all-reduced alone.
   int64_t bucket_bytes = 0;
   std::vector<GradientBucket> buckets;
-  // Set when the partition counts were measured (transform --search); the
-  // parameter-server variables it searched have `search.chosen` partitions.
-  std::optional<PartitionSearch> partition_search;
+  // Set when the partition count was measured (transform --search): the
+  // parameter-server variables it searched have `chosen` partitions.
+  std::optional<MeasuredSearch> partition_search;
+  // Set when the bucket limit was measured (--bucket-mb auto): bucket_bytes is `chosen`.
+  std::optional<MeasuredSearch> bucket_search;
 
   int world_size() const { return static_cast<int>(ranks.size()); }
   const VariablePlan* FindVariable(std::string_view name) const;

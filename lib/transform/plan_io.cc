@@ -37,6 +37,29 @@ void StringList(YAML::Emitter& out, std::string_view key, const std::vector<std:
   out << YAML::EndSeq;
 }
 
+// A measured search (plan.h) under `key`, its probes' values under `value_key`.
+void WriteSearch(YAML::Emitter& out, std::string_view key, std::string_view value_key,
+                 const std::optional<MeasuredSearch>& search) {
+  if (!search) return;
+  out << YAML::Key << std::string(key) << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "candidates" << YAML::Value << YAML::Flow << search->candidates;
+  out << YAML::Key << "probes" << YAML::Value << YAML::BeginSeq;
+  for (const SearchProbe& probe : search->probes) {
+    out << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << std::string(value_key) << YAML::Value << probe.value;
+    out << YAML::Key << "step_seconds" << YAML::Value << probe.step_seconds;
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  out << YAML::Key << "chosen" << YAML::Value << search->chosen;
+  out << YAML::Key << "steps" << YAML::Value << search->steps;
+  out << YAML::Key << "budget_seconds" << YAML::Value << search->budget_seconds;
+  out << YAML::Key << "used_seconds" << YAML::Value << search->used_seconds;
+  Quoted(out, "stopped", search->stopped);
+  out << YAML::EndMap;
+}
+
+
 }  // namespace
 
 std::optional<SyncMethod> ParseSyncMethod(std::string_view word) {
@@ -124,25 +147,8 @@ std::string PlanToYaml(const Plan& plan) {
     }
     out << YAML::EndSeq;
   }
-  if (plan.partition_search) {
-    const PartitionSearch& search = *plan.partition_search;
-    out << YAML::Key << "partition_search" << YAML::Value << YAML::BeginMap;
-    out << YAML::Key << "candidates" << YAML::Value << YAML::Flow << search.candidates;
-    out << YAML::Key << "probes" << YAML::Value << YAML::BeginSeq;
-    for (const PartitionProbe& probe : search.probes) {
-      out << YAML::Flow << YAML::BeginMap;
-      out << YAML::Key << "partitions" << YAML::Value << probe.partitions;
-      out << YAML::Key << "step_seconds" << YAML::Value << probe.step_seconds;
-      out << YAML::EndMap;
-    }
-    out << YAML::EndSeq;
-    out << YAML::Key << "chosen" << YAML::Value << search.chosen;
-    out << YAML::Key << "steps" << YAML::Value << search.steps;
-    out << YAML::Key << "budget_seconds" << YAML::Value << search.budget_seconds;
-    out << YAML::Key << "used_seconds" << YAML::Value << search.used_seconds;
-    Quoted(out, "stopped", search.stopped);
-    out << YAML::EndMap;
-  }
+  WriteSearch(out, "partition_search", "partitions", plan.partition_search);
+  WriteSearch(out, "bucket_search", "bucket_bytes", plan.bucket_search);
   out << YAML::EndMap;
   std::string text = "# Written by parallax transform; the schema is docs/transform.md.\n";
   text += out.c_str();
@@ -151,15 +157,6 @@ std::string PlanToYaml(const Plan& plan) {
 }
 
 namespace {
-
-// A yaml-cpp exception's message on one line: it may hold the offending character itself
-// ("unknown escape character: " and a newline); control characters are shown as '?'.
-std::string OneLine(std::string message) {
-  for (char& c : message) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  }
-  return message;
-}
 
 // Reads a parsed plan.yaml, checking every key and type. yaml-cpp throws; this class
 // catches at its entry point only.
@@ -173,27 +170,28 @@ class PlanReader {
       root = YAML::Load(std::string(text));
     } catch (const YAML::Exception& e) {
       return InvalidArgumentError("{}:{}:{}: {}", source_, e.mark.line + 1, e.mark.column + 1,
-                                  OneLine(e.msg));
+                                  WithControlsShown(e.msg));
     }
     Plan plan;
     try {
       PX_RETURN_IF_ERROR(ReadRoot(root, plan));
     } catch (const YAML::Exception& e) {
-      return InvalidArgumentError("{}:{}: {}", source_, e.mark.line + 1, OneLine(e.msg));
+      return InvalidArgumentError("{}:{}: {}", source_, e.mark.line + 1, WithControlsShown(e.msg));
     }
     return plan;
   }
 
  private:
-  // Keys in `path` and values in `what` come from the file: OneLine keeps them on one line.
+  // Keys in `path` and values in `what` come from the file: WithControlsShown keeps them
+  // on one line (as yaml-cpp's messages, which may hold the offending character itself).
   Status Error(const YAML::Node& node, std::string_view path, std::string_view what) const {
     const YAML::Mark mark = node.Mark();
     if (mark.is_null()) {
-      return InvalidArgumentError("{}: {}: {}", source_, OneLine(std::string(path)),
-                                  OneLine(std::string(what)));
+      return InvalidArgumentError("{}: {}: {}", source_, WithControlsShown(std::string(path)),
+                                  WithControlsShown(std::string(what)));
     }
     return InvalidArgumentError("{}:{}: {}: {}", source_, mark.line + 1,
-                                OneLine(std::string(path)), OneLine(std::string(what)));
+                                WithControlsShown(std::string(path)), WithControlsShown(std::string(what)));
   }
 
   // The mapping's keys must all be in `known` or `optional`; every key of `known` must be
@@ -262,8 +260,10 @@ class PlanReader {
                                   "ranks", "variables", "feeds", "fetches", "train_op", "init_op",
                                   "warnings"},
                                  // Plans written before gradient buckets have neither;
-                                 // partition_search: only after transform --search.
-                                 {"bucket_bytes", "buckets", "partition_search"}));
+                                 // the searches: only after transform --search and
+                                 // --bucket-mb auto.
+                                 {"bucket_bytes", "buckets", "partition_search",
+                                  "bucket_search"}));
     PX_ASSIGN_OR_RETURN(int64_t version, Int(root["version"], "version", 0));
     if (version != Plan::kVersion) {
       return Error(root["version"], "version",
@@ -332,7 +332,17 @@ class PlanReader {
     }
     if (root["buckets"]) PX_RETURN_IF_ERROR(ReadBuckets(root["buckets"], plan));
     if (root["partition_search"]) {
-      PX_ASSIGN_OR_RETURN(plan.partition_search, ReadPartitionSearch(root["partition_search"]));
+      PX_ASSIGN_OR_RETURN(plan.partition_search,
+                          ReadSearch(root["partition_search"], "partition_search", "partitions", 1));
+    }
+    if (root["bucket_search"]) {
+      PX_ASSIGN_OR_RETURN(plan.bucket_search,
+                          ReadSearch(root["bucket_search"], "bucket_search", "bucket_bytes", 0));
+      if (plan.bucket_search->chosen != plan.bucket_bytes) {
+        return Error(root["bucket_search"]["chosen"], "bucket_search.chosen",
+                     fmt::format("{} is not the plan's bucket_bytes ({})",
+                                 plan.bucket_search->chosen, plan.bucket_bytes));
+      }
     }
     return Status::Ok();
   }
@@ -345,35 +355,34 @@ class PlanReader {
     return value;
   }
 
-  // The chosen count is one of the probes'.
-  StatusOr<PartitionSearch> ReadPartitionSearch(const YAML::Node& node) const {
-    const std::string path = "partition_search";
+  // A measured search (plan.h); its probes' values under `value_key`, each at least
+  // `min`; the chosen value is one of the probes'.
+  StatusOr<MeasuredSearch> ReadSearch(const YAML::Node& node, const std::string& path,
+                                      const std::string& value_key, int64_t min) const {
     PX_RETURN_IF_ERROR(CheckKeys(node, path, {"candidates", "probes", "chosen", "steps",
                                               "budget_seconds", "used_seconds", "stopped"}));
-    PartitionSearch search;
+    MeasuredSearch search;
     const YAML::Node candidates = node["candidates"];
     if (!candidates.IsSequence()) return Error(candidates, path + ".candidates", "expected a list");
     for (size_t i = 0; i < candidates.size(); ++i) {
-      PX_ASSIGN_OR_RETURN(int64_t count, Int(candidates[i], fmt::format("{}.candidates[{}]", path, i), 1));
-      search.candidates.push_back(static_cast<int>(std::min<int64_t>(count, 1 << 20)));
+      PX_ASSIGN_OR_RETURN(int64_t value, Int(candidates[i], fmt::format("{}.candidates[{}]", path, i), min));
+      search.candidates.push_back(value);
     }
     const YAML::Node probes = node["probes"];
     if (!probes.IsSequence()) return Error(probes, path + ".probes", "expected a list");
     for (size_t i = 0; i < probes.size(); ++i) {
       const std::string at = fmt::format("{}.probes[{}]", path, i);
-      PX_RETURN_IF_ERROR(CheckKeys(probes[i], at, {"partitions", "step_seconds"}));
-      PartitionProbe probe;
-      PX_ASSIGN_OR_RETURN(int64_t count, Int(probes[i]["partitions"], at + ".partitions", 1));
-      probe.partitions = static_cast<int>(std::min<int64_t>(count, 1 << 20));
+      PX_RETURN_IF_ERROR(CheckKeys(probes[i], at, {value_key, "step_seconds"}));
+      SearchProbe probe;
+      PX_ASSIGN_OR_RETURN(probe.value, Int(probes[i][value_key], at + "." + value_key, min));
       PX_ASSIGN_OR_RETURN(probe.step_seconds, Seconds(probes[i]["step_seconds"], at + ".step_seconds"));
       search.probes.push_back(probe);
     }
-    PX_ASSIGN_OR_RETURN(int64_t chosen, Int(node["chosen"], path + ".chosen", 1));
-    search.chosen = static_cast<int>(std::min<int64_t>(chosen, 1 << 20));
+    PX_ASSIGN_OR_RETURN(search.chosen, Int(node["chosen"], path + ".chosen", min));
     if (std::none_of(search.probes.begin(), search.probes.end(),
-                     [&](const PartitionProbe& p) { return p.partitions == chosen; })) {
+                     [&](const SearchProbe& p) { return p.value == search.chosen; })) {
       return Error(node["chosen"], path + ".chosen",
-                   fmt::format("{} partitions were not probed", chosen));
+                   fmt::format("{} was not probed", search.chosen));
     }
     PX_ASSIGN_OR_RETURN(int64_t steps, Int(node["steps"], path + ".steps", 1));
     search.steps = static_cast<int>(std::min<int64_t>(steps, 1 << 30));
@@ -612,28 +621,32 @@ std::string PlanToJson(const Plan& plan, std::string_view output_dir) {
     json.EndObject();
   }
   json.EndArray();
-  json.Key("partition_search");
-  if (!plan.partition_search) {
-    json.Null();
-  } else {
-    const PartitionSearch& search = *plan.partition_search;
+  auto search = [&](std::string_view key, std::string_view value_key,
+                    const std::optional<MeasuredSearch>& found) {
+    json.Key(key);
+    if (!found) {
+      json.Null();
+      return;
+    }
     json.BeginObject();
     json.Key("candidates").BeginArray();
-    for (int c : search.candidates) json.Int(c);
+    for (int64_t c : found->candidates) json.Int(c);
     json.EndArray();
     json.Key("probes").BeginArray();
-    for (const PartitionProbe& probe : search.probes) {
-      json.BeginObject().Field("partitions", probe.partitions);
+    for (const SearchProbe& probe : found->probes) {
+      json.BeginObject().Field(value_key, probe.value);
       json.Key("step_seconds").Double(probe.step_seconds);
       json.EndObject();
     }
     json.EndArray();
-    json.Field("chosen", search.chosen).Field("steps", search.steps);
-    json.Key("budget_seconds").Double(search.budget_seconds);
-    json.Key("used_seconds").Double(search.used_seconds);
-    json.Field("stopped", search.stopped);
+    json.Field("chosen", found->chosen).Field("steps", found->steps);
+    json.Key("budget_seconds").Double(found->budget_seconds);
+    json.Key("used_seconds").Double(found->used_seconds);
+    json.Field("stopped", found->stopped);
     json.EndObject();
-  }
+  };
+  search("partition_search", "partitions", plan.partition_search);
+  search("bucket_search", "bucket_bytes", plan.bucket_search);
   json.EndObject();
   return json.str() + "\n";
 }

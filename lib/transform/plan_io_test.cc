@@ -225,7 +225,7 @@ TEST_CASE("plan.yaml: bad gradient buckets name the bucket and the variable") {
 
 TEST_CASE("plan.yaml: a partition search round trips; a chosen count not probed is refused") {
   Plan plan = SamplePlan();
-  plan.partition_search = PartitionSearch{.candidates = {2, 4, 8},
+  plan.partition_search = MeasuredSearch{.candidates = {2, 4, 8},
                                           .probes = {{2, 0.0125}, {4, 0.0101}, {8, 0.0119}},
                                           .chosen = 4,
                                           .budget_seconds = 120,
@@ -247,13 +247,39 @@ TEST_CASE("plan.yaml: a partition search round trips; a chosen count not probed 
   REQUIRE_FALSE(bad.ok());
   const std::string message = bad.status().message();
   CHECK(message.substr(message.find(": ") + 2) ==
-        "partition_search.chosen: 16 partitions were not probed");
+        "partition_search.chosen: 16 was not probed");
   edited = yaml;
   edited.replace(edited.find("step_seconds: 0.0125"), 20, "step_seconds: -1");
   bad = ParsePlanYaml(edited, "plan.yaml");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().message().find("partition_search.probes[0].step_seconds: expected seconds") !=
         std::string::npos);
+}
+
+TEST_CASE("plan.yaml: a bucket search round trips; its chosen limit is the plan's") {
+  Plan plan = BucketedPlan();
+  plan.bucket_search = MeasuredSearch{.candidates = {0, 1 << 20, 4 << 20},
+                                      .probes = {{0, 0.0066}, {1 << 20, 0.0061}, {4 << 20, 0.0068}},
+                                      .chosen = 1 << 20,
+                                      .budget_seconds = 60,
+                                      .used_seconds = 2.1,
+                                      .steps = 20,
+                                      .stopped = "the largest candidate reached"};
+  const std::string yaml = PlanToYaml(plan);
+  INFO(yaml);
+  CHECK(yaml.find("- {bucket_bytes: 0, step_seconds: 0.0066}") != std::string::npos);
+  StatusOr<Plan> back = ParsePlanYaml(yaml, "plan.yaml");
+  REQUIRE(back.ok());
+  REQUIRE(back->bucket_search.has_value());
+  CHECK(*back->bucket_search == *plan.bucket_search);
+  CHECK(PlanToJson(*back, "job").find(R"("bucket_bytes": 0,)") != std::string::npos);
+  std::string edited = yaml;
+  edited.replace(edited.find("bucket_bytes: 1048576\n"), 21, "bucket_bytes: 4194304\n");
+  StatusOr<Plan> bad = ParsePlanYaml(edited, "plan.yaml");
+  REQUIRE_FALSE(bad.ok());
+  const std::string message = bad.status().message();
+  CHECK(message.substr(message.find(": ") + 2) ==
+        "bucket_search.chosen: 1048576 is not the plan's bucket_bytes (4194304)");
 }
 
 TEST_CASE("the plan as JSON") {

@@ -1,6 +1,7 @@
 #include "lib/transform/report.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -159,19 +160,26 @@ std::string RenderReport(const Plan& plan, std::string_view output_dir) {
     }
   }
 
-  if (plan.partition_search) {
-    const PartitionSearch& search = *plan.partition_search;
+  // `name` gives a value alone ("8", "1.0 MiB"), `unit` what follows it in the probes.
+  auto search = [&](std::string_view what, const std::optional<MeasuredSearch>& found,
+                    const std::function<std::string(int64_t)>& name, std::string_view unit) {
+    if (!found) return;
     std::string candidates;
-    for (int c : search.candidates) candidates += fmt::format("{}{}", candidates.empty() ? "" : ", ", c);
-    out += fmt::format("\npartition search: {} partitions chosen from {} probes of {} steps in "
-                       "{:.1f} s (budget {:g} s; candidates {}); {}\n",
-                       search.chosen, search.probes.size(), search.steps, search.used_seconds,
-                       search.budget_seconds, candidates, search.stopped);
-    for (const PartitionProbe& probe : search.probes) {
-      out += fmt::format("  {:>6} partitions: {:.3f} ms per step{}\n", probe.partitions,
-                         probe.step_seconds * 1e3, probe.partitions == search.chosen ? "  <- chosen" : "");
+    for (int64_t c : found->candidates) candidates += (candidates.empty() ? "" : ", ") + name(c);
+    out += fmt::format("\n{}: {}{} chosen from {} probes of {} steps in {:.1f} s (budget {:g} s; "
+                       "candidates {}); {}\n",
+                       what, name(found->chosen), unit, found->probes.size(), found->steps,
+                       found->used_seconds, found->budget_seconds, candidates, found->stopped);
+    for (const SearchProbe& probe : found->probes) {
+      out += fmt::format("  {:>13}: {:.3f} ms per step{}\n", name(probe.value) + std::string(unit),
+                         probe.step_seconds * 1e3, probe.value == found->chosen ? "  <- chosen" : "");
     }
-  }
+  };
+  search("partition search", plan.partition_search,
+         [](int64_t p) { return std::to_string(p); }, " partitions");
+  search("bucket search", plan.bucket_search, [](int64_t bytes) {
+    return bytes == 0 ? std::string("no buckets") : HumanBytes(static_cast<uint64_t>(bytes));
+  }, "");
 
   std::string reasons;
   for (const VariablePlan& v : plan.variables) {

@@ -1,4 +1,4 @@
-#include "lib/transform/partition_search.h"
+#include "lib/transform/measured_search.h"
 
 #include <algorithm>
 #include <map>
@@ -17,43 +17,65 @@ constexpr double kWorseThanBest = 1.03;
 
 }  // namespace
 
-std::vector<int> PartitionCandidates(int world_size, int hosts, int64_t min_rows) {
+std::vector<int64_t> PartitionCandidates(int world_size, int hosts, int64_t min_rows) {
   const int64_t most = std::min<int64_t>(int64_t{kMaxPartitionsPerRank} * world_size, min_rows);
-  std::set<int> counts;
-  for (int64_t p = std::max(1, hosts); p <= most; p *= 2) counts.insert(static_cast<int>(p));
+  std::set<int64_t> counts;
+  for (int64_t p = std::max(1, hosts); p <= most; p *= 2) counts.insert(p);
   for (int k = 1; k <= kMaxPartitionsPerRank && int64_t{k} * world_size <= most; ++k) {
-    counts.insert(k * world_size);
+    counts.insert(int64_t{k} * world_size);
   }
-  if (counts.empty() && min_rows >= 1) counts.insert(static_cast<int>(most));
+  if (counts.empty() && min_rows >= 1) counts.insert(most);
   return {counts.begin(), counts.end()};
 }
 
-StatusOr<PartitionSearch> SearchPartitions(const std::vector<int>& candidates,
-                                           const SearchBudget& budget,
-                                           const PartitionProbeFn& probe,
-                                           const std::function<double()>& now) {
-  if (candidates.empty()) return InvalidArgumentError("partition search: no candidate counts");
-  PartitionSearch search;
+std::vector<int64_t> BucketLimitCandidates(const TrainingAnalysis& analysis,
+                                           const std::vector<VariablePlan>& variables) {
+  std::vector<int64_t> limits = {0};
+  std::vector<std::vector<GradientBucket>> seen = {{}};
+  for (int64_t mib : {1, 2, 4, 8, 16, 25, 64}) {
+    std::vector<GradientBucket> buckets = BucketGradients(analysis, variables, mib << 20);
+    // Bucket bytes and dtypes aside, a grouping is its lists of variables.
+    auto same = [&](const std::vector<GradientBucket>& other) {
+      if (other.size() != buckets.size()) return false;
+      for (size_t i = 0; i < other.size(); ++i) {
+        if (other[i].variables != buckets[i].variables) return false;
+      }
+      return true;
+    };
+    if (std::none_of(seen.begin(), seen.end(), same)) {
+      limits.push_back(mib << 20);
+      seen.push_back(std::move(buckets));
+    }
+  }
+  return limits;
+}
+
+StatusOr<MeasuredSearch> SearchByProbes(const std::vector<int64_t>& candidates,
+                                        const SearchBudget& budget, const ProbeFn& probe,
+                                        const std::function<double()>& now,
+                                        const std::function<std::string(int64_t)>& describe) {
+  if (candidates.empty()) return InvalidArgumentError("measured search: no candidates");
+  MeasuredSearch search;
   search.candidates = candidates;
   search.budget_seconds = budget.seconds;
   search.steps = budget.steps;
   const double start = now();
   double longest = 0;
-  std::map<int, double> measured;  // partitions -> step seconds
+  std::map<int64_t, double> measured;  // value -> step seconds
   // Runs the probe of candidates[i] unless the budget cannot hold it; false then.
   auto run = [&](size_t i) -> StatusOr<bool> {
-    const int p = candidates[i];
-    if (measured.count(p) != 0) return true;
+    const int64_t value = candidates[i];
+    if (measured.count(value) != 0) return true;
     if (!measured.empty() && now() - start + longest > budget.seconds) {
       search.stopped = fmt::format("budget: another probe would end past {:g} s", budget.seconds);
       return false;
     }
     const double began = now();
-    StatusOr<double> seconds = probe(p);
-    if (!seconds.ok()) return seconds.status().WithPrefix(fmt::format("probe of {} partitions", p));
+    StatusOr<double> seconds = probe(value);
+    if (!seconds.ok()) return seconds.status().WithPrefix("probe of " + describe(value));
     longest = std::max(longest, now() - began);
-    measured[p] = *seconds;
-    search.probes.push_back(PartitionProbe{p, *seconds});
+    measured[value] = *seconds;
+    search.probes.push_back(SearchProbe{value, *seconds});
     return true;
   };
   auto best = [&]() {
@@ -74,18 +96,18 @@ StatusOr<PartitionSearch> SearchPartitions(const std::vector<int>& candidates,
     }
     climbed.push_back(i);
     if (measured[candidates[i]] > kWorseThanBest * best()->second) {
-      search.stopped = fmt::format("{} partitions ran {:.0f}% slower than {}: the climb ended there",
-                                   candidates[i],
+      search.stopped = fmt::format("{} ran {:.0f}% slower than {}: the climb ended there",
+                                   describe(candidates[i]),
                                    100 * (measured[candidates[i]] / best()->second - 1),
-                                   best()->first);
+                                   describe(best()->first));
       break;
     }
   }
   // The refinement: untried candidates between the best's climbed neighbours.
   if (!out_of_budget) {
-    const int best_count = best()->first;
+    const int64_t best_value = best()->first;
     const size_t at = static_cast<size_t>(
-        std::find(candidates.begin(), candidates.end(), best_count) - candidates.begin());
+        std::find(candidates.begin(), candidates.end(), best_value) - candidates.begin());
     const auto climbed_at = std::find(climbed.begin(), climbed.end(), at);
     const size_t low = climbed_at == climbed.begin() ? at : *(climbed_at - 1);
     const size_t high = climbed_at + 1 == climbed.end() ? at : *(climbed_at + 1);
