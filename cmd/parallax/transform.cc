@@ -172,12 +172,12 @@ class Prober {
                                                       .pipeline = *in_.pipeline,
                                                       .run = TransformRunOptions{.threads = flags_.threads},
                                                       .cluster_yaml = *in_.cluster_text,
-                                                      .launch = MpirunOptionsForThisMachine()})
+                                                      .launch = launch_})
                            .status());
     const std::string metrics = scratch_.Sub(fmt::format("metrics-{}.jsonl", probe));
     const std::string log = scratch_.Sub(fmt::format("probe-{}.log", probe));
     // Launch's own flags first, then the run flags; words after "--" go to the launcher.
-    std::vector<std::string> argv = {MpirunOptionsForThisMachine().parallax, "launch", job};
+    std::vector<std::string> argv = {launch_.parallax, "launch", job};
     const auto dashes = std::find(launch_words_.begin(), launch_words_.end(), "--");
     argv.insert(argv.end(), launch_words_.begin(), dashes);
     for (const std::string& w : std::vector<std::string>{
@@ -206,6 +206,7 @@ class Prober {
       : flags_(flags), in_(in), scratch_(std::move(scratch)) {}
   const TransformFlags& flags_;
   SearchInputs in_;
+  const MpirunOptions launch_ = MpirunOptionsForThisMachine();  // the probe jobs' and this binary
   ScratchDir scratch_;
   std::vector<std::string> launch_words_;
   int probes_ = 0;
