@@ -20,6 +20,14 @@ std::string_view ReduceOpName(ReduceOp op) {
   return "unknown";
 }
 
+std::string_view AllReduceAlgorithmName(AllReduceAlgorithm algorithm) {
+  switch (algorithm) {
+    case AllReduceAlgorithm::kFlat: return "flat";
+    case AllReduceAlgorithm::kHierarchical: return "hierarchical";
+  }
+  return "unknown";
+}
+
 namespace comm_internal {
 
 Status CheckReducible(const Tensor& input, ReduceOp op) {
@@ -127,7 +135,8 @@ void DivideInPlace(Tensor& tensor, int divisor) {
 
 // ---- LocalCommunicator ----
 
-Status LocalCommunicator::AllReduce(const Tensor& input, Tensor* output, ReduceOp op) {
+Status LocalCommunicator::AllReduce(const Tensor& input, Tensor* output, ReduceOp op,
+                                    AllReduceAlgorithm) {
   PX_RETURN_IF_ERROR(comm_internal::CheckReducible(input, op));
   // The reduction over one rank is the input itself (the mean divides by 1).
   if (output != &input && !output->SharesBufferWith(input)) *output = input.DeepCopy();

@@ -17,6 +17,9 @@
 //
 // Numerics: AllReduce sums in an order that the implementation fixes, identically on every
 // rank, so every rank gets bit-identical results; kMean is the sum divided by size().
+// The order depends on the algorithm (AllReduceAlgorithm) and on nothing else: kFlat
+// adds from rank 0 up, kHierarchical adds each host's ranks in rank order and then the
+// hosts' sums in host order, so the two differ in the last bits of floats.
 // Integer means divide with truncation toward zero (TensorFlow's Div on integers).
 //
 // Traffic counters: bytes_sent() and messages_sent() total what this rank has handed to
@@ -56,6 +59,17 @@ enum class ReduceOp {
 };
 std::string_view ReduceOpName(ReduceOp op);  // "sum", "mean", ...
 
+// How an all-reduce moves its data.
+enum class AllReduceAlgorithm {
+  kFlat,  // one collective over all ranks
+  // Three steps: each host reduces its ranks' tensors (slice j to its local rank j), the
+  // ranks holding slice j on every host all-reduce it among the hosts, and each host
+  // gathers the slices back to all its ranks. Off-host bytes per host: 2(H-1)/H of the
+  // tensor, whatever the ranks per host (flat: each rank's share, times the host's ranks).
+  kHierarchical,
+};
+std::string_view AllReduceAlgorithmName(AllReduceAlgorithm algorithm);  // "flat", ...
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -77,8 +91,13 @@ class Communicator {
   // output = the element-wise reduction of every rank's `input` (same dtype and number of
   // elements on every rank). `output` is allocated when it is not already a tensor of
   // input's dtype and shape; it may be `input` itself (in place). Types: float, double,
-  // int32, int64 (and uint8, int8, int16, uint16 for everything but kMean).
-  virtual Status AllReduce(const Tensor& input, Tensor* output, ReduceOp op) = 0;
+  // int32, int64 (and uint8, int8, int16, uint16 for everything but kMean). With one
+  // host, or one rank per host, kHierarchical is kFlat.
+  virtual Status AllReduce(const Tensor& input, Tensor* output, ReduceOp op,
+                           AllReduceAlgorithm algorithm) = 0;
+  Status AllReduce(const Tensor& input, Tensor* output, ReduceOp op) {
+    return AllReduce(input, output, op, AllReduceAlgorithm::kFlat);
+  }
   Status AllReduce(Tensor& tensor, ReduceOp op) { return AllReduce(tensor, &tensor, op); }
 
   // output = every rank's `input` concatenated along dimension 0 in rank order; dimension
@@ -184,7 +203,8 @@ class LocalCommunicator : public Communicator {
   int num_hosts() const override { return 1; }
   std::string_view kind() const override { return "local"; }
 
-  Status AllReduce(const Tensor& input, Tensor* output, ReduceOp op) override;
+  Status AllReduce(const Tensor& input, Tensor* output, ReduceOp op,
+                   AllReduceAlgorithm algorithm) override;
   using Communicator::AllReduce;
   Status AllGatherV(const Tensor& input, Tensor* output) override;
   Status Broadcast(Tensor& tensor, int root) override;

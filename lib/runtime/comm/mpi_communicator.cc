@@ -218,10 +218,22 @@ bool InstallParkHandler() {
 
 // ---- Impl: MPI handles and the watchdog ----
 
+// The ranks of one MPI communicator, as a rank-ordered all-reduce runs over them.
+struct MpiCommunicator::Group {
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0;
+  int size = 1;
+};
+
 struct MpiCommunicator::Impl {
   MpiOptions options;
   MPI_Comm comm = MPI_COMM_NULL;  // collectives
   MPI_Comm side = MPI_COMM_NULL;  // watchdog queries, replies and heartbeats
+  // The hierarchical all-reduce's groups (mpi_communicator.h): this rank's host, and the
+  // ranks of this local rank, one per host in host order (only while local rank < slices).
+  Group host;
+  Group cross;
+  int slices = 1;  // S: the fewest ranks on one host
   bool thread_multiple = false;
   int rank = 0;
   int size = 1;
@@ -654,6 +666,23 @@ StatusOr<std::unique_ptr<MpiCommunicator>> MpiCommunicator::Create(const MpiOpti
     for (int r = 0; r < state.size; ++r) communicator->host_of_[static_cast<size_t>(r)] = r / k;
   }
 
+  // The hierarchical all-reduce's groups, on the hosts just found.
+  std::vector<int> host_sizes(static_cast<size_t>(communicator->num_hosts_), 0);
+  for (int h : communicator->host_of_) ++host_sizes[static_cast<size_t>(h)];
+  state.slices = *std::min_element(host_sizes.begin(), host_sizes.end());
+  PX_MPI_RETURN_IF_ERROR(
+      MPI_Comm_split(state.comm, communicator->host_id_, state.rank, &state.host.comm));
+  const bool holds_slice = communicator->local_rank_ < state.slices;
+  PX_MPI_RETURN_IF_ERROR(MPI_Comm_split(state.comm,
+                                        holds_slice ? communicator->local_rank_ : MPI_UNDEFINED,
+                                        communicator->host_id_, &state.cross.comm));
+  for (Group* group : {&state.host, &state.cross}) {
+    if (group->comm == MPI_COMM_NULL) continue;
+    MPI_Comm_set_errhandler(group->comm, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(group->comm, &group->rank);
+    MPI_Comm_size(group->comm, &group->size);
+  }
+
   // The heartbeat needs MPI on the watchdog's thread.
   state.heartbeat = options.heartbeat_timeout_s > 0 && state.thread_multiple && state.size > 1;
   state.last_heard_ns = state.last_sent_ns = NowNs();
@@ -684,6 +713,9 @@ MpiCommunicator::~MpiCommunicator() {
       MPI_Request_free(&request);
     }
   }
+  for (Group* group : {&impl_->host, &impl_->cross}) {
+    if (group->comm != MPI_COMM_NULL) MPI_Comm_free(&group->comm);
+  }
   if (impl_->side != MPI_COMM_NULL) MPI_Comm_free(&impl_->side);
   if (impl_->comm != MPI_COMM_NULL) MPI_Comm_free(&impl_->comm);
   std::lock_guard<std::mutex> lock(MpiStateMutex());
@@ -700,7 +732,8 @@ int64_t MpiCommunicator::completed() const {
   return impl_->completed.load(std::memory_order_acquire);
 }
 
-Status MpiCommunicator::AllReduce(const Tensor& input, Tensor* output, ReduceOp op) {
+Status MpiCommunicator::AllReduce(const Tensor& input, Tensor* output, ReduceOp op,
+                                  AllReduceAlgorithm algorithm) {
   PX_RETURN_IF_ERROR(comm_internal::CheckReducible(input, op));
   const bool in_place = output == &input || output->SharesBufferWith(input);
   if (!in_place && !(output->initialized() && output->dtype() == input.dtype() &&
@@ -715,6 +748,10 @@ Status MpiCommunicator::AllReduce(const Tensor& input, Tensor* output, ReduceOp 
   const bool floating = input.dtype() == tensorflow::DT_FLOAT || input.dtype() == tensorflow::DT_DOUBLE;
   const bool rank_ordered =
       size_ > 1 && floating && op != ReduceOp::kMin && op != ReduceOp::kMax;
+  // With one host or one rank per host, the hierarchical steps are the flat all-reduce.
+  const bool hierarchical = rank_ordered && algorithm == AllReduceAlgorithm::kHierarchical &&
+                            num_hosts_ > 1 && num_hosts_ < size_;
+  const Group world{impl_->comm, rank_, size_};
   {
     Impl::Watch watch(*impl_, "all-reduce");
     const int64_t part = std::max<int64_t>(1, kWatchedPartBytes / element_bytes);
@@ -723,8 +760,11 @@ Status MpiCommunicator::AllReduce(const Tensor& input, Tensor* output, ReduceOp 
       watch.Transfer(count * element_bytes);
       const char* part_in = in + begin * element_bytes;
       char* part_out = out + begin * element_bytes;
-      if (rank_ordered) {
-        PX_RETURN_IF_ERROR(RankOrderedAllReduce(part_in, part_out, count, input.dtype(), op));
+      if (hierarchical) {
+        PX_RETURN_IF_ERROR(HierarchicalAllReduce(part_in, part_out, count, input.dtype(), op));
+      } else if (rank_ordered) {
+        PX_RETURN_IF_ERROR(
+            RankOrderedAllReduce(world, part_in, part_out, count, input.dtype(), op));
       } else {
         PX_MPI_RETURN_IF_ERROR(MPI_Allreduce(in_place ? MPI_IN_PLACE : part_in, part_out,
                                              static_cast<int>(count), type,
@@ -737,52 +777,115 @@ Status MpiCommunicator::AllReduce(const Tensor& input, Tensor* output, ReduceOp 
   return Status::Ok();
 }
 
-Status MpiCommunicator::RankOrderedAllReduce(const char* in, char* out, int64_t n,
-                                             DataType dtype, ReduceOp op) {
+namespace {
+
+// into = parts[0] op parts[1] op ... op parts[ranks-1] (CombineInRankOrder) for float or
+// double elements.
+void Combine(tensorflow::DataType dtype, const char* parts, int ranks, int64_t count,
+             ReduceOp op, char* into) {
+  if (dtype == tensorflow::DT_FLOAT) {
+    CombineInRankOrder(reinterpret_cast<const float*>(parts), ranks, count, op,
+                       reinterpret_cast<float*>(into));
+  } else {
+    CombineInRankOrder(reinterpret_cast<const double*>(parts), ranks, count, op,
+                       reinterpret_cast<double*>(into));
+  }
+}
+
+// Element counts and offsets of `parts` near-equal parts of n elements, the first
+// `holders` of them non-empty: part p is [n·p/holders, n·(p+1)/holders) for p < holders.
+void EvenParts(int64_t n, int parts, int holders, std::vector<int>* counts,
+               std::vector<int>* offsets) {
+  counts->assign(static_cast<size_t>(parts), 0);
+  offsets->assign(static_cast<size_t>(parts), static_cast<int>(n));
+  for (int p = 0; p < holders; ++p) {
+    const int64_t begin = n * p / holders;
+    (*offsets)[static_cast<size_t>(p)] = static_cast<int>(begin);
+    (*counts)[static_cast<size_t>(p)] = static_cast<int>(n * (p + 1) / holders - begin);
+  }
+}
+
+}  // namespace
+
+Status MpiCommunicator::RankOrderedAllReduce(const Group& group, const char* in, char* out,
+                                             int64_t n, DataType dtype, ReduceOp op) {
   const MPI_Datatype type = ReduceType(dtype);
   const int64_t element_bytes = DataTypeSize(dtype);
-  const size_t ranks = static_cast<size_t>(size_);
-  auto combine = [&](const char* parts, int64_t count, char* into) {
-    if (dtype == tensorflow::DT_FLOAT) {
-      CombineInRankOrder(reinterpret_cast<const float*>(parts), size_, count, op,
-                         reinterpret_cast<float*>(into));
-    } else {
-      CombineInRankOrder(reinterpret_cast<const double*>(parts), size_, count, op,
-                         reinterpret_cast<double*>(into));
-    }
-  };
-  if (n * element_bytes * size_ <= kGatheredAllReduceBytes) {
+  const size_t ranks = static_cast<size_t>(group.size);
+  if (group.size == 1) {
+    if (out != in) std::memcpy(out, in, static_cast<size_t>(n * element_bytes));
+    return Status::Ok();
+  }
+  if (n * element_bytes * group.size <= kGatheredAllReduceBytes) {
     // Small: every rank gathers every rank's tensor and combines them itself.
     std::vector<char> all(ranks * static_cast<size_t>(n * element_bytes));
     const int count = static_cast<int>(n);
-    PX_MPI_RETURN_IF_ERROR(MPI_Allgather(in, count, type, all.data(), count, type, impl_->comm));
+    PX_MPI_RETURN_IF_ERROR(MPI_Allgather(in, count, type, all.data(), count, type, group.comm));
     CountSent(n * element_bytes);
-    combine(all.data(), n, out);
+    Combine(dtype, all.data(), group.size, n, op, out);
     return Status::Ok();
   }
   // Large: rank r combines part r of every rank's tensor (an all-to-all), then every rank
   // gathers the combined parts. (n is at most kWatchedPartBytes: int counts.)
-  std::vector<int> send_counts(ranks), send_offsets(ranks), receive_counts(ranks),
-      receive_offsets(ranks);
-  auto part_begin = [&](int64_t r) { return n * r / size_; };
-  const int64_t mine = part_begin(rank_ + 1) - part_begin(rank_);
-  for (size_t r = 0; r < ranks; ++r) {
-    send_offsets[r] = static_cast<int>(part_begin(static_cast<int64_t>(r)));
-    send_counts[r] = static_cast<int>(part_begin(static_cast<int64_t>(r) + 1)) - send_offsets[r];
-    receive_counts[r] = static_cast<int>(mine);
-    receive_offsets[r] = static_cast<int>(mine * static_cast<int64_t>(r));
-  }
+  std::vector<int> send_counts, send_offsets;
+  EvenParts(n, group.size, group.size, &send_counts, &send_offsets);
+  const int64_t mine = send_counts[static_cast<size_t>(group.rank)];
+  std::vector<int> receive_counts(ranks, static_cast<int>(mine)), receive_offsets(ranks);
+  for (size_t r = 0; r < ranks; ++r) receive_offsets[r] = static_cast<int>(mine * r);
   std::unique_ptr<char[]> received(new char[ranks * static_cast<size_t>(mine * element_bytes)]);
   PX_MPI_RETURN_IF_ERROR(MPI_Alltoallv(in, send_counts.data(), send_offsets.data(), type,
                                        received.get(), receive_counts.data(),
-                                       receive_offsets.data(), type, impl_->comm));
+                                       receive_offsets.data(), type, group.comm));
   // `in` may be `out`: every rank's parts have been sent once the all-to-all returns.
-  combine(received.get(), mine, out + part_begin(rank_) * element_bytes);
+  Combine(dtype, received.get(), group.size, mine,  op,
+          out + send_offsets[static_cast<size_t>(group.rank)] * element_bytes);
   PX_MPI_RETURN_IF_ERROR(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out,
                                         send_counts.data(), send_offsets.data(), type,
-                                        impl_->comm));
+                                        group.comm));
   // The parts for other ranks, then this rank's combined part for the others: n in all.
   CountSent((n - mine) * element_bytes + mine * element_bytes, 2);
+  return Status::Ok();
+}
+
+Status MpiCommunicator::HierarchicalAllReduce(const char* in, char* out, int64_t n,
+                                              DataType dtype, ReduceOp op) {
+  const MPI_Datatype type = ReduceType(dtype);
+  const int64_t element_bytes = DataTypeSize(dtype);
+  const Group& host = impl_->host;
+  const int slices = impl_->slices;
+  std::vector<int> slice_counts, slice_offsets;
+  EvenParts(n, host.size, slices, &slice_counts, &slice_offsets);
+  const bool holds_slice = host.rank < slices;
+  const int64_t mine = holds_slice ? slice_counts[static_cast<size_t>(host.rank)] : 0;
+  char* my_slice = out + (holds_slice ? slice_offsets[static_cast<size_t>(host.rank)] : 0) *
+                             element_bytes;
+
+  // 1. Slice j of every rank of the host to local rank j, added in rank order.
+  if (host.size > 1) {
+    const size_t ranks = static_cast<size_t>(host.size);
+    std::vector<int> receive_counts(ranks, static_cast<int>(mine)), receive_offsets(ranks);
+    for (size_t r = 0; r < ranks; ++r) receive_offsets[r] = static_cast<int>(mine * r);
+    std::unique_ptr<char[]> received(new char[ranks * static_cast<size_t>(mine * element_bytes)]);
+    PX_MPI_RETURN_IF_ERROR(MPI_Alltoallv(in, slice_counts.data(), slice_offsets.data(), type,
+                                         received.get(), receive_counts.data(),
+                                         receive_offsets.data(), type, host.comm));
+    CountSent((n - mine) * element_bytes);
+    // `in` may be `out`: every rank's slices have been sent once the all-to-all returns.
+    if (holds_slice) Combine(dtype, received.get(), host.size, mine, op, my_slice);
+  } else if (out != in) {
+    std::memcpy(out, in, static_cast<size_t>(n * element_bytes));
+  }
+  // 2. Slice j among the hosts, their sums added in host order.
+  if (holds_slice && mine > 0) {
+    PX_RETURN_IF_ERROR(RankOrderedAllReduce(impl_->cross, my_slice, my_slice, mine, dtype, op));
+  }
+  // 3. The host's slices to all its ranks.
+  if (host.size > 1) {
+    PX_MPI_RETURN_IF_ERROR(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out,
+                                          slice_counts.data(), slice_offsets.data(), type,
+                                          host.comm));
+    CountSent(mine * element_bytes);
+  }
   return Status::Ok();
 }
 

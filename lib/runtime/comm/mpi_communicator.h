@@ -20,6 +20,21 @@
 // MPI_Allgatherv of the combined parts: 2(N-1)/N of the bytes per rank, as a ring
 // all-reduce sends. Integers, min and max are exact in any order: MPI_Allreduce.
 //
+// Hierarchical all-reduce (AllReduceAlgorithm::kHierarchical), for float and double sums,
+// means and products; anything else goes flat. Let S be the fewest ranks on one host: the
+// tensor is cut into S slices, and
+//  1. within each host, local rank j (j < S) receives slice j of every rank of its host
+//     (MPI_Alltoallv on the host's communicator) and adds them in rank order;
+//  2. the ranks of local rank j, one per host, all-reduce slice j among the hosts as
+//     above, adding the hosts' sums in host order (MPI_Alltoallv and MPI_Allgatherv, or
+//     MPI_Allgather when small);
+//  3. each host gathers its S slices to all its ranks (MPI_Allgatherv).
+// Every element is (host 0's ranks' sum) + (host 1's ...) + ..., each host's sum from its
+// lowest rank up: the same bits on every rank, not those of the flat order. What leaves
+// a host is 2(H-1)/H of the tensor (H hosts), shared by its S slice holders; flat, each
+// of its L ranks sends its share to the other hosts' ranks. Hosts are the machines, or
+// the fake hosts of PARALLAX_TEST_RANKS_PER_HOST.
+//
 // MPI is initialised once per process (MPI_Init_thread, MPI_THREAD_MULTIPLE so that the
 // watchdog below may use MPI too) by the first communicator, and finalised when the last
 // one is destroyed; MPI cannot be initialised again after that.
@@ -130,7 +145,8 @@ class MpiCommunicator : public Communicator {
   int host_of(int rank) const override { return host_of_[static_cast<size_t>(rank)]; }
   std::string_view kind() const override { return "mpi"; }
 
-  Status AllReduce(const Tensor& input, Tensor* output, ReduceOp op) override;
+  Status AllReduce(const Tensor& input, Tensor* output, ReduceOp op,
+                   AllReduceAlgorithm algorithm) override;
   using Communicator::AllReduce;
   Status AllGatherV(const Tensor& input, Tensor* output) override;
   Status Broadcast(Tensor& tensor, int root) override;
@@ -146,10 +162,14 @@ class MpiCommunicator : public Communicator {
 
  private:
   // Float and double sums, means (summed; divided by the caller) and products of `n`
-  // elements (one part: at most 4 MiB), combined in rank order (the file comment). `in`
-  // may be `out`.
-  Status RankOrderedAllReduce(const char* in, char* out, int64_t n, tensorflow::DataType dtype,
-                              ReduceOp op);
+  // elements (one part: at most 4 MiB) over the ranks of `group`, combined in the group's
+  // rank order (the file comment). `in` may be `out`.
+  struct Group;
+  Status RankOrderedAllReduce(const Group& group, const char* in, char* out, int64_t n,
+                              tensorflow::DataType dtype, ReduceOp op);
+  // The same, as the three steps of the hierarchical all-reduce (the file comment).
+  Status HierarchicalAllReduce(const char* in, char* out, int64_t n, tensorflow::DataType dtype,
+                               ReduceOp op);
   struct Impl;
   explicit MpiCommunicator(std::unique_ptr<Impl> impl);
   void SetLabel(std::string label) override;

@@ -8,6 +8,9 @@
 //    communicator (the result of a collective over one rank). A collective over more
 //    ranks needs a communicator of exactly group_size ranks (subgroups are not
 //    supported); group_key is not used, since all ranks form the one group.
+//  - CollectiveReduceV2's communication_hint "hierarchical" asks for the communicator's
+//    hierarchical all-reduce (communicator.h); TensorFlow's hints (auto, ring, nccl) for
+//    its flat one.
 //  - a *partitioned* variable's rows [row_splits[p], row_splits[p+1]) live on rank
 //    owners[p]; a rank's *local storage* is its partitions concatenated in partition
 //    order, and a row's *local index* is its position there.
@@ -142,6 +145,11 @@ class CollectiveReduceV2Op : public OpKernel {
     if (status->ok() && final_op != "Id" && final_op != "Div") {
       *status = InvalidArgumentError("attr 'final_op' is '{}', expected Id or Div", final_op);
     }
+    // TensorFlow's hints (auto, ring, nccl) leave the algorithm to the communicator;
+    // "hierarchical" is Parallax's (AllReduceAlgorithm::kHierarchical).
+    std::string hint;
+    if (status->ok()) *status = init.GetAttrOr("communication_hint", &hint, std::string("auto"));
+    if (status->ok() && hint == "hierarchical") algorithm_ = AllReduceAlgorithm::kHierarchical;
     // PARALLAX_TEST_UNAVERAGED_RANK=R plants a bug `parallax verify` must FAIL on: rank R
     // keeps the sum of an averaged all-reduce (its gradients left un-averaged).
     if (std::optional<std::string> rank = TestHook("PARALLAX_TEST_UNAVERAGED_RANK")) {
@@ -164,13 +172,15 @@ class CollectiveReduceV2Op : public OpKernel {
     Communicator::ScopedLabel label(communicator, Label(context, keys.instance_key));
     Tensor output;
     const bool planted = op_ == ReduceOp::kMean && communicator->rank() == unaveraged_rank_;
-    PX_RETURN_IF_ERROR(communicator->AllReduce(input, &output, planted ? ReduceOp::kSum : op_));
+    PX_RETURN_IF_ERROR(
+        communicator->AllReduce(input, &output, planted ? ReduceOp::kSum : op_, algorithm_));
     context.set_output(0, std::move(output));
     return Status::Ok();
   }
 
  private:
   ReduceOp op_ = ReduceOp::kSum;
+  AllReduceAlgorithm algorithm_ = AllReduceAlgorithm::kFlat;
   int unaveraged_rank_ = -1;  // the planted bug's rank (test builds only)
 };
 PX_REGISTER_KERNEL(CollectiveReduceV2Op, "CollectiveReduceV2", kCpu);
