@@ -65,6 +65,7 @@ struct TransformFlags {
   int stop_after = -1;
   int threads = 0;
   std::string bucket_mb;       // MiB, or "auto"; "": kDefaultBucketBytes
+  std::string allreduce = "auto";  // auto | flat | hierarchical
   bool search = false;
   double search_budget_s = 0;  // 0: not given (300)
   int search_steps = 0;        // 0: not given (30)
@@ -329,6 +330,11 @@ Status RunTransform(TransformFlags flags) {
     }
     options.bucket_bytes = static_cast<int64_t>(mib * (1 << 20));
   }
+  if (flags.allreduce != "auto" && flags.allreduce != "flat" && flags.allreduce != "hierarchical") {
+    return InvalidArgumentError("--allreduce: '{}' is not auto, flat or hierarchical",
+                                WithControlsShown(flags.allreduce));
+  }
+  if (flags.allreduce != "auto") options.allreduce_algorithm = flags.allreduce;
   if (!flags.search && !bucket_auto &&
       (flags.search_budget_s > 0 || flags.search_steps > 0 || !flags.search_launch.empty())) {
     return InvalidArgumentError(
@@ -420,6 +426,11 @@ Command AddTransformCommand(CLI::App& app) {
                   "fuse dense gradients into all-reduce buckets of up to this many MiB, in "
                   "backprop order (default 25, as PyTorch DDP; 0: one all-reduce per gradient; "
                   "auto: the fastest limit measured by short runs of the job, as --search)");
+  sub->add_option("--allreduce", flags->allreduce,
+                  "auto, flat or hierarchical: how all-reduces cross hosts (hierarchical: "
+                  "within each host, among hosts, within each host again); auto: the cost "
+                  "model's choice, hierarchical when the job spans hosts of several ranks and "
+                  "the host links are the bottleneck (docs/strategy.md)");
   sub->add_flag("--search", flags->search,
                 "measure the partition count of the parameter-server variables: short runs "
                 "of the job (through parallax launch) with each candidate count, the fastest "

@@ -39,9 +39,14 @@ StatusOr<OutputRef> TfCollectives::V2Collective(Graph& graph, std::string_view s
 StatusOr<OutputRef> TfCollectives::AllReduce(Graph& graph, std::string_view scope,
                                              OutputRef input, tensorflow::DataType dtype,
                                              bool average) {
-  return V2Collective(graph, scope, "CollectiveReduceV2", input, dtype,
-                      {{"merge_op", StringAttr("Add")},
-                       {"final_op", StringAttr(average ? "Div" : "Id")}});
+  PX_ASSIGN_OR_RETURN(OutputRef reduced,
+                      V2Collective(graph, scope, "CollectiveReduceV2", input, dtype,
+                                   {{"merge_op", StringAttr("Add")},
+                                    {"final_op", StringAttr(average ? "Div" : "Id")}}));
+  if (options().hierarchical_allreduce) {
+    graph.SetAttr(reduced.node, "communication_hint", StringAttr("hierarchical"));
+  }
+  return reduced;
 }
 
 StatusOr<OutputRef> TfCollectives::AllGather(Graph& graph, std::string_view scope,

@@ -42,6 +42,9 @@ struct CollectiveOptions {
   int group_key = 1;       // one group: all ranks
   int first_instance_key = 1;
   std::string device;      // device string for the new nodes ("" = unplaced)
+  // All-reduces ask for the communicator's hierarchical algorithm (the plan's
+  // allreduce.algorithm): communication_hint "hierarchical" instead of "auto".
+  bool hierarchical_allreduce = false;
 };
 
 // The result of a push: this rank's share of every rank's contributions.

@@ -103,6 +103,16 @@ struct MeasuredSearch {
   friend bool operator==(const MeasuredSearch&, const MeasuredSearch&) = default;
 };
 
+// How the job's all-reduces move their data: "flat" (one collective over all ranks) or
+// "hierarchical" (within each host, among the hosts, within each host again: what leaves
+// a host is 1/L of flat's, and sums are added host by host, so the bits differ from
+// flat's). The cost model chooses (lib/transform/cost_model.h) unless --allreduce does.
+struct AllReducePlan {
+  std::string algorithm = "flat";
+  int64_t off_host_bytes_per_step = 0;  // what leaves each host per step, by the model
+  std::string reason;                   // why: the two algorithms' costs, what decided
+};
+
 // The bucket limit when none is given: 25 MiB, PyTorch DDP's bucket_cap_mb.
 inline constexpr int64_t kDefaultBucketBytes = int64_t{25} << 20;
 
@@ -130,6 +140,7 @@ struct Plan {
   // bucket is all-reduced alone.
   int64_t bucket_bytes = 0;
   std::vector<GradientBucket> buckets;
+  AllReducePlan allreduce;
   // Set when the partition count was measured (transform --search): the
   // parameter-server variables it searched have `chosen` partitions.
   std::optional<MeasuredSearch> partition_search;

@@ -8,8 +8,6 @@ namespace parallax {
 namespace {
 
 constexpr double kBitsPerByte = 8.0;
-// densify's second all-reduce: one float count per row.
-constexpr int64_t kCountBytesPerRow = 4;
 
 int64_t Round(double bytes) { return static_cast<int64_t>(std::llround(bytes)); }
 
@@ -55,7 +53,7 @@ CommCost CostModel::Densify(const SparseTraffic& t) const {
   const double n = network_.world_size;
   CommCost cost;
   cost.bytes = Round(2.0 * (n - 1) / n * static_cast<double>(t.rows) *
-                     static_cast<double>(t.row_bytes + kCountBytesPerRow));
+                     static_cast<double>(t.row_bytes + kDensifyCountBytesPerRow));
   cost.seconds = RingSeconds(cost.bytes);
   return cost;
 }
@@ -74,6 +72,30 @@ CommCost CostModel::ParameterServer(const SparseTraffic& t) const {
   const double inter_share = (n - local) / (n - 1);
   cost.seconds = bytes * intra_share / network_.intra_host_bytes_per_s +
                  bytes * inter_share * local / network_.inter_host_bytes_per_s;
+  return cost;
+}
+
+AllReduceOnHosts CostModel::FlatAllReduce(int64_t bytes) const {
+  const double n = network_.world_size, local = network_.max_ranks_per_host;
+  const double b = static_cast<double>(bytes);
+  AllReduceOnHosts cost;
+  const double intra_per_rank = 2.0 * (local - 1) / n * b;
+  const double off_host = 2.0 * local * (n - local) / n * b;
+  cost.off_host_bytes = Round(off_host);
+  cost.seconds = intra_per_rank / network_.intra_host_bytes_per_s +
+                 off_host / network_.inter_host_bytes_per_s;
+  return cost;
+}
+
+AllReduceOnHosts CostModel::HierarchicalAllReduce(int64_t bytes) const {
+  const double hosts = network_.num_hosts, local = network_.max_ranks_per_host;
+  const double b = static_cast<double>(bytes);
+  AllReduceOnHosts cost;
+  const double intra_per_rank = 2.0 * (local - 1) / local * b;
+  const double off_host = 2.0 * (hosts - 1) / hosts * b;
+  cost.off_host_bytes = Round(off_host);
+  cost.seconds = intra_per_rank / network_.intra_host_bytes_per_s +
+                 off_host / network_.inter_host_bytes_per_s;
   return cost;
 }
 

@@ -25,6 +25,17 @@
 // traffic is point to point: the share bound for ranks of the same host moves at the
 // intra-host bandwidth; the rest leaves through the host's network link, which the
 // host's L ranks share.
+// All-reduce algorithms (the communicator's flat and hierarchical all-reduce, hosts of L
+// ranks), per step for `bytes` all-reduced:
+//  - flat: each rank sends 2(N-1)/N·bytes, its share for each other rank: 2(L-1)/N·bytes
+//    inside its host and 2(N-L)/N·bytes to other hosts, so each host's network link
+//    carries 2·L·(N-L)/N·bytes;
+//  - hierarchical: 2(L-1)/L·bytes per rank inside the host (reduce to the slice holders,
+//    gather back) and 2(H-1)/H·bytes per host on its network link (the slices among the
+//    hosts): 1/L of flat's.
+// Time: the intra-host bytes at the intra-host bandwidth plus the host link's bytes at
+// the network bandwidth. The job takes the faster (ChooseAllReduceAlgorithm); with one
+// host or one rank per host both are the same and it stays flat.
 // Limits: latency, compute overlap and contention at hot rows are not modelled; the
 // model ranks methods, it does not predict step times.
 #ifndef PARALLAX_LIB_TRANSFORM_COST_MODEL_H_
@@ -36,6 +47,9 @@
 #include "lib/cluster/rank_layout.h"
 
 namespace parallax {
+
+// densify's second all-reduce: one float count per row.
+inline constexpr int64_t kDensifyCountBytesPerRow = 4;
 
 // The network as the cost model sees it.
 struct NetworkModel {
@@ -62,6 +76,12 @@ struct SparseTraffic {
   int64_t index_bytes = 4;   // 4 for int32 ids, 8 for int64
 };
 
+// One all-reduce algorithm's cost per step: the bytes that leave each host, and the time.
+struct AllReduceOnHosts {
+  int64_t off_host_bytes = 0;
+  double seconds = 0;
+};
+
 class CostModel {
  public:
   explicit CostModel(NetworkModel network) : network_(network) {}
@@ -71,6 +91,9 @@ class CostModel {
   CommCost AllGather(const SparseTraffic& traffic) const;
   CommCost Densify(const SparseTraffic& traffic) const;
   CommCost ParameterServer(const SparseTraffic& traffic) const;
+  // All-reduces of `bytes` in all per step, by each algorithm (the file comment).
+  AllReduceOnHosts FlatAllReduce(int64_t bytes) const;
+  AllReduceOnHosts HierarchicalAllReduce(int64_t bytes) const;
 
  private:
   // Time of a ring collective that sends `bytes` per rank.

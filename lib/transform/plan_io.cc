@@ -147,6 +147,12 @@ std::string PlanToYaml(const Plan& plan) {
     }
     out << YAML::EndSeq;
   }
+  out << YAML::Key << "allreduce" << YAML::Value << YAML::BeginMap;
+  Quoted(out, "algorithm", plan.allreduce.algorithm);
+  out << YAML::Key << "off_host_bytes_per_step" << YAML::Value
+      << plan.allreduce.off_host_bytes_per_step;
+  Quoted(out, "reason", plan.allreduce.reason);
+  out << YAML::EndMap;
   WriteSearch(out, "partition_search", "partitions", plan.partition_search);
   WriteSearch(out, "bucket_search", "bucket_bytes", plan.bucket_search);
   out << YAML::EndMap;
@@ -259,10 +265,11 @@ class PlanReader {
                                  {"version", "parallax_version", "source", "strategy", "average",
                                   "ranks", "variables", "feeds", "fetches", "train_op", "init_op",
                                   "warnings"},
-                                 // Plans written before gradient buckets have neither;
+                                 // Plans written before gradient buckets have neither,
+                                 // before the all-reduce algorithms no allreduce (flat);
                                  // the searches: only after transform --search and
                                  // --bucket-mb auto.
-                                 {"bucket_bytes", "buckets", "partition_search",
+                                 {"bucket_bytes", "buckets", "allreduce", "partition_search",
                                   "bucket_search"}));
     PX_ASSIGN_OR_RETURN(int64_t version, Int(root["version"], "version", 0));
     if (version != Plan::kVersion) {
@@ -331,6 +338,21 @@ class PlanReader {
       PX_ASSIGN_OR_RETURN(plan.bucket_bytes, Int(root["bucket_bytes"], "bucket_bytes", 0));
     }
     if (root["buckets"]) PX_RETURN_IF_ERROR(ReadBuckets(root["buckets"], plan));
+    if (const YAML::Node allreduce = root["allreduce"]) {
+      PX_RETURN_IF_ERROR(
+          CheckKeys(allreduce, "allreduce", {"algorithm", "off_host_bytes_per_step", "reason"}));
+      PX_ASSIGN_OR_RETURN(plan.allreduce.algorithm,
+                          String(allreduce["algorithm"], "allreduce.algorithm"));
+      if (plan.allreduce.algorithm != "flat" && plan.allreduce.algorithm != "hierarchical") {
+        return Error(allreduce["algorithm"], "allreduce.algorithm",
+                     fmt::format("'{}' is not flat or hierarchical",
+                                 WithControlsShown(plan.allreduce.algorithm)));
+      }
+      PX_ASSIGN_OR_RETURN(plan.allreduce.off_host_bytes_per_step,
+                          Int(allreduce["off_host_bytes_per_step"],
+                              "allreduce.off_host_bytes_per_step", 0));
+      PX_ASSIGN_OR_RETURN(plan.allreduce.reason, String(allreduce["reason"], "allreduce.reason"));
+    }
     if (root["partition_search"]) {
       PX_ASSIGN_OR_RETURN(plan.partition_search,
                           ReadSearch(root["partition_search"], "partition_search", "partitions", 1));
@@ -621,6 +643,12 @@ std::string PlanToJson(const Plan& plan, std::string_view output_dir) {
     json.EndObject();
   }
   json.EndArray();
+  json.Key("allreduce")
+      .BeginObject()
+      .Field("algorithm", plan.allreduce.algorithm)
+      .Field("off_host_bytes_per_step", plan.allreduce.off_host_bytes_per_step)
+      .Field("reason", plan.allreduce.reason)
+      .EndObject();
   auto search = [&](std::string_view key, std::string_view value_key,
                     const std::optional<MeasuredSearch>& found) {
     json.Key(key);

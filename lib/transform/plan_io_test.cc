@@ -191,6 +191,31 @@ TEST_CASE("plan.yaml: gradient buckets round trip; plans without them still load
   CHECK(before->buckets.empty());
 }
 
+TEST_CASE("plan.yaml: the all-reduce algorithm round trips; plans without it are flat") {
+  Plan plan = BucketedPlan();
+  plan.allreduce = AllReducePlan{"hierarchical", 2678824, "2 hosts of up to 2 ranks: ..."};
+  const std::string yaml = PlanToYaml(plan);
+  INFO(yaml);
+  CHECK(yaml.find("allreduce:\n  algorithm: \"hierarchical\"\n  off_host_bytes_per_step: "
+                  "2678824\n  reason: \"2 hosts of up to 2 ranks: ...\"\n") != std::string::npos);
+  StatusOr<Plan> back = ParsePlanYaml(yaml, "plan.yaml");
+  REQUIRE(back.ok());
+  CHECK(back->allreduce.algorithm == "hierarchical");
+  CHECK(back->allreduce.off_host_bytes_per_step == 2678824);
+  CHECK(back->allreduce.reason == "2 hosts of up to 2 ranks: ...");
+  CHECK(PlanToJson(*back, "job").find(R"("allreduce": {
+    "algorithm": "hierarchical",
+    "off_host_bytes_per_step": 2678824,)") != std::string::npos);
+  // Written before the algorithms existed: no allreduce key, flat.
+  std::string old = yaml;
+  old.erase(old.find("allreduce:"), old.find("\n", old.find("  reason: \"2 hosts")) + 1 -
+                                        old.find("allreduce:"));
+  INFO(old);
+  StatusOr<Plan> before = ParsePlanYaml(old, "plan.yaml");
+  REQUIRE(before.ok());
+  CHECK(before->allreduce.algorithm == "flat");
+}
+
 TEST_CASE("plan.yaml: bad gradient buckets name the bucket and the variable") {
   const std::string yaml = PlanToYaml(BucketedPlan());
   struct Case {
@@ -204,8 +229,12 @@ TEST_CASE("plan.yaml: bad gradient buckets name the bucket and the variable") {
        "all-reduce"},
       {"- \"dense/kernel\"\n", "- \"dense/bias\"\n",
        "buckets[0].variables[1]: variable 'dense/bias' is in two buckets"},
-      {"    - \"dense/kernel\"\n", "",
+      {"\n      - \"dense/kernel\"\n", "\n",
        "buckets[0].variables: a bucket holds two or more variables"},
+      {"algorithm: \"flat\"", "algorithm: \"ring\"",
+       "allreduce.algorithm: 'ring' is not flat or hierarchical"},
+      {"off_host_bytes_per_step: 0", "off_host_bytes_per_step: -5",
+       "allreduce.off_host_bytes_per_step: must be at least 0, got -5"},
       {"bucket_bytes: 1048576", "bucket_bytes: -1",
        "bucket_bytes: must be at least 0, got -1"},
   };

@@ -138,6 +138,15 @@ std::string RenderReport(const Plan& plan, std::string_view output_dir) {
                      HumanBytes(static_cast<uint64_t>(totals.parameter_bytes)),
                      HumanBytes(static_cast<uint64_t>(totals.bytes_sent_per_rank_per_step)));
 
+  if (plan.world_size() > 1) {
+    out += fmt::format("\nall-reduce: {}", plan.allreduce.algorithm);
+    if (plan.allreduce.off_host_bytes_per_step > 0) {
+      out += fmt::format(", {} per step leaves each host",
+                         HumanBytes(static_cast<uint64_t>(plan.allreduce.off_host_bytes_per_step)));
+    }
+    out += fmt::format(" ({})\n", plan.allreduce.reason);
+  }
+
   if (!plan.buckets.empty()) {
     size_t gradients = 0;
     for (const GradientBucket& b : plan.buckets) gradients += b.variables.size();

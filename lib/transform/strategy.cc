@@ -131,6 +131,52 @@ class PlanBuilder {
         kind_(options.strategy.value_or(cluster.strategy.default_strategy)),
         cost_(NetworkModel::From(cluster.network, layout)) {}
 
+  // The all-reduce algorithm (cost_model.h): --allreduce, else the faster by the model
+  // for the bytes the plan all-reduces per step (all-reduce variables, densify's dense
+  // gradient and row counts); flat when both are the same (one host, one rank per host).
+  AllReducePlan DecideAllReduce(const std::vector<VariablePlan>& variables) const {
+    int64_t bytes = 0;
+    for (const VariablePlan& vp : variables) {
+      if (vp.bytes <= 0) continue;
+      if (vp.method == SyncMethod::kAllReduce) bytes += vp.bytes;
+      if (vp.method == SyncMethod::kDensify && !vp.shape.empty()) {
+        bytes += vp.bytes + vp.shape[0] * kDensifyCountBytesPerRow;
+      }
+    }
+    const NetworkModel& network = cost_.network();
+    const AllReduceOnHosts flat = cost_.FlatAllReduce(bytes);
+    const AllReduceOnHosts hierarchical = cost_.HierarchicalAllReduce(bytes);
+    auto text = [](std::string_view name, const AllReduceOnHosts& cost) {
+      return fmt::format("{} ({}/step off each host, {})", name,
+                         HumanBytes(static_cast<uint64_t>(cost.off_host_bytes)),
+                         HumanSeconds(cost.seconds));
+    };
+    AllReducePlan plan;
+    const bool same = network.num_hosts == 1 || network.max_ranks_per_host == 1;
+    if (!options_.allreduce_algorithm.empty()) {
+      plan.algorithm = options_.allreduce_algorithm;
+      plan.reason = fmt::format("--allreduce {}", plan.algorithm);
+      if (same) plan.reason += " (the same as flat on this layout)";
+    } else if (same || bytes == 0) {
+      plan.reason = bytes == 0 ? "no gradients all-reduced"
+                    : network.num_hosts == 1 ? "one host: the hierarchical steps are the flat ones"
+                                             : "one rank per host: the hierarchical steps are the "
+                                               "flat ones";
+    } else {
+      const bool take_hierarchical = hierarchical.seconds < flat.seconds;
+      plan.algorithm = take_hierarchical ? "hierarchical" : "flat";
+      plan.reason = fmt::format(
+          "{} hosts of up to {} ranks, {}/step all-reduced: {}; runner-up {}; decided by auto "
+          "(cost model)",
+          network.num_hosts, network.max_ranks_per_host, HumanBytes(static_cast<uint64_t>(bytes)),
+          text(plan.algorithm, take_hierarchical ? hierarchical : flat),
+          text(take_hierarchical ? "flat" : "hierarchical", take_hierarchical ? flat : hierarchical));
+    }
+    plan.off_host_bytes_per_step =
+        plan.algorithm == "hierarchical" ? hierarchical.off_host_bytes : flat.off_host_bytes;
+    return plan;
+  }
+
   StatusOr<Plan> Build() {
     Plan plan;
     plan.source_graph = graph_.source();
@@ -162,6 +208,7 @@ class PlanBuilder {
     if (layout_.world_size() > 1) {
       plan.buckets = BucketGradients(analysis_, plan.variables, plan.bucket_bytes);
     }
+    plan.allreduce = DecideAllReduce(plan.variables);
 
     for (const Feed& feed : analysis_.feeds) {
       if (feed.used_by_train_op) plan.feeds.emplace_back(graph_.node(feed.node).name());

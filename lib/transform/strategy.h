@@ -94,6 +94,9 @@ struct TransformOptions {
   bool strict = false;                   // warnings become an InvalidArgument error
   // Gradient buckets are filled up to this many bytes (--bucket-mb); 0: no buckets.
   int64_t bucket_bytes = kDefaultBucketBytes;
+  // The all-reduce algorithm (--allreduce): "flat" or "hierarchical"; "" lets the cost
+  // model choose (cost_model.h).
+  std::string allreduce_algorithm;
   // 16 hex digits of the input file's FNV-1a hash (Fnv1a64Hex); "" when unknown.
   std::string source_fingerprint;
   // Eligibility for PS, after BasicPartitionable. Unset: the PS pass's own check,

@@ -506,8 +506,45 @@ TEST_CASE("cost model numbers") {
   CHECK(model.ParameterServer(t).bytes == 1190);
   // 3/7 of it inside the host at 10 GB/s; 4/7 through the host link, shared by 4 ranks.
   CHECK(model.ParameterServer(t).seconds == Approx(1190.0 * 3 / 7 / 1e10 + 1190.0 * 4 / 7 * 4 / 1e9));
+  // Flat all-reduce: each of a host's 4 ranks sends 2 x 4/8 of 8000 bytes off the host
+  // and 2 x 3/8 inside it; hierarchical: 2 x 1/2 of 8000 off each host, 2 x 3/4 inside.
+  CHECK(model.FlatAllReduce(8000).off_host_bytes == 32000);
+  CHECK(model.FlatAllReduce(8000).seconds == Approx(6000 / 1e10 + 32000 / 1e9));
+  CHECK(model.HierarchicalAllReduce(8000).off_host_bytes == 8000);
+  CHECK(model.HierarchicalAllReduce(8000).seconds == Approx(12000 / 1e10 + 8000 / 1e9));
   net.world_size = 1;
   CHECK(CostModel(net).AllReduce(8000).bytes == 0);
+}
+
+TEST_CASE("all-reduce algorithm: hierarchical when hosts of several ranks share slow links") {
+  Loaded in = Load("sparse_momentum.pbtxt");
+  // 2 hosts of 4: the default network (10 Gb/s links, 100 Gb/s inside a host).
+  const Plan two = MakePlan(in, Cluster(2, 4));
+  CHECK(two.allreduce.algorithm == "hierarchical");
+  // w: 640 bytes all-reduced (emb is on parameter servers).
+  CHECK(two.allreduce.off_host_bytes_per_step == 640);
+  CHECK(two.allreduce.reason ==
+        "2 hosts of up to 4 ranks, 640 B/step all-reduced: hierarchical (640 B/step off each "
+        "host, 588.8 ns); runner-up flat (2.5 KiB/step off each host, 2.1 us); decided by auto "
+        "(cost model)");
+  // Links as fast as the inside of a host: flat sends less inside and the same time off.
+  const Plan fast = MakePlan(in, Cluster(2, 4, "network:\n  bandwidth_gbps: 1000\n  "
+                                                "intra_host_bandwidth_gbps: 10\n"));
+  CHECK(fast.allreduce.algorithm == "flat");
+  CHECK(fast.allreduce.reason.find("runner-up hierarchical") != std::string::npos);
+  // One host, one rank per host: the two are the same, flat.
+  CHECK(MakePlan(in, Cluster(1, 4)).allreduce.algorithm == "flat");
+  CHECK(MakePlan(in, Cluster(1, 4)).allreduce.reason ==
+        "one host: the hierarchical steps are the flat ones");
+  CHECK(MakePlan(in, Cluster(4, 1)).allreduce.algorithm == "flat");
+  // --allreduce decides.
+  TransformOptions options;
+  options.allreduce_algorithm = "flat";
+  CHECK(MakePlan(in, Cluster(2, 4), options).allreduce.reason == "--allreduce flat");
+  options.allreduce_algorithm = "hierarchical";
+  const Plan forced = MakePlan(in, Cluster(1, 4), options);
+  CHECK(forced.allreduce.algorithm == "hierarchical");
+  CHECK(forced.allreduce.reason == "--allreduce hierarchical (the same as flat on this layout)");
 }
 
 }  // namespace

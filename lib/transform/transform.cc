@@ -31,7 +31,8 @@ Status TransformEach(const Graph& input, const Plan& plan, const PipelineOptions
   int next_key = 1;
   {
     AnalysisCache analyses(&shared);
-    TfCollectives collectives(CollectiveOptions{world, 1, 1, ""});
+    TfCollectives collectives(
+        CollectiveOptions{world, 1, 1, "", plan.allreduce.algorithm == "hierarchical"});
     PassContext context{&plan, 0, &analyses, &collectives};
     PX_RETURN_IF_ERROR(pipelines.shared->Run(shared, context));
     next_key = collectives.next_instance_key();
@@ -64,7 +65,9 @@ Status TransformEach(const Graph& input, const Plan& plan, const PipelineOptions
         graph.set_source(label);
         AnalysisCache analyses(&graph);
         analyses.SeedTraining(shared_analysis);
-        TfCollectives collectives(CollectiveOptions{world, 1, next_key, plan.rank_devices[static_cast<size_t>(r)]});
+        TfCollectives collectives(CollectiveOptions{world, 1, next_key,
+                                                    plan.rank_devices[static_cast<size_t>(r)],
+                                                    plan.allreduce.algorithm == "hierarchical"});
         PassContext context{&plan, r, &analyses, &collectives};
         StatusOr<bool> changed = own->per_rank->Run(graph, context);
         status = changed.status();

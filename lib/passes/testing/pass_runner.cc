@@ -6,6 +6,7 @@ namespace {
 CollectiveOptions OptionsFor(const Plan& plan, int rank) {
   CollectiveOptions options;
   options.group_size = plan.world_size();
+  options.hierarchical_allreduce = plan.allreduce.algorithm == "hierarchical";
   if (rank >= 0 && rank < static_cast<int>(plan.rank_devices.size())) {
     options.device = plan.rank_devices[static_cast<size_t>(rank)];
   }
