@@ -72,35 +72,6 @@ struct TransformFlags {
   std::string search_launch;   // words for each probe's `parallax launch`
 };
 
-// A scratch directory under $TMPDIR, removed with everything in it when this goes.
-class ScratchDir {
- public:
-  static StatusOr<ScratchDir> Make(std::string_view prefix) {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = (std::filesystem::path(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") /
-                           fmt::format("{}.XXXXXX", prefix))
-                              .string();
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      return InternalError("cannot create a temporary directory {}: {}", pattern,
-                           std::strerror(errno));
-    }
-    ScratchDir dir;
-    dir.path_ = pattern;
-    return dir;
-  }
-  ScratchDir() = default;
-  ScratchDir(ScratchDir&& other) noexcept : path_(std::move(other.path_)) { other.path_.clear(); }
-  ScratchDir& operator=(ScratchDir&&) = delete;
-  ~ScratchDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  std::string Sub(std::string_view name) const { return (std::filesystem::path(path_) / name).string(); }
-
- private:
-  std::string path_;
-};
-
 // The median step time of a probe's metrics (JSON lines with "step" and "elapsed", one
 // per step), leaving out the steps up to `warmup`.
 StatusOr<double> MedianStepSeconds(const std::string& metrics_path, int warmup) {
@@ -156,7 +127,7 @@ struct SearchInputs {
 class Prober {
  public:
   static StatusOr<Prober> Make(const TransformFlags& flags, const SearchInputs& in) {
-    PX_ASSIGN_OR_RETURN(ScratchDir scratch, ScratchDir::Make("parallax-search"));
+    PX_ASSIGN_OR_RETURN(TempDir scratch, TempDir::Make("parallax-search"));
     Prober prober(flags, in, std::move(scratch));
     std::istringstream words(flags.search_launch);
     for (std::string word; words >> word;) prober.launch_words_.push_back(word);
@@ -203,12 +174,12 @@ class Prober {
   }
 
  private:
-  Prober(const TransformFlags& flags, const SearchInputs& in, ScratchDir scratch)
+  Prober(const TransformFlags& flags, const SearchInputs& in, TempDir scratch)
       : flags_(flags), in_(in), scratch_(std::move(scratch)) {}
   const TransformFlags& flags_;
   SearchInputs in_;
   const MpirunOptions launch_ = MpirunOptionsForThisMachine();  // the probe jobs' and this binary
-  ScratchDir scratch_;
+  TempDir scratch_;
   std::vector<std::string> launch_words_;
   int probes_ = 0;
 };

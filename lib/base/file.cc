@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 namespace parallax {
 
@@ -120,6 +122,48 @@ std::string HumanBytes(uint64_t bytes) {
   }
   if (unit == 0) return fmt::format("{} B", bytes);
   return fmt::format("{:.1f} {}", value, kUnits[unit]);
+}
+
+StatusOr<TempDir> TempDir::Make(std::string_view prefix) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = (std::filesystem::path(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") /
+                         fmt::format("{}.XXXXXX", prefix))
+                            .string();
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    return InternalError("cannot create a temporary directory {}: {}", pattern,
+                         std::strerror(errno));
+  }
+  TempDir dir;
+  dir.path_ = std::move(pattern);
+  return dir;
+}
+
+StatusOr<TempDir> TempDir::Keep(const std::string& path, std::string_view what) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) {
+    return AlreadyExistsError("{} {}: exists; name a directory that does not", what, path);
+  }
+  if (!std::filesystem::create_directories(path, ec) || ec) {
+    return InvalidArgumentError("{} {}: cannot create it: {}", what, path, ec.message());
+  }
+  TempDir dir;
+  dir.path_ = path;
+  dir.keep_ = true;
+  return dir;
+}
+
+TempDir::TempDir(TempDir&& other) noexcept : path_(std::move(other.path_)), keep_(other.keep_) {
+  other.path_.clear();
+}
+
+TempDir::~TempDir() {
+  if (path_.empty() || keep_) return;
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::string TempDir::Sub(std::string_view name) const {
+  return (std::filesystem::path(path_) / name).string();
 }
 
 }  // namespace parallax

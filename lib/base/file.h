@@ -1,6 +1,7 @@
-// File helpers shared by every command: whole-file reads with clear errors, and atomic
+// File helpers shared by every command: whole-file reads with clear errors, atomic
 // writes (write a temporary sibling, then rename it into place), so that a failed
-// command never leaves a half-written file behind.
+// command never leaves a half-written file behind, and scratch directories removed with
+// everything in them when the command is done.
 #ifndef PARALLAX_LIB_BASE_FILE_H_
 #define PARALLAX_LIB_BASE_FILE_H_
 
@@ -33,6 +34,30 @@ Status WriteError(std::string_view path, std::string_view what, int err);
 
 // "1.5 GiB", "320 KiB", "17 B".
 std::string HumanBytes(uint64_t bytes);
+
+// A scratch directory: made by Make under $TMPDIR (else /tmp) as PREFIX.XXXXXX, or by
+// Keep at a path the user names (which must not exist yet); removed with everything in it
+// when the TempDir goes, unless kept.
+class TempDir {
+ public:
+  static StatusOr<TempDir> Make(std::string_view prefix);
+  // Errors: `path` exists (AlreadyExists), or cannot be made (InvalidArgument); both
+  // name `what` ("--keep DIR").
+  static StatusOr<TempDir> Keep(const std::string& path, std::string_view what);
+  TempDir() = default;
+  TempDir(TempDir&& other) noexcept;
+  TempDir& operator=(TempDir&&) = delete;
+  ~TempDir();
+
+  const std::string& path() const { return path_; }
+  // path/name.
+  std::string Sub(std::string_view name) const;
+  bool kept() const { return keep_; }
+
+ private:
+  std::string path_;
+  bool keep_ = false;
+};
 
 }  // namespace parallax
 

@@ -75,53 +75,6 @@ std::string FormatNumber(double v) {
   return fmt::format("{:.3g}", v);
 }
 
-// The temporary work directory, removed on destruction unless kept.
-class WorkDir {
- public:
-  static StatusOr<WorkDir> Create(const std::string& keep_dir) {
-    WorkDir dir;
-    if (!keep_dir.empty()) {
-      std::error_code ec;
-      if (fs::exists(keep_dir, ec)) {
-        return AlreadyExistsError("--keep {}: exists; name a directory that does not", keep_dir);
-      }
-      if (!fs::create_directories(keep_dir, ec) || ec) {
-        return InvalidArgumentError("--keep {}: cannot create it: {}", keep_dir, ec.message());
-      }
-      dir.path_ = keep_dir;
-      dir.keep_ = true;
-      return dir;
-    }
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern =
-        (fs::path(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") / "parallax-verify.XXXXXX")
-            .string();
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      return InternalError("cannot create a temporary directory {}: {}", pattern,
-                           std::strerror(errno));
-    }
-    dir.path_ = pattern;
-    return dir;
-  }
-  WorkDir() = default;
-  WorkDir(WorkDir&& other) noexcept : path_(std::move(other.path_)), keep_(other.keep_) {
-    other.path_.clear();
-  }
-  WorkDir& operator=(WorkDir&&) = delete;
-  ~WorkDir() {
-    if (path_.empty() || keep_) return;
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string Sub(std::string_view name) const { return (fs::path(path_) / name).string(); }
-  const std::string& path() const { return path_; }
-  bool kept() const { return keep_; }
-
- private:
-  std::string path_;
-  bool keep_ = false;
-};
-
 // Checkpoint metadata for a fresh start at step 0 (the initial checkpoint's copies).
 std::map<std::string, std::string> StartMetadata(const VerifyOptions& o) {
   return {{"format", std::string(kCheckpointFormat)},
@@ -491,7 +444,8 @@ StatusOr<VerifyReport> Verify(const VerifyOptions& o) {
     init = std::move(read).value();
   }
 
-  PX_ASSIGN_OR_RETURN(WorkDir work, WorkDir::Create(o.keep_dir));
+  PX_ASSIGN_OR_RETURN(TempDir work, o.keep_dir.empty() ? TempDir::Make("parallax-verify")
+                                                       : TempDir::Keep(o.keep_dir, "--keep"));
   if (work.kept()) report.kept_dir = work.path();
   const std::string job_dir = work.Sub("job");
   const std::string single_dir = work.Sub("single");
