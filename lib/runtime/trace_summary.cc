@@ -350,6 +350,46 @@ TraceSummary SummarizeTraces(const std::vector<Trace>& traces) {
   return summary;
 }
 
+StatusOr<StepProfile> ProfileSteps(const Trace& trace, int skip_steps) {
+  const std::vector<TraceSpan>& spans = trace.spans;
+  std::map<std::string, std::vector<size_t>> by_tid;
+  for (size_t i = 0; i < spans.size(); ++i) {
+    if (spans[i].pid != spans[0].pid) {
+      return InvalidArgumentError("{}: spans of processes {} and {}: a profile is of one process",
+                                  trace.path, spans[0].pid, spans[i].pid);
+    }
+    by_tid[spans[i].tid].push_back(i);
+  }
+  std::vector<size_t> steps;
+  for (size_t i = 0; i < spans.size(); ++i) {
+    if (spans[i].category == "step") steps.push_back(i);
+  }
+  std::sort(steps.begin(), steps.end(),
+            [&](size_t a, size_t b) { return spans[a].start_us < spans[b].start_us; });
+  if (static_cast<int64_t>(steps.size()) <= skip_steps) {
+    return InvalidArgumentError("{}: {} steps, none after the first {} (run more steps)",
+                                trace.path, steps.size(), skip_steps);
+  }
+  StepProfile profile;
+  Intervals window;
+  for (size_t k = static_cast<size_t>(skip_steps); k < steps.size(); ++k) {
+    const TraceSpan& step = spans[steps[k]];
+    window.emplace_back(step.start_us, step.start_us + step.duration_us);
+  }
+  window = Merge(std::move(window));
+  profile.steps = static_cast<int64_t>(steps.size()) - skip_steps;
+  const double n = static_cast<double>(profile.steps);
+  profile.step_us = Length(window) / n;
+  std::vector<Intervals> self(spans.size());
+  for (const auto& [tid, indices] : by_tid) SelfIntervals(spans, indices, &self);
+  for (size_t i = 0; i < spans.size(); ++i) {
+    if (spans[i].category != "op") continue;
+    const double inside = IntersectionLength(self[i], window);
+    if (inside > 0) profile.op_self_us[spans[i].name] += inside / n;
+  }
+  return profile;
+}
+
 std::string FormatTraceSummary(const TraceSummary& summary, int top) {
   std::string out = fmt::format("{:<24} {:>6} {:>10} {:>10} {:>10} {:>10} {:>12} {:>8} {:>12}\n",
                                 "process", "steps", "step ms", "compute ms", "input ms",

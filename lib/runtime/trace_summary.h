@@ -22,6 +22,7 @@
 #define PARALLAX_LIB_RUNTIME_TRACE_SUMMARY_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,18 @@ struct TraceSummary {
 };
 
 TraceSummary SummarizeTraces(const std::vector<Trace>& traces);
+
+// One process's steps, for a profile of its ops (lib/estimate/op_profile.h): inside its
+// "step" spans after the first `skip_steps` (by start), the mean step and each "op"
+// span's self time per step, by the span's name (a node's name; a node that runs several
+// times a step, in a loop, adds up). The trace must hold one process. Errors name the
+// file: several processes, no step after `skip_steps`.
+struct StepProfile {
+  int64_t steps = 0;  // the steps measured
+  double step_us = 0;
+  std::map<std::string, double> op_self_us;
+};
+StatusOr<StepProfile> ProfileSteps(const Trace& trace, int skip_steps);
 
 // The summary as a table (per process), then the `top` largest ops.
 std::string FormatTraceSummary(const TraceSummary& summary, int top);

@@ -88,6 +88,24 @@ TEST_CASE("self time leaves out nested spans; only time inside steps counts") {
                                               {"CollectiveReduceV2", 5}});
 }
 
+TEST_CASE("a step profile: self time per node per step after the skipped steps") {
+  // Step 1 (skipped) [0, 100); steps 2 and 3 [100, 130) and [200, 250). Node "a" runs
+  // twice in step 3 (a loop) and holds "inner" once; "b" runs in step 2.
+  const Trace trace = MustRead(
+      "[" + X("step 1", "step", 1, 0, 100) + ", " + X("a", "op", 1, 10, 50) + ", " +
+      X("step 2", "step", 1, 100, 30) + ", " + X("b", "op", 1, 105, 20) + ", " +
+      X("step 3", "step", 1, 200, 50) + ", " + X("a", "op", 1, 200, 10) + ", " +
+      X("a", "op", 1, 215, 30) + ", " + X("inner", "op", 1, 220, 10) + "]");
+  StatusOr<StepProfile> profile = ProfileSteps(trace, 1);
+  REQUIRE(profile.ok());
+  CHECK(profile->steps == 2);
+  CHECK(profile->step_us == Approx(40));
+  CHECK(profile->op_self_us == std::map<std::string, double>{{"a", 15}, {"b", 10}, {"inner", 5}});
+  StatusOr<StepProfile> none = ProfileSteps(trace, 3);
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.status().message().ends_with("t.json: 3 steps, none after the first 3 (run more steps)"));
+}
+
 TEST_CASE("B/E pairs are spans; a trace without steps counts whole") {
   const Trace trace = MustRead(R"({"traceEvents": [
     {"name": "a", "cat": "op", "ph": "B", "pid": 7, "tid": 1, "ts": 0},

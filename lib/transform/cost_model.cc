@@ -64,15 +64,19 @@ CommCost CostModel::ParameterServer(const SparseTraffic& t) const {
   const double bytes = 2.0 * (n - 1) / n * static_cast<double>(t.touched_rows) *
                        static_cast<double>(t.row_bytes + t.index_bytes);
   cost.bytes = Round(bytes);
-  if (network_.world_size <= 1) return cost;
+  cost.seconds = PointToPointSeconds(bytes);
+  return cost;
+}
+
+double CostModel::PointToPointSeconds(double bytes) const {
+  if (network_.world_size <= 1) return 0;
   // Of the N-1 other ranks, L-1 share this rank's host; the other N-L are reached
   // through the host's network link, which its L ranks share.
-  const double local = network_.max_ranks_per_host;
+  const double n = network_.world_size, local = network_.max_ranks_per_host;
   const double intra_share = (local - 1) / (n - 1);
   const double inter_share = (n - local) / (n - 1);
-  cost.seconds = bytes * intra_share / network_.intra_host_bytes_per_s +
-                 bytes * inter_share * local / network_.inter_host_bytes_per_s;
-  return cost;
+  return bytes * intra_share / network_.intra_host_bytes_per_s +
+         bytes * inter_share * local / network_.inter_host_bytes_per_s;
 }
 
 AllReduceOnHosts CostModel::FlatAllReduce(int64_t bytes) const {

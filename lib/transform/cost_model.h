@@ -91,14 +91,16 @@ class CostModel {
   CommCost AllGather(const SparseTraffic& traffic) const;
   CommCost Densify(const SparseTraffic& traffic) const;
   CommCost ParameterServer(const SparseTraffic& traffic) const;
+  // The time one rank takes to send `bytes` spread evenly over the other ranks, point to
+  // point (the parameter-server rule above).
+  double PointToPointSeconds(double bytes) const;
+  // The time of a ring collective that sends `bytes` per rank (its slowest link).
+  double RingSeconds(int64_t bytes) const;
   // All-reduces of `bytes` in all per step, by each algorithm (the file comment).
   AllReduceOnHosts FlatAllReduce(int64_t bytes) const;
   AllReduceOnHosts HierarchicalAllReduce(int64_t bytes) const;
 
  private:
-  // Time of a ring collective that sends `bytes` per rank.
-  double RingSeconds(int64_t bytes) const;
-
   NetworkModel network_;
 };
 

@@ -1,0 +1,80 @@
+// Op profiles: from a trace (the nodes' self time per step, the rest as overhead), and
+// the JSON file round trip with its errors.
+#include "lib/estimate/op_profile.h"
+
+#include <catch2/catch.hpp>
+
+namespace parallax {
+namespace {
+
+TraceSpan Span(std::string name, std::string category, double start, double duration) {
+  TraceSpan s;
+  s.name = std::move(name);
+  s.category = std::move(category);
+  s.pid = "0";
+  s.tid = "1";
+  s.start_us = start;
+  s.duration_us = duration;
+  return s;
+}
+
+TEST_CASE("a profile from a trace: node times per step, the rest is overhead") {
+  Trace trace;
+  trace.path = "t.json";
+  trace.spans = {Span("step 1", "step", 0, 500), Span("a", "op", 0, 400),
+                 Span("step 2", "step", 1000, 100), Span("a", "op", 1000, 30),
+                 Span("b", "op", 1040, 20), Span("input", "input", 1070, 20)};
+  StatusOr<OpProfile> profile = ProfileFromTrace(trace, 1);
+  REQUIRE(profile.ok());
+  CHECK(profile->steps == 1);
+  CHECK(profile->step_us == Approx(100));
+  CHECK(profile->node_us == std::map<std::string, double>{{"a", 30}, {"b", 20}});
+  CHECK(profile->overhead_us == Approx(50));
+}
+
+TEST_CASE("profile JSON round trip and errors") {
+  OpProfile p;
+  p.device = "test cpu (2 cores)";
+  p.graph_fingerprint = "0123456789abcdef";
+  p.batch = 64;
+  p.threads = 2;
+  p.steps = 20;
+  p.step_us = 1234.5;
+  p.overhead_us = 34.5;
+  p.copy_bytes_per_s = 5e9;
+  p.node_us = {{"dense/MatMul", 700}, {"loss", 500}};
+  const std::string json = OpProfileToJson(p);
+  StatusOr<OpProfile> back = ParseOpProfile(json, "p.json");
+  REQUIRE(back.ok());
+  CHECK(back->device == p.device);
+  CHECK(back->batch == 64);
+  CHECK(back->threads == 2);
+  CHECK(back->node_us == p.node_us);
+  CHECK(back->copy_bytes_per_s == Approx(5e9));
+  CHECK(OpProfileToJson(*back) == json);
+  struct Case {
+    std::string from, to, error;
+  };
+  const Case cases[] = {
+      {"\"version\": 1", "\"version\": 2",
+       "p.json: version: profile version 2 is not supported (this parallax reads version 1)"},
+      {"\"batch\": 64", "\"batch\": 0", "p.json: batch: 0 is below 1"},
+      {"\"threads\": 2", "\"threads\": \"2\"", "p.json: threads: missing or not a number"},
+      {"\"dense/MatMul\": 700", "\"dense/MatMul\": -1",
+       "p.json: node_us[\"dense/MatMul\"]: not a time (a number >= 0)"},
+      {"{", "[", "p.json: not a profile: at byte 13: expected ',' or ']'"},
+      {"\"node_us\": {", "\"node_us\": 3, \"x\": {", "p.json: node_us: missing or not an object"},
+  };
+  for (const Case& c : cases) {
+    std::string edited = json;
+    const size_t at = edited.find(c.from);
+    REQUIRE(at != std::string::npos);
+    edited.replace(at, c.from.size(), c.to);
+    StatusOr<OpProfile> bad = ParseOpProfile(edited, "p.json");
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.status().message() == c.error);
+  }
+}
+
+}  // namespace
+}  // namespace parallax
