@@ -94,6 +94,7 @@ Command AddVerifyCommand(CLI::App& app, bool* failed);
 Command AddCheckpointCommand(CLI::App& app);
 Command AddEvalCommand(CLI::App& app);
 Command AddTraceCommand(CLI::App& app);
+Command AddEstimateCommand(CLI::App& app);
 
 }  // namespace parallax::cli
 

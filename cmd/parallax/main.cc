@@ -169,6 +169,7 @@ int Main(int argc, char** argv) {
       AddCheckpointCommand(app),
       AddEvalCommand(app),
       AddTraceCommand(app),
+      AddEstimateCommand(app),
   };
 
   try {

@@ -33,6 +33,18 @@ std::optional<std::string> Read(const std::string& path) {
 
 int MachineCores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
+std::string MachineCpuModel() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (!line.starts_with("model name")) continue;
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) break;
+    const size_t begin = line.find_first_not_of(" \t", colon + 1);
+    if (begin != std::string::npos) return line.substr(begin);
+  }
+  return "unknown CPU";
+}
+
 std::optional<int64_t> MemAvailableOf(const std::string& meminfo_text) {
   std::istringstream lines(meminfo_text);
   std::string line;

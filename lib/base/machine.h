@@ -18,6 +18,9 @@ namespace parallax {
 
 // The hardware threads of this machine, at least 1.
 int MachineCores();
+// The CPU's model name ("Intel(R) Xeon(R) ..." from /proc/cpuinfo), "unknown CPU" where
+// it cannot be read.
+std::string MachineCpuModel();
 
 // Available memory in bytes (see the file comment); nullopt where /proc/meminfo cannot be
 // read.

@@ -27,6 +27,7 @@ std::string OpProfileToJson(const OpProfile& p) {
   json.Field("graph_fingerprint", p.graph_fingerprint);
   json.Field("batch", p.batch);
   json.Field("threads", p.threads);
+  json.Field("processes", p.processes);
   json.Field("steps", p.steps);
   json.Key("step_us").Double(p.step_us);
   json.Key("overhead_us").Double(p.overhead_us);
@@ -84,7 +85,9 @@ StatusOr<OpProfile> ParseOpProfile(std::string_view text, std::string_view sourc
   PX_ASSIGN_OR_RETURN(p.graph_fingerprint, read.String(root, "graph_fingerprint"));
   PX_ASSIGN_OR_RETURN(const double batch, read.Number(root, "batch", 1));
   PX_ASSIGN_OR_RETURN(const double threads, read.Number(root, "threads", 1));
+  PX_ASSIGN_OR_RETURN(const double processes, read.Number(root, "processes", 1));
   PX_ASSIGN_OR_RETURN(const double steps, read.Number(root, "steps", 1));
+  p.processes = static_cast<int>(processes);
   p.batch = static_cast<int64_t>(batch);
   p.threads = static_cast<int>(threads);
   p.steps = static_cast<int64_t>(steps);

@@ -10,8 +10,9 @@
 //    nodes' times;
 //  - *copy bandwidth*: the device's memory copy rate, for the data the transform adds
 //    (bucket concatenation and splits) that no node of the profiled graph did.
-// A profile is one graph (its file's fingerprint) at one batch per process and one
-// thread count; `parallax estimate` measures it on first use and caches it as JSON
+// A profile is one graph (its file's fingerprint) at one batch per process, one thread
+// count and one number of processes run side by side (a host's ranks share its cores and
+// memory bandwidth); `parallax estimate` measures it on first use and caches it as JSON
 // (docs/estimate.md has the format), and a profile file made elsewhere (another
 // machine) describes that machine.
 #ifndef PARALLAX_LIB_ESTIMATE_OP_PROFILE_H_
@@ -32,7 +33,8 @@ struct OpProfile {
   std::string device;             // "Intel(R) Xeon(R) ... (2 cores)", for the reader
   std::string graph_fingerprint;  // 16 hex digits of the graph file's FNV-1a hash
   int64_t batch = 0;              // examples per step
-  int threads = 0;                // kernel threads
+  int threads = 0;                // kernel threads per process
+  int processes = 1;              // processes run side by side, their times averaged
   int64_t steps = 0;              // steps measured
   double step_us = 0;             // mean step
   double overhead_us = 0;         // the step less its nodes' times (>= 0)

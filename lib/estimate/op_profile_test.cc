@@ -38,6 +38,7 @@ TEST_CASE("profile JSON round trip and errors") {
   p.graph_fingerprint = "0123456789abcdef";
   p.batch = 64;
   p.threads = 2;
+  p.processes = 2;
   p.steps = 20;
   p.step_us = 1234.5;
   p.overhead_us = 34.5;
@@ -49,6 +50,7 @@ TEST_CASE("profile JSON round trip and errors") {
   CHECK(back->device == p.device);
   CHECK(back->batch == 64);
   CHECK(back->threads == 2);
+  CHECK(back->processes == 2);
   CHECK(back->node_us == p.node_us);
   CHECK(back->copy_bytes_per_s == Approx(5e9));
   CHECK(OpProfileToJson(*back) == json);

@@ -26,8 +26,8 @@ bool IsCollective(const Node& node) {
 
 class CollectivePricer {
  public:
-  CollectivePricer(const Plan& plan, const NetworkModel& network)
-      : plan_(plan), network_(network), cost_(network) {
+  CollectivePricer(const Plan& plan, const NetworkModel& network, double copy_bytes_per_s)
+      : plan_(plan), network_(network), cost_(network), copy_bytes_per_s_(copy_bytes_per_s) {
     const double n = std::max(1, network.world_size);
     rounds_ = std::max(1.0, std::ceil(std::log2(n)));
     latency_ = network.num_hosts > 1 ? kInterHostLatency : kIntraHostLatency;
@@ -66,6 +66,9 @@ class CollectivePricer {
       c.bytes = v->bytes_sent_per_rank_per_step / 2;
       const double calls = network_.num_hosts > 1 ? 8 : 4;
       c.seconds = cost_.PointToPointSeconds(static_cast<double>(c.bytes)) + calls * latency_ * rounds_;
+      // The kernel's own passes over the rows: gathered from (pull) or packed into (push)
+      // the message, and placed on arrival.
+      if (copy_bytes_per_s_ > 0) c.seconds += 2 * static_cast<double>(c.bytes) / copy_bytes_per_s_;
       return c;
     }
     if (what.starts_with("allgather_values") || what.starts_with("allgather_indices")) {
@@ -101,6 +104,7 @@ class CollectivePricer {
   const Plan& plan_;
   NetworkModel network_;
   CostModel cost_;
+  double copy_bytes_per_s_ = 0;
   double rounds_ = 1;
   double latency_ = kIntraHostLatency;
 };
@@ -163,7 +167,7 @@ StatusOr<StepEstimate> EstimateStep(const StepInputs& in) {
   }
 
   StepEstimate out;
-  const CollectivePricer pricer(plan, in.network);
+  const CollectivePricer pricer(plan, in.network, profile.copy_bytes_per_s);
   std::vector<double> duration(static_cast<size_t>(graph.id_limit()), 0);
   std::vector<bool> collective(static_cast<size_t>(graph.id_limit()), false);
   for (NodeId id : order) {

@@ -14,7 +14,8 @@
 //    ring at the slowest link, pulls and pushes point to point), plus a latency per MPI
 //    call (kIntraHostLatency inside one host, kInterHostLatency across hosts) times
 //    ceil(log2 N); a collective it cannot read from the plan costs only its latency and
-//    is listed as unpriced;
+//    is listed as unpriced; pulls and pushes add two passes over their rows at the
+//    profile's copy bandwidth (gathering or packing them, placing them on arrival);
 //  - ConcatV2 and SplitV the transform added (gradient buckets): their bytes at the
 //    profile's copy bandwidth; every other node the profile lacks: nothing.
 // Schedule: one node at a time in the executor's order (step = overhead + every node);
