@@ -128,6 +128,9 @@ printf 'hosts:\n  - name: localhost\n    cpus: 1\n' >one.yaml
 expect "--bucket-mb auto on one rank" 2 \
   "^parallax: error: --bucket-mb auto: the job has one rank, which all-reduces nothing$" \
   "$parallax" transform mlp.pb --cluster one.yaml -o bad_job --bucket-mb auto
+expect "--bucket-mb auto with no two gradients to bucket" 2 \
+  "^parallax: error: --bucket-mb auto: no two gradients of .*mlp.pb can share a bucket \(nothing to tune\)$" \
+  "$parallax" transform mlp.pb --cluster four.yaml -o bad_job --strategy ps --bucket-mb auto
 expect "--search-steps below 4" 2 "search-steps" \
   "$parallax" transform emb.pb --cluster four.yaml -o bad_job --search --search-steps 2
 expect "--search on a model without parameter servers" 2 \
