@@ -6,10 +6,12 @@
 //
 // The profile: --profile FILE, else the cache ($PARALLAX_CACHE_DIR, else
 // $XDG_CACHE_HOME/parallax, else ~/.cache/parallax: profiles/<graph fingerprint>-b<batch>
-// -t<threads>.json), else measured now: `parallax run GRAPH --synthetic --steps K
-// --timeline` on this machine with the threads each rank of the cluster would have here
-// (this machine's cores over the most ranks on one host; --threads), its steps after the
-// first third averaged, and the memory copy bandwidth measured here. docs/estimate.md.
+// -t<threads>-p<ranks per host>.json), else measured now on this machine with the threads
+// each rank of the cluster would have here (this machine's cores over the most ranks on
+// one host; --threads): `parallax run GRAPH --synthetic --steps K --timeline` for one
+// rank per host, else a job of that many ranks on this machine through `parallax launch`
+// (MeasureProfile); the steps after the first third averaged, and the memory copy
+// bandwidth measured here. docs/estimate.md.
 #include <unistd.h>
 
 #include <algorithm>
@@ -44,6 +46,7 @@
 #include "lib/transform/pipelines.h"
 #include "lib/transform/strategy.h"
 #include "lib/transform/transform.h"
+#include "lib/transform/write_job.h"
 
 namespace parallax::cli {
 namespace {
@@ -102,73 +105,86 @@ std::string LastLine(const std::string& path) {
   return last;
 }
 
-// Runs the graph here and profiles it (the file comment): `processes` runs side by side,
-// as a host of the cluster runs that many ranks, their node times averaged.
-StatusOr<OpProfile> MeasureProfile(const EstimateFlags& flags, const std::string& fingerprint,
+// What the profile is measured on: the graph, and for ranks that share a host, the plan
+// of a job of that many ranks on one host.
+struct ProfileSource {
+  const Graph* graph = nullptr;
+  const TrainingAnalysis* analysis = nullptr;
+  const TransformOptions* options = nullptr;
+  std::string fingerprint;
+};
+
+// The run's batch: its first line says "batch B".
+StatusOr<int64_t> RunBatch(const std::string& log, const std::string& graph) {
+  PX_ASSIGN_OR_RETURN(const std::string text, ReadFileToString(log, int64_t{64} << 20));
+  std::smatch match;
+  if (!std::regex_search(text, match, std::regex("batch ([0-9]+)"))) {
+    return InternalError("profiling {}: the run did not say its batch ({})", graph, log);
+  }
+  return std::stoll(match[1].str());
+}
+
+// Runs the graph here and profiles it (the file comment). One process: `parallax run
+// GRAPH`. Several (a host's ranks): the job of that many ranks on this machine, planned
+// with the same flags, through `parallax launch`, so the profile holds the nodes the
+// transform adds and the ranks' contention for cores and memory; its ranks' times are
+// averaged, their collectives left out.
+StatusOr<OpProfile> MeasureProfile(const EstimateFlags& flags, const ProfileSource& source,
                                    int threads, int processes) {
   PX_ASSIGN_OR_RETURN(TempDir scratch, TempDir::Make("parallax-estimate"));
   fmt::print(stderr, "parallax: estimate: profiling {} here ({} steps, {} thread{}{})\n",
              flags.graph, flags.profile_steps, threads, threads == 1 ? "" : "s",
-             processes > 1 ? fmt::format(", {} processes side by side", processes) : "");
-  std::vector<pid_t> pids;
-  for (int p = 0; p < processes; ++p) {
-    std::vector<std::string> argv = {MpirunOptionsForThisMachine().parallax,
-                                     "run",
-                                     flags.graph,
-                                     "--synthetic",
-                                     "--seed",
-                                     std::to_string(p + 1),
-                                     "--steps",
-                                     std::to_string(flags.profile_steps),
-                                     "--log-every",
-                                     std::to_string(flags.profile_steps),
-                                     "--threads",
-                                     std::to_string(threads),
-                                     "--progress",
-                                     "lines",
-                                     "--timeline",
-                                     scratch.Sub(fmt::format("trace-{}.json", p))};
-    if (flags.batch > 0) {
-      argv.push_back("--batch");
-      argv.push_back(std::to_string(flags.batch));
-    }
-    PX_ASSIGN_OR_RETURN(
-        pid_t pid,
-        StartChild(argv, ChildIo{.output_path = scratch.Sub(fmt::format("run-{}.log", p)),
-                                 .stdin_null = true}));
-    pids.push_back(pid);
-  }
-  Status failed;
-  for (int p = 0; p < processes; ++p) {
-    StatusOr<int> status = WaitChild(pids[static_cast<size_t>(p)], "parallax run");
-    if (!status.ok() && failed.ok()) failed = status.status();
-    if (status.ok() && *status != 0 && failed.ok()) {
-      failed = UnavailableError("profiling {}: parallax run exited {}: {}", flags.graph, *status,
-                                LastLine(scratch.Sub(fmt::format("run-{}.log", p))));
+             processes > 1 ? fmt::format(", a job of {} ranks", processes) : "");
+  const MpirunOptions launch = MpirunOptionsForThisMachine();
+  std::vector<std::string> argv = {launch.parallax};
+  std::vector<std::string> traces;
+  if (processes == 1) {
+    argv.insert(argv.end(), {"run", flags.graph, "--timeline", scratch.Sub("trace.json")});
+    traces.push_back(scratch.Sub("trace.json"));
+  } else {
+    const std::string yaml =
+        fmt::format("hosts:\n  - name: localhost\n    cpus: {}\n", processes);
+    PX_ASSIGN_OR_RETURN(const ClusterSpec cluster, ParseClusterSpec(yaml, "profile cluster"));
+    PX_ASSIGN_OR_RETURN(const RankLayout layout, LayoutRanks(cluster));
+    PX_ASSIGN_OR_RETURN(const Plan plan, BuildPlan(*source.graph, *source.analysis, cluster,
+                                                   layout, *source.options));
+    PX_ASSIGN_OR_RETURN(const std::string job,
+                        WriteTransformedJob(scratch.Sub("job"), false,
+                                            JobToWrite{.source = source.graph,
+                                                       .plan = &plan,
+                                                       .cluster_yaml = yaml,
+                                                       .launch = launch}));
+    argv.insert(argv.end(), {"launch", job, "--timeline", scratch.Sub("traces")});
+    for (int r = 0; r < processes; ++r) {
+      traces.push_back(scratch.Sub(fmt::format("traces/rank-{}.trace.json", r)));
     }
   }
-  PX_RETURN_IF_ERROR(failed);
+  argv.insert(argv.end(), {"--synthetic", "--steps", std::to_string(flags.profile_steps),
+                           "--log-every", std::to_string(flags.profile_steps), "--threads",
+                           std::to_string(threads), "--progress", "lines"});
+  if (flags.batch > 0) argv.insert(argv.end(), {"--batch", std::to_string(flags.batch)});
+  const std::string log = scratch.Sub("run.log");
+  PX_ASSIGN_OR_RETURN(pid_t pid, StartChild(argv, ChildIo{.output_path = log, .stdin_null = true}));
+  PX_ASSIGN_OR_RETURN(int status, WaitChild(pid, argv[1]));
+  if (status != 0) {
+    return UnavailableError("profiling {}: parallax {} exited {}: {}", flags.graph, argv[1], status,
+                            LastLine(log));
+  }
   OpProfile profile;
-  for (int p = 0; p < processes; ++p) {
-    PX_ASSIGN_OR_RETURN(const Trace trace, ReadTrace(scratch.Sub(fmt::format("trace-{}.json", p))));
+  const double n = static_cast<double>(traces.size());
+  for (const std::string& path : traces) {
+    PX_ASSIGN_OR_RETURN(const Trace trace, ReadTrace(path));
     PX_ASSIGN_OR_RETURN(const OpProfile one,
                         ProfileFromTrace(trace, std::max(2, flags.profile_steps / 3)));
     profile.steps += one.steps;
-    profile.step_us += one.step_us / processes;
-    profile.overhead_us += one.overhead_us / processes;
-    for (const auto& [name, us] : one.node_us) profile.node_us[name] += us / processes;
+    profile.step_us += one.step_us / n;
+    profile.overhead_us += one.overhead_us / n;
+    for (const auto& [name, us] : one.node_us) profile.node_us[name] += us / n;
   }
-  // The batch the run used: its start line says "batch B".
-  const std::string log = scratch.Sub("run-0.log");
-  PX_ASSIGN_OR_RETURN(const std::string text, ReadFileToString(log, int64_t{64} << 20));
-  std::smatch match;
-  if (!std::regex_search(text, match, std::regex("batch ([0-9]+)"))) {
-    return InternalError("profiling {}: the run did not say its batch ({})", flags.graph, log);
-  }
-  profile.batch = std::stoll(match[1].str());
+  PX_ASSIGN_OR_RETURN(profile.batch, RunBatch(log, flags.graph));
   profile.device = fmt::format("{} ({} core{})", MachineCpuModel(), MachineCores(),
                                MachineCores() == 1 ? "" : "s");
-  profile.graph_fingerprint = fingerprint;
+  profile.graph_fingerprint = source.fingerprint;
   profile.threads = threads;
   profile.processes = processes;
   profile.copy_bytes_per_s = MeasureCopyBandwidth();
@@ -176,8 +192,9 @@ StatusOr<OpProfile> MeasureProfile(const EstimateFlags& flags, const std::string
 }
 
 // The profile: --profile, the cache, or measured now (and cached).
-StatusOr<OpProfile> GetProfile(const EstimateFlags& flags, const std::string& fingerprint,
+StatusOr<OpProfile> GetProfile(const EstimateFlags& flags, const ProfileSource& source,
                                int threads, int processes, std::string* where) {
+  const std::string& fingerprint = source.fingerprint;
   if (!flags.profile.empty()) {
     PX_ASSIGN_OR_RETURN(const std::string text, ReadFileToString(flags.profile, int64_t{256} << 20));
     PX_ASSIGN_OR_RETURN(OpProfile profile, ParseOpProfile(text, flags.profile));
@@ -207,7 +224,7 @@ StatusOr<OpProfile> GetProfile(const EstimateFlags& flags, const std::string& fi
     }
     spdlog::warn("{}; measuring the profile again", profile.status().message());
   }
-  PX_ASSIGN_OR_RETURN(OpProfile profile, MeasureProfile(flags, fingerprint, threads, processes));
+  PX_ASSIGN_OR_RETURN(OpProfile profile, MeasureProfile(flags, source, threads, processes));
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(cache).parent_path(), ec);
   if (const Status saved = WriteFileAtomically(cache, OpProfileToJson(profile)); !saved.ok()) {
@@ -256,7 +273,12 @@ Status RunEstimate(const EstimateFlags& flags) {
   const int processes = std::clamp(network.max_ranks_per_host, 1, MachineCores());
   std::string where;
   PX_ASSIGN_OR_RETURN(const OpProfile profile,
-                      GetProfile(flags, fingerprint, threads, processes, &where));
+                      GetProfile(flags,
+                                 ProfileSource{.graph = &graph,
+                                               .analysis = &analysis,
+                                               .options = &options,
+                                               .fingerprint = fingerprint},
+                                 threads, processes, &where));
   // CPU ranks of one host pass data through shared memory: each byte is copied in and
   // out, at half the copy bandwidth when that is slower than the spec's link.
   const bool cpu_ranks = std::all_of(layout.ranks().begin(), layout.ranks().end(),

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `parallax estimate` (docs/estimate.md): the profile is measured on first use (a line on
 # stderr), cached under PARALLAX_CACHE_DIR and read back the next time (no profiling
-# line, the same estimate); a one-rank estimate is the profiled step (within 1 %); a
+# line, the same estimate); with 2 ranks per host it is a 2-rank job's (the transform's
+# bucket nodes in it, the collectives out); a one-rank estimate is the profiled step (within 1 %); a
 # 4-rank job on 2 hosts of 2 has its bucket all-reduce priced, goes hierarchical, sends
 # bytes off each host and names a bottleneck, and a slow network is that bottleneck;
 # --save-profile / --profile; errors: a profile of another graph, a profile at another
@@ -94,6 +95,29 @@ if grep -q "^  bottleneck    all-reduces and all-gathers over the network betwee
   pass "a 1 Mb/s network is the bottleneck"
 else
   cat slow.txt; fail "slow network"
+fi
+
+# --- a host of 2 ranks: the profile is of a 2-rank job here ---------------------------------
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+"$parallax" estimate mlp.pb --cluster two.yaml --threads 1 --profile-steps 9 --json \
+  --save-profile job_profile.json >job.json 2>job.err
+rc=$?
+if [[ $rc -eq 0 ]] &&
+  grep -q "^parallax: estimate: profiling mlp.pb here (9 steps, 1 thread, a job of 2 ranks)$" job.err &&
+  python3 - job_profile.json job.json <<'PY'
+import json, sys
+p, e = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+# The transform's bucket nodes ran in the profiled job; the collective did not count.
+assert "parallax/bucket_0/concat" in p["node_us"] and "parallax/bucket_0/split" in p["node_us"], sorted(p["node_us"])
+assert "parallax/bucket_0/allreduce" not in p["node_us"], p["node_us"]
+assert p["processes"] == 2 and p["steps"] == 2 * 6, p
+assert e["profiled_nodes"] > 0 and e["ranks"] == 4, e
+print(f"job profile: {len(p['node_us'])} nodes, step {p['step_us']:.1f} us")
+PY
+then
+  pass "2 ranks per host: profiled as a 2-rank job (the bucket's nodes in it, its all-reduce not)"
+else
+  cat job.err; fail "the job profile (exit $rc)"
 fi
 
 # --- errors ------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ StatusOr<OpProfile> ProfileFromTrace(const Trace& trace, int skip_steps) {
   profile.node_us = steps.op_self_us;
   double nodes = 0;
   for (const auto& [name, us] : steps.op_self_us) nodes += us;
-  profile.overhead_us = std::max(0.0, steps.step_us - nodes);
+  profile.overhead_us = std::max(0.0, steps.step_us - nodes - steps.collective_self_us);
   return profile;
 }
 

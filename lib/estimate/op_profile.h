@@ -7,7 +7,8 @@
 //    measured steps of a `parallax run --timeline` of the graph on the device;
 //  - the *overhead* is what a step takes besides its nodes: its input (synthetic or
 //    fed batches), the executor's dispatch between kernels: the mean step less the
-//    nodes' times;
+//    nodes' times and (a profile of a job's rank) its collectives' times, waits included:
+//    the estimate prices collectives itself;
 //  - *copy bandwidth*: the device's memory copy rate, for the data the transform adds
 //    (bucket concatenation and splits) that no node of the profiled graph did.
 // A profile is one graph (its file's fingerprint) at one batch per process, one thread

@@ -383,9 +383,12 @@ StatusOr<StepProfile> ProfileSteps(const Trace& trace, int skip_steps) {
   std::vector<Intervals> self(spans.size());
   for (const auto& [tid, indices] : by_tid) SelfIntervals(spans, indices, &self);
   for (size_t i = 0; i < spans.size(); ++i) {
-    if (spans[i].category != "op") continue;
+    const bool op = spans[i].category == "op";
+    if (!op && spans[i].category != "collective") continue;
     const double inside = IntersectionLength(self[i], window);
-    if (inside > 0) profile.op_self_us[spans[i].name] += inside / n;
+    if (inside <= 0) continue;
+    if (op) profile.op_self_us[spans[i].name] += inside / n;
+    else profile.collective_self_us += inside / n;
   }
   return profile;
 }

@@ -87,12 +87,14 @@ TraceSummary SummarizeTraces(const std::vector<Trace>& traces);
 // One process's steps, for a profile of its ops (lib/estimate/op_profile.h): inside its
 // "step" spans after the first `skip_steps` (by start), the mean step and each "op"
 // span's self time per step, by the span's name (a node's name; a node that runs several
-// times a step, in a loop, adds up). The trace must hold one process. Errors name the
+// times a step, in a loop, adds up), and the collectives' self time per step. The trace
+// must hold one process. Errors name the
 // file: several processes, no step after `skip_steps`.
 struct StepProfile {
   int64_t steps = 0;  // the steps measured
   double step_us = 0;
   std::map<std::string, double> op_self_us;
+  double collective_self_us = 0;  // every "collective" span's self time, per step
 };
 StatusOr<StepProfile> ProfileSteps(const Trace& trace, int skip_steps);
 

@@ -95,12 +95,14 @@ TEST_CASE("a step profile: self time per node per step after the skipped steps")
       "[" + X("step 1", "step", 1, 0, 100) + ", " + X("a", "op", 1, 10, 50) + ", " +
       X("step 2", "step", 1, 100, 30) + ", " + X("b", "op", 1, 105, 20) + ", " +
       X("step 3", "step", 1, 200, 50) + ", " + X("a", "op", 1, 200, 10) + ", " +
-      X("a", "op", 1, 215, 30) + ", " + X("inner", "op", 1, 220, 10) + "]");
+      X("a", "op", 1, 215, 30) + ", " + X("inner", "op", 1, 220, 10) + ", " +
+      X("w/allreduce", "collective", 1, 246, 4) + "]");
   StatusOr<StepProfile> profile = ProfileSteps(trace, 1);
   REQUIRE(profile.ok());
   CHECK(profile->steps == 2);
   CHECK(profile->step_us == Approx(40));
   CHECK(profile->op_self_us == std::map<std::string, double>{{"a", 15}, {"b", 10}, {"inner", 5}});
+  CHECK(profile->collective_self_us == Approx(2));
   StatusOr<StepProfile> none = ProfileSteps(trace, 3);
   REQUIRE_FALSE(none.ok());
   CHECK(none.status().message().ends_with("t.json: 3 steps, none after the first 3 (run more steps)"));
