@@ -113,6 +113,11 @@ bool GradientContext::BoolAttr(std::string_view name, bool fallback) const {
   return v ? v->b() : fallback;
 }
 
+float GradientContext::FloatAttr(std::string_view name, float fallback) const {
+  auto v = node().FindAttr(name);
+  return v ? v->f() : fallback;
+}
+
 std::string GradientContext::StringAttr(std::string_view name, std::string_view fallback) const {
   auto v = node().FindAttr(name);
   return v ? v->s() : std::string(fallback);

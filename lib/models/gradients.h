@@ -85,6 +85,7 @@ class GradientContext {
 
   // Attrs of the forward op, with TF's defaults when absent.
   bool BoolAttr(std::string_view name, bool fallback) const;
+  float FloatAttr(std::string_view name, float fallback) const;
   std::string StringAttr(std::string_view name, std::string_view fallback) const;
   std::vector<int64_t> IntListAttr(std::string_view name) const;
 

@@ -265,12 +265,14 @@ struct OpGraph {
 };
 using OpBuilder = std::function<OpGraph(const GraphBuilder& b, DataType t)>;
 
-// Builds the op in float64 (float32 when float64 kernels are missing), feeds random
-// inputs and a random upstream gradient, and compares the emitted gradients with
-// central differences. Skips with a WARN naming the missing kernels.
-void CheckOp(const std::string& what, const OpBuilder& build) {
+// Builds the op in float64 (float32 when float64 kernels are missing, or always with
+// `float_only`: ops TF defines for float but not double), feeds random inputs and a
+// random upstream gradient, and compares the emitted gradients with central
+// differences. Skips with a WARN naming the missing kernels.
+void CheckOp(const std::string& what, const OpBuilder& build, bool float_only = false) {
   std::vector<std::string> missing_double;
   for (DataType t : {DT_DOUBLE, DT_FLOAT}) {
+    if (float_only && t == DT_DOUBLE) continue;
     Graph g;
     GraphBuilder b(&g, 1);
     OpGraph op = build(b, t);
@@ -318,8 +320,10 @@ void CheckOp(const std::string& what, const OpBuilder& build) {
       check.delta = 1e-2;
       check.rtol = 2e-2;
       check.atol = 2e-3;
-      WARN("gradient check of " << what << " in float32: no float64 kernel for "
-                                << fmt::format("{}", fmt::join(missing_double, ", ")));
+      if (!float_only) {
+        WARN("gradient check of " << what << " in float32: no float64 kernel for "
+                                  << fmt::format("{}", fmt::join(missing_double, ", ")));
+      }
     }
     StatusOr<std::string> report = CheckGradients(check);
     REQUIRE(report.status().message() == "");
@@ -423,6 +427,55 @@ TEST_CASE("finite differences: Conv2D and MaxPool") {
     const Output x = b.Placeholder("x", t, {1, 5, 5, 2});
     return OpGraph{b.MaxPool(x, {1, 3, 3, 1}, {1, 2, 2, 1}, "SAME"), {x}, {}};
   });
+}
+
+// y of FusedBatchNorm{,V2,V3} in training mode (the batch's own statistics), channels
+// last or first; x, scale and offset differentiated, the population mean and variance
+// fed (training ignores them).
+OpGraph BatchNorm(const GraphBuilder& b, std::string_view op, std::string_view format) {
+  const bool nchw = format == "NCHW";
+  const StaticShape x_shape = nchw ? StaticShape{2, 3, 3, 2} : StaticShape{2, 3, 2, 3};
+  const Output x = b.Placeholder("x", DT_FLOAT, x_shape);
+  const Output scale = b.Placeholder("scale", DT_FLOAT, {3});
+  const Output offset = b.Placeholder("offset", DT_FLOAT, {3});
+  const Output mean = b.Placeholder("mean", DT_FLOAT, {3});
+  const Output variance = b.Placeholder("variance", DT_FLOAT, {3});
+  std::map<std::string, tensorflow::AttrValue> attrs = {
+      {"T", TypeAttr(DT_FLOAT)},
+      {"epsilon", FloatAttr(0.001f)},
+      {"data_format", StringAttr(std::string(format))},
+      {"is_training", BoolAttr(true)}};
+  if (op != "FusedBatchNorm") attrs["U"] = TypeAttr(DT_FLOAT);
+  std::vector<GraphBuilder::TensorInfo> outputs(op == "FusedBatchNormV3" ? 6 : 5,
+                                                {DT_FLOAT, StaticShape{3}});
+  outputs[0].shape = x_shape;
+  const std::vector<Output> y =
+      b.AddOp({std::string(op), std::string(op), {x, scale, offset, mean, variance}, attrs}, outputs);
+  return OpGraph{y[0], {x, scale, offset},
+                 {{"mean:0", RandomFloats(DT_FLOAT, TensorShape{3}, 41)},
+                  {"variance:0", RandomFloats(DT_FLOAT, TensorShape{3}, 42)}}};
+}
+
+TEST_CASE("finite differences: FusedBatchNorm, V2 and V3 in training mode, NHWC and NCHW") {
+  for (std::string_view op : {"FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"}) {
+    for (std::string_view format : {"NHWC", "NCHW"}) {
+      CheckOp(fmt::format("{} {}", op, format),
+              [&](const GraphBuilder& b, DataType) { return BatchNorm(b, op, format); },
+              /*float_only=*/true);
+    }
+  }
+}
+
+TEST_CASE("FusedBatchNorm's gradient in inference mode is refused, naming the node") {
+  Graph g;
+  GraphBuilder b(&g, 1);
+  OpGraph op = BatchNorm(b, "FusedBatchNormV3", "NHWC");
+  g.SetAttr(op.y.ref.node, "is_training", BoolAttr(false));
+  auto grads = Gradients(b, {op.y}, op.xs);
+  REQUIRE_FALSE(grads.ok());
+  CHECK(grads.status().message().find("the gradient of FusedBatchNormV3 'FusedBatchNormV3' with "
+                                      "is_training false is not supported (only training mode)") !=
+        std::string::npos);
 }
 
 TEST_CASE("finite differences: reshapes, gather, reductions") {

@@ -1,8 +1,10 @@
 // Gradients of neural-network ops, as TensorFlow's nn_grad.py writes them: BiasAdd
 // (the gradient itself and BiasAddGrad), Relu (ReluGrad on the output), Conv2D
 // (Conv2DBackpropInput/Filter with the sizes as Consts when static, ShapeN otherwise),
-// MaxPool (MaxPoolGrad) and the sparse softmax cross entropy, whose gradient the
-// forward op already computed: PreventGradient(xent:1) x ExpandDims(upstream, -1).
+// MaxPool (MaxPoolGrad), FusedBatchNorm/V2/V3 in training mode (FusedBatchNormGrad/V2/V3
+// on the forward op's saved batch statistics, its reserve spaces) and the sparse softmax
+// cross entropy, whose gradient the forward op already computed: PreventGradient(xent:1)
+// x ExpandDims(upstream, -1).
 #include "lib/models/gradients.h"
 
 namespace parallax::models {
@@ -82,6 +84,42 @@ StatusOr<std::vector<Gradient>> MaxPoolGrad(const GradientContext& ctx) {
   return std::vector<Gradient>{Gradient::Dense(dx)};
 }
 
+// TF's _BaseFusedBatchNormGrad with is_training: dx, dscale and doffset from the
+// upstream gradient of y, x, scale and the reserve spaces the forward op saved (its
+// outputs 3, 4 and, for V3, 5); the mean and variance inputs get none. Inference mode
+// (is_training false) is refused: it differentiates through the population statistics,
+// which a training graph does not do.
+StatusOr<std::vector<Gradient>> FusedBatchNormGrad(const GradientContext& ctx, int version) {
+  if (!ctx.BoolAttr("is_training", true)) {
+    return UnimplementedError("the gradient of {} '{}' with is_training false is not supported "
+                              "(only training mode)",
+                              ctx.node().op(), ctx.node().name());
+  }
+  PX_ASSIGN_OR_RETURN(Output grad, ctx.DenseGrad(0));
+  const GraphBuilder& b = ctx.builder();
+  const Output& x = ctx.input(0);
+  const Output& scale = ctx.input(1);
+  const DataType t = BaseType(x.dtype);
+  const DataType u = BaseType(scale.dtype);
+  std::map<std::string, tensorflow::AttrValue> attrs = {
+      {"T", TypeAttr(t)},
+      {"epsilon", parallax::FloatAttr(ctx.FloatAttr("epsilon", 1e-4f))},
+      {"data_format", parallax::StringAttr(ctx.StringAttr("data_format", "NHWC"))},
+      {"is_training", parallax::BoolAttr(true)}};
+  std::vector<Output> inputs = {grad, x, scale, ctx.output(3), ctx.output(4)};
+  std::string op = "FusedBatchNormGrad";
+  if (version >= 2) {
+    attrs["U"] = TypeAttr(u);
+    op = version == 2 ? "FusedBatchNormGradV2" : "FusedBatchNormGradV3";
+  }
+  if (version == 3) inputs.push_back(ctx.output(5));
+  const std::vector<Output> outs =
+      b.AddOp({op, op, inputs, attrs},
+              {{t, x.shape}, {u, scale.shape}, {u, scale.shape}, {u, StaticShape{0}}, {u, StaticShape{0}}});
+  return std::vector<Gradient>{Gradient::Dense(outs[0]), Gradient::Dense(outs[1]),
+                               Gradient::Dense(outs[2]), Gradient(), Gradient()};
+}
+
 constexpr std::string_view kXentMessage =
     "Currently there is no way to take the second derivative of "
     "sparse_softmax_cross_entropy_with_logits due to the fused implementation's interaction "
@@ -99,6 +137,9 @@ PX_REGISTER_GRADIENT("BiasAdd", BiasAddGrad);
 PX_REGISTER_GRADIENT("Relu", ReluGrad);
 PX_REGISTER_GRADIENT("Conv2D", Conv2DGrad);
 PX_REGISTER_GRADIENT("MaxPool", MaxPoolGrad);
+PX_REGISTER_GRADIENT("FusedBatchNorm", [](const GradientContext& ctx) { return FusedBatchNormGrad(ctx, 1); });
+PX_REGISTER_GRADIENT("FusedBatchNormV2", [](const GradientContext& ctx) { return FusedBatchNormGrad(ctx, 2); });
+PX_REGISTER_GRADIENT("FusedBatchNormV3", [](const GradientContext& ctx) { return FusedBatchNormGrad(ctx, 3); });
 PX_REGISTER_GRADIENT("SparseSoftmaxCrossEntropyWithLogits", SparseSoftmaxXentGrad);
 
 }  // namespace
