@@ -53,6 +53,15 @@ StatusOr<std::vector<std::pair<std::string, std::string>>> ParseInputMap(
 StatusOr<StrategyFlags> ParseStrategyFlags(const std::string& strategy,
                                            const std::string& sparse);
 
+// --allreduce as transform and estimate take it: "" for auto (the cost model's choice),
+// else "flat" or "hierarchical" (TransformOptions::allreduce_algorithm); an error names
+// the flag.
+StatusOr<std::string> ParseAllReduceFlag(const std::string& allreduce);
+
+// The last line of a file that has one (a child process's log), for errors; "" when it
+// cannot be read.
+std::string LastLine(const std::string& path);
+
 // A job directory: `parallax transform`'s output, with its plan.yaml (a directory
 // without one is a SavedModel or a checkpoint directory).
 bool IsJobDir(const std::string& path);

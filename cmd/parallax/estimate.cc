@@ -20,7 +20,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <regex>
 #include <string>
@@ -68,15 +67,14 @@ struct EstimateFlags {
 };
 
 std::string CacheDir() {
-  for (const char* name : {"PARALLAX_CACHE_DIR", "XDG_CACHE_HOME"}) {
+  auto set = [](const char* name) -> const char* {
     const char* value = std::getenv(name);
-    if (value != nullptr && *value != '\0') {
-      return std::string(name) == "PARALLAX_CACHE_DIR" ? std::string(value)
-                                                       : std::string(value) + "/parallax";
-    }
-  }
-  const char* home = std::getenv("HOME");
-  return std::string(home != nullptr && *home != '\0' ? home : "/tmp") + "/.cache/parallax";
+    return value != nullptr && *value != '\0' ? value : nullptr;
+  };
+  if (const char* dir = set("PARALLAX_CACHE_DIR")) return dir;
+  if (const char* dir = set("XDG_CACHE_HOME")) return std::string(dir) + "/parallax";
+  const char* home = set("HOME");
+  return std::string(home != nullptr ? home : "/tmp") + "/.cache/parallax";
 }
 
 // The best of a few 64 MiB copies, in bytes per second.
@@ -94,15 +92,6 @@ double MeasureCopyBandwidth() {
     best = std::min(best, seconds);
   }
   return static_cast<double>(kBytes) / best;
-}
-
-std::string LastLine(const std::string& path) {
-  std::ifstream in(path);
-  std::string line, last;
-  while (std::getline(in, line)) {
-    if (!line.empty()) last = line;
-  }
-  return last;
 }
 
 // What the profile is measured on: the graph, and for ranks that share a host, the plan
@@ -245,11 +234,7 @@ Status RunEstimate(const EstimateFlags& flags) {
   PX_ASSIGN_OR_RETURN(const StrategyFlags strategy, ParseStrategyFlags(flags.strategy, flags.sparse));
   options.strategy = strategy.preset;
   options.sparse = strategy.sparse;
-  if (flags.allreduce != "auto" && flags.allreduce != "flat" && flags.allreduce != "hierarchical") {
-    return InvalidArgumentError("--allreduce: '{}' is not auto, flat or hierarchical",
-                                WithControlsShown(flags.allreduce));
-  }
-  if (flags.allreduce != "auto") options.allreduce_algorithm = flags.allreduce;
+  PX_ASSIGN_OR_RETURN(options.allreduce_algorithm, ParseAllReduceFlag(flags.allreduce));
   if (flags.bucket_mb >= 0) options.bucket_bytes = static_cast<int64_t>(flags.bucket_mb * (1 << 20));
 
   PX_ASSIGN_OR_RETURN(const std::string cluster_text,
@@ -291,14 +276,11 @@ Status RunEstimate(const EstimateFlags& flags) {
     PX_RETURN_IF_ERROR(WriteFileAtomically(flags.save_profile, OpProfileToJson(profile)));
   }
 
-  std::optional<Graph> rank0;
-  PX_RETURN_IF_ERROR(TransformEach(graph, plan, PipelineOptions{}, TransformRunOptions{},
-                                   [&](int rank, Graph&& g) -> Status {
-                                     if (rank == 0) rank0 = std::move(g);
-                                     return Status::Ok();
-                                   }));
+  // Rank 0's graph stands for every rank's (step_estimate.h).
+  PX_ASSIGN_OR_RETURN(const TransformResult ranks,
+                      Transform(graph, plan, PipelineOptions{}, TransformRunOptions{.rank_limit = 1}));
   PX_ASSIGN_OR_RETURN(const StepEstimate step,
-                      EstimateStep(StepInputs{&*rank0, &plan, &profile, network, flags.overlap}));
+                      EstimateStep(StepInputs{&ranks.ranks[0], &plan, &profile, network, flags.overlap}));
 
   // Bytes per step: what each rank sends (the plan's figures), and what leaves each host.
   const int n = network.world_size, local = network.max_ranks_per_host;

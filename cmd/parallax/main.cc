@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cmd/parallax/command.h"
+#include "lib/base/file.h"
 #include "lib/base/version.h"
 #include "lib/passes/strip_horovod.h"
 #include "lib/transform/job_writer.h"
@@ -87,6 +88,23 @@ StatusOr<std::vector<std::pair<std::string, std::string>>> ParseInputMap(
     pairs.emplace_back(text.substr(0, eq), text.substr(eq + 1));
   }
   return pairs;
+}
+
+StatusOr<std::string> ParseAllReduceFlag(const std::string& allreduce) {
+  if (allreduce == "auto") return std::string();
+  if (allreduce != "flat" && allreduce != "hierarchical") {
+    return InvalidArgumentError("--allreduce: '{}' is not auto, flat or hierarchical",
+                                WithControlsShown(allreduce));
+  }
+  return allreduce;
+}
+
+std::string LastLine(const std::string& path) {
+  StatusOr<std::string> text = ReadFileToString(path, int64_t{16} << 20);
+  if (!text.ok()) return "";
+  std::string s = *text;
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  return s.substr(s.rfind('\n') == std::string::npos ? 0 : s.rfind('\n') + 1);
 }
 
 StatusOr<StrategyFlags> ParseStrategyFlags(const std::string& strategy,

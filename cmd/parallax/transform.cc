@@ -105,15 +105,6 @@ StatusOr<double> MedianStepSeconds(const std::string& metrics_path, int warmup) 
   return steps[steps.size() / 2];
 }
 
-// The last line of a file that has one, for errors.
-std::string LastLine(const std::string& path) {
-  StatusOr<std::string> text = ReadFileToString(path, int64_t{16} << 20);
-  if (!text.ok()) return "";
-  std::string s = *text;
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-  return s.substr(s.rfind('\n') == std::string::npos ? 0 : s.rfind('\n') + 1);
-}
-
 struct SearchInputs {
   const Graph* graph = nullptr;
   const TrainingAnalysis* analysis = nullptr;
@@ -301,11 +292,7 @@ Status RunTransform(TransformFlags flags) {
     }
     options.bucket_bytes = static_cast<int64_t>(mib * (1 << 20));
   }
-  if (flags.allreduce != "auto" && flags.allreduce != "flat" && flags.allreduce != "hierarchical") {
-    return InvalidArgumentError("--allreduce: '{}' is not auto, flat or hierarchical",
-                                WithControlsShown(flags.allreduce));
-  }
-  if (flags.allreduce != "auto") options.allreduce_algorithm = flags.allreduce;
+  PX_ASSIGN_OR_RETURN(options.allreduce_algorithm, ParseAllReduceFlag(flags.allreduce));
   if (!flags.search && !bucket_auto &&
       (flags.search_budget_s > 0 || flags.search_steps > 0 || !flags.search_launch.empty())) {
     return InvalidArgumentError(

@@ -19,6 +19,18 @@ constexpr int64_t kPartBytes = int64_t{4} << 20;
 constexpr int64_t kGatheredBytes = int64_t{256} << 10;
 constexpr int64_t kIndexBytes = 4;
 
+// k of a node the transform named for gradient bucket k ("parallax/bucket_<k>/...") that
+// the plan has; -1 for any other node.
+int BucketIndex(const Plan& plan, std::string_view name) {
+  constexpr std::string_view kPrefix = "parallax/bucket_";
+  if (!name.starts_with(kPrefix)) return -1;
+  const std::string_view rest = name.substr(kPrefix.size());
+  const size_t slash = rest.find('/');
+  if (slash == std::string_view::npos) return -1;
+  const int k = std::atoi(std::string(rest.substr(0, slash)).c_str());
+  return k >= 0 && k < static_cast<int>(plan.buckets.size()) ? k : -1;
+}
+
 bool IsCollective(const Node& node) {
   const OpSchema* schema = FindOpSchema(node.op());
   return schema != nullptr && schema->is_collective;
@@ -43,14 +55,8 @@ class CollectivePricer {
       c.seconds = 0;
       return c;
     }
-    if (name.starts_with("parallax/bucket_")) {
-      const std::string_view rest = name.substr(16);
-      const size_t slash = rest.find('/');
-      const int k = std::atoi(std::string(rest.substr(0, slash)).c_str());
-      if (slash != std::string_view::npos && k >= 0 && k < static_cast<int>(plan_.buckets.size())) {
-        return AllReduce(std::move(c), plan_.buckets[static_cast<size_t>(k)].bytes);
-      }
-      return c;
+    if (const int k = BucketIndex(plan_, name); k >= 0) {
+      return AllReduce(std::move(c), plan_.buckets[static_cast<size_t>(k)].bytes);
     }
     const size_t at = name.find("/parallax/");
     if (at == std::string_view::npos) return c;
@@ -113,11 +119,8 @@ class CollectivePricer {
 // "parallax/bucket_<k>/concat", ".../split"); -1 for any other node.
 int64_t BucketCopyBytes(const Plan& plan, const Node& node) {
   if (node.op() != "ConcatV2" && node.op() != "SplitV") return -1;
-  const std::string_view name = node.name();
-  if (!name.starts_with("parallax/bucket_")) return -1;
-  const int k = std::atoi(std::string(name.substr(16)).c_str());
-  if (k < 0 || k >= static_cast<int>(plan.buckets.size())) return -1;
-  return plan.buckets[static_cast<size_t>(k)].bytes;
+  const int k = BucketIndex(plan, node.name());
+  return k >= 0 ? plan.buckets[static_cast<size_t>(k)].bytes : -1;
 }
 
 bool HasControlFlow(const Graph& graph, const std::vector<bool>& needed) {
@@ -218,6 +221,7 @@ StatusOr<StepEstimate> EstimateStep(const StepInputs& in) {
     }
     std::vector<bool> started(count, false);
     size_t next_collective = 0, done = 0;
+    size_t first_compute = 0;  // compute_nodes before it have all started
     double compute_clock = 0, communication_clock = 0;
     while (done < count) {
       bool progressed = false;
@@ -235,9 +239,13 @@ StatusOr<StepEstimate> EstimateStep(const StepInputs& in) {
       }
       // The compute thread: the first node in order ready by its clock, else the one
       // ready soonest.
+      while (first_compute < compute_nodes.size() && started[compute_nodes[first_compute]]) {
+        ++first_compute;
+      }
       size_t best = count;
       double best_ready = std::numeric_limits<double>::infinity();
-      for (size_t i : compute_nodes) {
+      for (size_t k = first_compute; k < compute_nodes.size(); ++k) {
+        const size_t i = compute_nodes[k];
         if (started[i]) continue;
         const double ready = ready_time(i);
         if (ready < 0) continue;

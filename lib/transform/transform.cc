@@ -45,7 +45,9 @@ Status TransformEach(const Graph& input, const Plan& plan, const PipelineOptions
   PX_ASSIGN_OR_RETURN(const TrainingAnalysis shared_analysis, AnalyzeTraining(shared));
 
   const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
-  const int threads = std::clamp(run.threads > 0 ? run.threads : static_cast<int>(hardware), 1, world);
+  const int count = run.rank_limit > 0 ? std::min(world, run.rank_limit) : world;
+  const int threads = std::clamp(run.threads > 0 ? run.threads : static_cast<int>(hardware), 1,
+                                 std::max(1, count));
   std::atomic<int> next_rank{0};
   std::atomic<bool> failed{false};
   std::mutex mutex;
@@ -57,7 +59,7 @@ Status TransformEach(const Graph& input, const Plan& plan, const PipelineOptions
     StatusOr<SplitPipeline> own = BuildSplitTransformPipeline(options);
     for (;;) {
       const int r = next_rank.fetch_add(1);
-      if (r >= world || failed.load()) return;
+      if (r >= count || failed.load()) return;
       Status status = own.status();
       if (status.ok()) {
         Graph graph = shared;

@@ -29,12 +29,12 @@
 namespace parallax {
 
 struct TransformResult {
-  std::vector<Graph> ranks;  // rank r's graph at index r
+  std::vector<Graph> ranks;  // rank r's graph at index r (empty past a rank_limit)
 };
 
-// 0: one thread per hardware thread, capped at the number of ranks.
 struct TransformRunOptions {
-  int threads = 0;
+  int threads = 0;     // 0: one thread per hardware thread, capped at the number of ranks
+  int rank_limit = 0;  // > 0: only ranks 0 .. rank_limit-1 (`parallax estimate`: rank 0)
 };
 
 StatusOr<TransformResult> Transform(const Graph& input, const Plan& plan,

@@ -345,6 +345,16 @@ TEST_CASE("pipeline flags") {
       CHECK(SerializeGraphDef(one->ranks[r]) == SerializeGraphDef(two->ranks[r]));
     }
   }
+  SECTION("a rank limit transforms only the first ranks, each as the whole job has it") {
+    StatusOr<TransformResult> all = Transform(*graph, *plan, {});
+    StatusOr<TransformResult> first = Transform(*graph, *plan, {}, TransformRunOptions{.rank_limit = 1});
+    REQUIRE(all.ok());
+    REQUIRE(first.ok());
+    REQUIRE(first->ranks.size() == all->ranks.size());
+    REQUIRE(all->ranks.size() >= 2);
+    CHECK(SerializeGraphDef(first->ranks[0]) == SerializeGraphDef(all->ranks[0]));
+    CHECK(first->ranks[1].num_nodes() == 0);
+  }
 }
 
 }  // namespace
