@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `parallax estimate` (docs/estimate.md): the profile is measured on first use (a line on
 # stderr), cached under PARALLAX_CACHE_DIR and read back the next time (no profiling
-# line, the same estimate); with 2 ranks per host it is a 2-rank job's (the transform's
+# line, the same estimate), measured again with a warning when the cached file is corrupt; with 2 ranks per host it is a 2-rank job's (the transform's
 # bucket nodes in it, the collectives out); a one-rank estimate is the profiled step (within 1 %); a
 # 4-rank job on 2 hosts of 2 has its bucket all-reduce priced, goes hierarchical, sends
 # bytes off each host and names a bottleneck, and a slow network is that bottleneck;
@@ -49,6 +49,17 @@ if [[ $? -eq 0 ]] && ! grep -q "profiling" second.err &&
   pass "second estimate reads the cached profile: the same step"
 else
   cat second.err second.json; fail "second estimate"
+fi
+# A cached profile that no longer parses: a warning, measured again, cached again.
+cached=$(ls cache/profiles/*-bgraph-t1-p1.json)
+echo '{"version": 1' >"$cached"
+"$parallax" estimate mlp.pb --cluster one.yaml --threads 1 --profile-steps 8 >remeasured.txt 2>remeasured.err
+if [[ $? -eq 0 ]] && grep -q "^parallax: warning: $TMPDIR/$cached: not a profile: .*; measuring the profile again$" remeasured.err &&
+  grep -q "^parallax: estimate: profiling mlp.pb here" remeasured.err &&
+  python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$cached"; then
+  pass "a corrupt cached profile: a warning naming it, measured and cached again"
+else
+  cat remeasured.err; fail "a corrupt cached profile"
 fi
 # One rank: the step is the profiled step (its nodes and overhead), nothing sent.
 if python3 - first.json saved.json <<'PY'

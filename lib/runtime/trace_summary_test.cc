@@ -106,6 +106,12 @@ TEST_CASE("a step profile: self time per node per step after the skipped steps")
   StatusOr<StepProfile> none = ProfileSteps(trace, 3);
   REQUIRE_FALSE(none.ok());
   CHECK(none.status().message().ends_with("t.json: 3 steps, none after the first 3 (run more steps)"));
+  // A job's traces read as one: refused.
+  Trace two = trace;
+  two.spans.back().pid = "1";
+  StatusOr<StepProfile> mixed = ProfileSteps(two, 1);
+  REQUIRE_FALSE(mixed.ok());
+  CHECK(mixed.status().message().ends_with("t.json: spans of processes 0 and 1: a profile is of one process"));
 }
 
 TEST_CASE("B/E pairs are spans; a trace without steps counts whole") {
