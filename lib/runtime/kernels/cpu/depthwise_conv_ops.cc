@@ -235,40 +235,10 @@ StatusOr<std::vector<int64_t>> ReadSizes4(const Tensor& t, int input, const char
   return sizes;
 }
 
-// [n, a, b, c] -> [n, b, c, a] (NCHW to NHWC) or back (`to_nhwc` false), in parallel by
-// images.
-template <typename T>
-Tensor Transposed(KernelContext& context, const Tensor& t, bool to_nhwc) {
-  const int64_t n = t.dim(0), d1 = t.dim(1), d2 = t.dim(2), d3 = t.dim(3);
-  Tensor out(t.dtype(), to_nhwc ? TensorShape{n, d2, d3, d1} : TensorShape{n, d3, d1, d2});
-  const T* src = t.data<T>();
-  T* dst = out.data<T>();
-  const int64_t image = d1 * d2 * d3;
-  nn::ParallelRange(context, n,
-                    std::max<int64_t>(1, nn::kMinParallelElements / std::max<int64_t>(image, 1)),
-                    [&](int64_t begin, int64_t end) {
-                      for (int64_t b = begin; b < end; ++b) {
-                        const T* s = src + b * image;
-                        T* o = dst + b * image;
-                        if (to_nhwc) {  // [d1 = C][d2 * d3 = HW] -> [HW][C]
-                          for (int64_t c = 0; c < d1; ++c) {
-                            for (int64_t p = 0; p < d2 * d3; ++p)
-                              o[p * d1 + c] = s[c * d2 * d3 + p];
-                          }
-                        } else {  // [d1 * d2 = HW][d3 = C] -> [C][HW]
-                          for (int64_t p = 0; p < d1 * d2; ++p) {
-                            for (int64_t c = 0; c < d3; ++c) o[c * d1 * d2 + p] = s[p * d3 + c];
-                          }
-                        }
-                      }
-                    });
-  return out;
-}
-
 // The NHWC view of a data_format tensor (itself when NHWC).
 template <typename T>
 Tensor ToNhwc(KernelContext& context, const Tensor& t, bool nchw) {
-  return nchw ? Transposed<T>(context, t, true) : t;
+  return nchw ? nn::TransposeNchw<T>(context, t, /*to_nhwc=*/true) : t;
 }
 
 // The input rows iy = oy * stride + k * dilation - pad that lie in [0, in): taps
@@ -451,7 +421,7 @@ class DepthwiseConv2dOp : public DepthwiseOpBase {
     const Tensor x = ToNhwc<T>(context, input, attrs_.nchw);
     Tensor y(input.dtype(), TensorShape{g.batch, g.out_h, g.out_w, g.out_channels()});
     Forward<T>(context, g, x.data<T>(), filter.data<T>(), y.data<T>());
-    context.set_output(0, attrs_.nchw ? Transposed<T>(context, y, false) : y);
+    context.set_output(0, attrs_.nchw ? nn::TransposeNchw<T>(context, y, /*to_nhwc=*/false) : y);
     return Status::Ok();
   }
 };
@@ -483,7 +453,7 @@ class DepthwiseConv2dBackpropInputOp : public DepthwiseOpBase {
       const Tensor dy = ToNhwc<T>(context, out_backprop, attrs_.nchw);
       BackwardInput<T>(context, g, filter.data<T>(), dy.data<T>(), dx.data<T>());
     }
-    context.set_output(0, attrs_.nchw ? Transposed<T>(context, dx, false) : dx);
+    context.set_output(0, attrs_.nchw ? nn::TransposeNchw<T>(context, dx, /*to_nhwc=*/false) : dx);
     return Status::Ok();
   }
 };

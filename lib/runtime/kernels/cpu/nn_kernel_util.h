@@ -1,8 +1,10 @@
 // Helpers shared by the neural-network kernels (matmul_ops, nn_ops, conv_ops, random_ops):
-// input checks with uniform messages and a parallel loop over element ranges.
+// input checks with uniform messages, a parallel loop over element ranges, and NCHW <->
+// NHWC transposes.
 #ifndef PARALLAX_LIB_RUNTIME_KERNELS_CPU_NN_KERNEL_UTIL_H_
 #define PARALLAX_LIB_RUNTIME_KERNELS_CPU_NN_KERNEL_UTIL_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -38,6 +40,36 @@ inline void ParallelRange(KernelContext& context, int64_t n, int64_t min_block,
   }
   context.threads().ParallelFor(n, min_block,
                                 [&](int, int64_t begin, int64_t end) { fn(begin, end); });
+}
+
+// [n, a, b, c] -> [n, b, c, a] (NCHW to NHWC) when `to_nhwc`, else [n, a, b, c] ->
+// [n, c, a, b] (NHWC to NCHW): a copy, in parallel by images. For kernels that run their
+// NHWC loops on NCHW tensors.
+template <typename T>
+Tensor TransposeNchw(KernelContext& context, const Tensor& t, bool to_nhwc) {
+  const int64_t n = t.dim(0), d1 = t.dim(1), d2 = t.dim(2), d3 = t.dim(3);
+  Tensor out(t.dtype(), to_nhwc ? TensorShape{n, d2, d3, d1} : TensorShape{n, d3, d1, d2});
+  const T* src = t.data<T>();
+  T* dst = out.data<T>();
+  const int64_t image = d1 * d2 * d3;
+  const int64_t min_images =
+      std::max<int64_t>(1, kMinParallelElements / std::max<int64_t>(image, 1));
+  ParallelRange(context, n, min_images, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      const T* s = src + b * image;
+      T* o = dst + b * image;
+      if (to_nhwc) {  // [d1 = C][d2 * d3 = HW] -> [HW][C]
+        for (int64_t c = 0; c < d1; ++c) {
+          for (int64_t p = 0; p < d2 * d3; ++p) o[p * d1 + c] = s[c * d2 * d3 + p];
+        }
+      } else {  // [d1 * d2 = HW][d3 = C] -> [C][HW]
+        for (int64_t p = 0; p < d1 * d2; ++p) {
+          for (int64_t c = 0; c < d3; ++c) o[c * d1 * d2 + p] = s[p * d3 + c];
+        }
+      }
+    }
+  });
+  return out;
 }
 
 // A vector of int32 or int64 sizes (shape inputs such as input_sizes); errors name the
