@@ -117,15 +117,18 @@ std::unique_ptr<T[]> Scratch(int64_t n) {
 }
 
 // The in-bounds part of one filter row at output column ox: filter columns
-// [kx_begin, kx_end) read input columns starting at ix_begin.
+// [kx_begin, kx_end) read input columns starting at ix_begin. Empty (kx_begin == kx_end)
+// when the whole row lies in the padding, which EXPLICIT paddings wider than the filter
+// allow; then ix_begin is not an input column.
 struct Span {
   int64_t kx_begin, kx_end, ix_begin;
+  int64_t size() const { return kx_end - kx_begin; }
 };
 Span ColumnSpan(const Geometry& g, int64_t ox) {
   const int64_t ix0 = ox * g.stride_w - g.pad_left;
-  const int64_t kx_begin = std::max<int64_t>(0, -ix0);
-  const int64_t kx_end = std::min<int64_t>(g.filter_w, g.in_w - ix0);
-  return {kx_begin, std::max(kx_begin, kx_end), ix0 + kx_begin};
+  const int64_t kx_begin = std::clamp<int64_t>(-ix0, 0, g.filter_w);
+  const int64_t kx_end = std::clamp<int64_t>(g.in_w - ix0, kx_begin, g.filter_w);
+  return {kx_begin, kx_end, ix0 + kx_begin};
 }
 
 // Patch rows [row_begin, row_end) of the [batch*out_h*out_w, K] patch matrix into `col`.
@@ -141,14 +144,14 @@ void Im2colRows(const Geometry& g, const T* input, int64_t row_begin, int64_t ro
     const Span span = ColumnSpan(g, ox);
     for (int64_t ky = 0; ky < g.filter_h; ++ky, dst += row_len) {
       const int64_t iy = oy * g.stride_h - g.pad_top + ky;
-      if (iy < 0 || iy >= g.in_h) {
+      if (iy < 0 || iy >= g.in_h || span.size() == 0) {
         std::fill(dst, dst + row_len, T(0));
         continue;
       }
       std::fill(dst, dst + span.kx_begin * g.in_c, T(0));
       const T* src = input + ((n * g.in_h + iy) * g.in_w + span.ix_begin) * g.in_c;
       std::memcpy(dst + span.kx_begin * g.in_c, src,
-                  static_cast<size_t>((span.kx_end - span.kx_begin) * g.in_c) * sizeof(T));
+                  static_cast<size_t>(span.size() * g.in_c) * sizeof(T));
       std::fill(dst + span.kx_end * g.in_c, dst + row_len, T(0));
     }
   }
@@ -163,7 +166,8 @@ void Col2imImage(const Geometry& g, const T* col, int64_t n, T* in_backprop) {
     for (int64_t ox = 0; ox < g.out_w; ++ox) {
       const T* src = col + (oy * g.out_w + ox) * k;
       const Span span = ColumnSpan(g, ox);
-      const int64_t count = (span.kx_end - span.kx_begin) * g.in_c;
+      const int64_t count = span.size() * g.in_c;
+      if (count == 0) continue;
       for (int64_t ky = 0; ky < g.filter_h; ++ky, src += row_len) {
         const int64_t iy = oy * g.stride_h - g.pad_top + ky;
         if (iy < 0 || iy >= g.in_h) continue;

@@ -1,9 +1,11 @@
 // Tests of Conv2D, its two backprops, and the pooling ops against naive loops on random
-// inputs: a table of shapes x SAME/VALID x strides, both convolution implementations
-// (im2col and oneDNN) called directly as well as through the kernels, finite-difference
-// checks of the gradients in float64, TF's MaxPoolGrad tie rule, and exact errors.
+// inputs: a table of shapes x SAME/VALID/EXPLICIT x strides, both convolution
+// implementations (im2col and oneDNN) called directly as well as through the kernels,
+// finite-difference checks of the gradients in float64, TF's MaxPoolGrad tie rule, and
+// exact errors.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <tuple>
 
 #include "lib/runtime/kernels/cpu/conv_impl.h"
 #include "lib/runtime/testing/op_test_util.h"
@@ -77,22 +79,32 @@ const std::vector<ConvCase> kConvCases = {
     {{2, 14, 14, 32}, {5, 5, 32, 16}}, {{0, 6, 6, 2}, {3, 3, 2, 2}},
 };
 
+// EXPLICIT padding in the naive-loop test: rows 1 before, 2 after; columns 2 before.
+const std::vector<int64_t> kExplicitPaddings = {0, 0, 1, 2, 2, 0, 0, 0};
+
 AttrMap ConvAttrs(DataType dtype, const std::string& padding, int64_t sh, int64_t sw) {
-  return {{"T", TypeAttr(dtype)},
-          {"padding", StringAttr(padding)},
-          {"strides", IntListAttr({1, sh, sw, 1})}};
+  AttrMap attrs = {{"T", TypeAttr(dtype)},
+                   {"padding", StringAttr(padding)},
+                   {"strides", IntListAttr({1, sh, sw, 1})}};
+  if (padding == "EXPLICIT") attrs["explicit_paddings"] = IntListAttr(kExplicitPaddings);
+  return attrs;
 }
 
-TEST_CASE("Conv2D and its backprops match naive loops (SAME/VALID x strides, both impls)") {
+conv::Padding ParsePadding(const std::string& padding) {
+  return padding == "SAME" ? conv::Padding::kSame
+         : padding == "VALID" ? conv::Padding::kValid
+                              : conv::Padding::kExplicit;
+}
+
+TEST_CASE("Conv2D and its backprops match naive loops (padding x strides, both impls)") {
   ThreadPool pool(2);
   conv::DnnlConv dnnl;
   uint64_t seed = 1;
   for (const ConvCase& c : kConvCases) {
-    for (const std::string padding : {"SAME", "VALID"}) {
+    for (const std::string padding : {"SAME", "VALID", "EXPLICIT"}) {
       for (const auto& [sh, sw] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2, 2}, {1, 2}}) {
         StatusOr<conv::Geometry> geometry = conv::ComputeGeometry(
-            c.input, c.filter, {1, sh, sw, 1},
-            padding == "SAME" ? conv::Padding::kSame : conv::Padding::kValid, {});
+            c.input, c.filter, {1, sh, sw, 1}, ParsePadding(padding), kExplicitPaddings);
         if (!geometry.ok()) continue;  // VALID with a filter larger than the input
         const conv::Geometry& g = *geometry;
         const TensorShape out_shape{g.batch, g.out_h, g.out_w, g.out_c};
@@ -250,15 +262,17 @@ TEST_CASE("MaxPool, AvgPool and their gradients match naive loops") {
   uint64_t seed = 70;
   for (const auto& shape : shapes) {
     for (const std::string padding : {"SAME", "VALID"}) {
-      for (const auto& [k, s] : std::vector<std::pair<int64_t, int64_t>>{{2, 2}, {3, 1}, {3, 2}}) {
+      // Windows kh x kw, stride s.
+      for (const auto& [kh, kw, s] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+               {2, 2, 2}, {3, 3, 1}, {3, 3, 2}, {3, 2, 1}}) {
         StatusOr<conv::Geometry> geometry = conv::ComputeGeometry(
-            shape, {k, k, shape[3], shape[3]}, {1, s, s, 1},
+            shape, {kh, kw, shape[3], shape[3]}, {1, s, s, 1},
             padding == "SAME" ? conv::Padding::kSame : conv::Padding::kValid, {});
         if (!geometry.ok()) continue;
         const conv::Geometry& g = *geometry;
         const TensorShape out_shape{g.batch, g.out_h, g.out_w, g.in_c};
         for (DataType dtype : {kF32, kF64}) {
-          CAPTURE(TensorShape(shape).DebugString(), padding, k, s, dtype);
+          CAPTURE(TensorShape(shape).DebugString(), padding, kh, kw, s, dtype);
           Tensor x = RandomTensor(dtype, TensorShape(shape), seed++);
           Tensor dy = RandomTensor(dtype, out_shape, seed++);
           Tensor max(dtype, out_shape), avg(dtype, out_shape);
@@ -275,7 +289,8 @@ TEST_CASE("MaxPool, AvgPool and their gradients match naive loops") {
             Set(max_grad, arg, Get(max_grad, arg) + Get(dy, o));
             for (int64_t i : window) Set(avg_grad, i, Get(avg_grad, i) + Get(dy, o) / window.size());
           });
-          const AttrMap attrs = PoolAttrs(dtype, padding, k, s);
+          AttrMap attrs = PoolAttrs(dtype, padding, kh, s);
+          attrs["ksize"] = IntListAttr({1, kh, kw, 1});
           const Tensor max_out = Run("MaxPool", {x}, attrs)[0];
           CHECK(CompareTensors(max_out, max) == "");
           CHECK(CompareTensors(Run("AvgPool", {x}, attrs)[0], avg, 1e-5, 1e-6) == "");
