@@ -1,7 +1,10 @@
 // See conv_impl.h.
 #include "lib/runtime/kernels/cpu/conv_impl.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
+#include <cassert>
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
@@ -19,6 +22,14 @@ StatusOr<Padding> ParsePadding(const std::string& padding, bool allow_explicit) 
   if (padding == "EXPLICIT" && allow_explicit) return Padding::kExplicit;
   return InvalidArgumentError("attr 'padding': unsupported padding '{}'", padding);
 }
+
+StatusOr<Layout> ParseLayout(const std::string& data_format) {
+  if (data_format == "NHWC") return Layout::kNhwc;
+  if (data_format == "NCHW") return Layout::kNchw;
+  return InvalidArgumentError("attr 'data_format': unknown format '{}'", data_format);
+}
+
+const char* LayoutName(Layout layout) { return layout == Layout::kNchw ? "NCHW" : "NHWC"; }
 
 StatusOr<WindowDim> ComputeWindowDim(int64_t in, int64_t window, int64_t stride,
                                      Padding padding, int64_t explicit_before,
@@ -57,41 +68,53 @@ StatusOr<WindowDim> ComputeWindowDim(int64_t in, int64_t window, int64_t stride,
 StatusOr<Geometry> ComputeGeometry(const std::vector<int64_t>& input_shape,
                                    const std::vector<int64_t>& filter_shape,
                                    const std::vector<int64_t>& strides, Padding padding,
-                                   const std::vector<int64_t>& explicit_paddings) {
+                                   const std::vector<int64_t>& explicit_paddings,
+                                   Layout layout) {
+  const LayoutDims d = DimsOf(layout);
   if (input_shape.size() != 4) {
-    return InvalidArgumentError("input must be 4-D (NHWC), got {} dimensions", input_shape.size());
+    return InvalidArgumentError("input must be 4-D ({}), got {} dimensions", LayoutName(layout),
+                                input_shape.size());
   }
   if (filter_shape.size() != 4) {
     return InvalidArgumentError("filter must be 4-D (HWIO), got {} dimensions",
                                 filter_shape.size());
   }
-  if (input_shape[3] != filter_shape[2]) {
+  if (input_shape[d.c] != filter_shape[2]) {
     return InvalidArgumentError(
         "input depth must equal filter in_channels (grouped convolution is not supported): "
         "{} vs {}",
-        input_shape[3], filter_shape[2]);
+        input_shape[d.c], filter_shape[2]);
   }
-  if (padding == Padding::kExplicit && explicit_paddings.size() != 8) {
+  const bool ex = padding == Padding::kExplicit;
+  if (ex && explicit_paddings.size() != 8) {
     return InvalidArgumentError("attr 'explicit_paddings' must have 8 entries, got {}",
                                 explicit_paddings.size());
   }
+  if (ex && (explicit_paddings[2 * d.n] != 0 || explicit_paddings[2 * d.n + 1] != 0 ||
+             explicit_paddings[2 * d.c] != 0 || explicit_paddings[2 * d.c + 1] != 0)) {
+    return InvalidArgumentError(
+        "attr 'explicit_paddings' must be 0 in the batch and channel dimensions, got [{}] ({})",
+        fmt::join(explicit_paddings, ","), LayoutName(layout));
+  }
   Geometry g;
-  g.batch = input_shape[0];
-  g.in_h = input_shape[1];
-  g.in_w = input_shape[2];
-  g.in_c = input_shape[3];
+  g.layout = layout;
+  g.batch = input_shape[d.n];
+  g.in_h = input_shape[d.h];
+  g.in_w = input_shape[d.w];
+  g.in_c = input_shape[d.c];
   g.filter_h = filter_shape[0];
   g.filter_w = filter_shape[1];
   g.out_c = filter_shape[3];
-  g.stride_h = strides[1];
-  g.stride_w = strides[2];
-  const bool ex = padding == Padding::kExplicit;
+  g.stride_h = strides[d.h];
+  g.stride_w = strides[d.w];
   PX_ASSIGN_OR_RETURN(WindowDim h, ComputeWindowDim(g.in_h, g.filter_h, g.stride_h, padding,
-                                                    ex ? explicit_paddings[2] : 0,
-                                                    ex ? explicit_paddings[3] : 0, "rows"));
+                                                    ex ? explicit_paddings[2 * d.h] : 0,
+                                                    ex ? explicit_paddings[2 * d.h + 1] : 0,
+                                                    "rows"));
   PX_ASSIGN_OR_RETURN(WindowDim w, ComputeWindowDim(g.in_w, g.filter_w, g.stride_w, padding,
-                                                    ex ? explicit_paddings[4] : 0,
-                                                    ex ? explicit_paddings[5] : 0, "cols"));
+                                                    ex ? explicit_paddings[2 * d.w] : 0,
+                                                    ex ? explicit_paddings[2 * d.w + 1] : 0,
+                                                    "cols"));
   g.out_h = h.out;
   g.pad_top = h.pad_before;
   g.pad_bottom = h.pad_after;
@@ -190,6 +213,7 @@ int64_t ChunkRows(int64_t k) {
 template <typename T>
 void Im2colForward(ThreadPool& pool, const Geometry& g, const T* input, const T* filter,
                    T* output) {
+  assert(g.layout == Layout::kNhwc);
   const int64_t rows = g.batch * g.out_h * g.out_w;
   const int64_t k = g.filter_h * g.filter_w * g.in_c;
   if (rows == 0 || g.out_c == 0) return;
@@ -217,6 +241,7 @@ void Im2colForward(ThreadPool& pool, const Geometry& g, const T* input, const T*
 template <typename T>
 void Im2colBackwardInput(ThreadPool& pool, const Geometry& g, const T* filter,
                          const T* out_backprop, T* in_backprop) {
+  assert(g.layout == Layout::kNhwc);
   const int64_t k = g.filter_h * g.filter_w * g.in_c;
   const int64_t image_rows = g.out_h * g.out_w;
   if (g.input_size() == 0) return;
@@ -248,6 +273,7 @@ void Im2colBackwardInput(ThreadPool& pool, const Geometry& g, const T* filter,
 template <typename T>
 void Im2colBackwardFilter(ThreadPool& pool, const Geometry& g, const T* input,
                           const T* out_backprop, T* filter_backprop) {
+  assert(g.layout == Layout::kNhwc);
   const int64_t rows = g.batch * g.out_h * g.out_w;
   const int64_t k = g.filter_h * g.filter_w * g.in_c;
   if (g.filter_size() == 0) return;
@@ -327,7 +353,7 @@ struct AlignedBuffer {
 
 struct DnnlConv::Primitives {
   dnnl::primitive primitive;
-  memory::desc src, dst;            // NHWC (diff_src / diff_dst for the backward passes)
+  memory::desc src, dst;            // nhwc or nchw (diff_src / diff_dst for the backward passes)
   memory::desc user_weights;        // HWIO
   memory::desc weights;             // the primitive's (diff_)weights layout
   memory::desc scratchpad;
@@ -366,8 +392,10 @@ StatusOr<std::shared_ptr<const DnnlConv::Primitives>> DnnlConv::Get(const Geomet
     const memory::dims dst_dims{g.batch, g.out_c, g.out_h, g.out_w};
     const memory::dims strides{g.stride_h, g.stride_w};
     const memory::dims pad_l{g.pad_top, g.pad_left}, pad_r{g.pad_bottom, g.pad_right};
-    p->src = memory::desc(src_dims, memory::data_type::f32, Tag::nhwc);
-    p->dst = memory::desc(dst_dims, memory::data_type::f32, Tag::nhwc);
+    // oneDNN's dims are always N, C, H, W; the tag says how they lie in memory.
+    const Tag layout = g.layout == Layout::kNchw ? Tag::nchw : Tag::nhwc;
+    p->src = memory::desc(src_dims, memory::data_type::f32, layout);
+    p->dst = memory::desc(dst_dims, memory::data_type::f32, layout);
     p->user_weights = memory::desc(weights_dims, memory::data_type::f32, Tag::hwio);
     const memory::desc any_weights(weights_dims, memory::data_type::f32, Tag::any);
     dnnl::primitive_attr attr;
@@ -415,9 +443,9 @@ StatusOr<std::shared_ptr<const DnnlConv::Primitives>> DnnlConv::Get(const Geomet
     cache_.emplace(key, p);
     return std::shared_ptr<const Primitives>(p);
   } catch (const dnnl::error& e) {
-    return InternalError("oneDNN convolution for input [{},{},{},{}], filter [{},{},{},{}]: {}",
-                         g.batch, g.in_h, g.in_w, g.in_c, g.filter_h, g.filter_w, g.in_c,
-                         g.out_c, e.what());
+    return InternalError("oneDNN convolution for input [{}] ({}), filter [{},{},{},{}]: {}",
+                         fmt::join(g.input_shape(), ","), LayoutName(g.layout), g.filter_h,
+                         g.filter_w, g.in_c, g.out_c, e.what());
   }
 }
 

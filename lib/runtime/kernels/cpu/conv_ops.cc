@@ -1,13 +1,26 @@
 // CPU kernels for 2-D convolution (Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter)
-// and pooling (MaxPool, MaxPoolGrad, AvgPool, AvgPoolGrad) over NHWC tensors, float and
-// double, with TensorFlow's window geometry (conv_impl.h).
+// and pooling (MaxPool, MaxPoolGrad, AvgPool, AvgPoolGrad), float and double, with
+// TensorFlow's window geometry (conv_impl.h).
+//
+// Layouts: data_format NHWC (the default) or NCHW, as TF defines them: inputs, outputs
+// and gradients are [N, H, W, C] or [N, C, H, W]; filters are HWIO in both; strides,
+// ksize and dilations are 4-entry lists in data_format order whose batch and channel
+// entries must be 1 ([1, 1, sh, sw] in NCHW), explicit_paddings 8 entries, pairs in
+// data_format order (0 for batch and channels). Other formats are InvalidArgument.
 //
 // Convolutions: float runs on oneDNN's primitives (kFloatConvUsesDnnl below, chosen by
-// bench/kernels_bench.cc), double on im2col + dgemm. Dilations other than 1, NCHW and
-// grouped convolutions are Unimplemented, as they are for TF's own CPU kernels.
+// bench/kernels_bench.cc) in either layout, in place. double (and float with an empty
+// dimension, which oneDNN refuses) runs on im2col + GEMM, which is NHWC only: NCHW
+// tensors are transposed to NHWC and the result back (a copy each way; simple, and
+// exactly the NHWC result). Dilations other than 1 and grouped convolutions are
+// Unimplemented, as they are for TF's own CPU kernels. Those take NHWC only; these take
+// NCHW too, so that graphs built channels_first (as for GPUs) run here.
 //
 // Pooling: direct loops, one output row (forward) or one image (backward, whose windows
-// overlap) per task, so results do not depend on the thread count. SAME windows
+// overlap) per task, so results do not depend on the thread count. They run on NHWC;
+// an NCHW tensor [N, C, H, W] is, in memory, the NHWC tensor [N*C, H, W, 1] (each
+// channel an image of its own), which the same loops take with no copy and the same
+// per-channel order, so NCHW results equal NHWC's to the bit. SAME windows
 // cover only in-bounds elements: MaxPool ignores the padding and AvgPool divides by the
 // number of in-bounds elements. MaxPoolGrad sends each output's gradient to the first
 // maximum of its window in row-major order (TF's tie rule).
@@ -35,26 +48,27 @@ using tensorflow::DT_FLOAT;
 // filter 35 vs 8. oneDNN wins where the FLOPs are, so it takes every float convolution.
 constexpr bool kFloatConvUsesDnnl = true;
 
-Status RequireNhwc(const KernelInit& init) {
+using conv::Layout;
+
+// Attr data_format (default NHWC).
+StatusOr<Layout> ReadLayout(const KernelInit& init) {
   std::string format;
   PX_RETURN_IF_ERROR(init.GetAttrOr("data_format", &format, std::string("NHWC")));
-  if (format != "NHWC") {
-    return UnimplementedError("attr 'data_format': only NHWC is supported on CPU, got '{}'",
-                              format);
-  }
-  return Status::Ok();
+  return conv::ParseLayout(format);
 }
 
-// A 4-entry NHWC list attr (strides, ksize) whose batch and depth entries must be 1.
-Status ReadSpatialList(const KernelInit& init, const char* name, std::vector<int64_t>* list) {
+// A 4-entry list attr (strides, ksize) in `layout`'s order whose batch and depth entries
+// must be 1.
+Status ReadSpatialList(const KernelInit& init, const char* name, Layout layout,
+                       std::vector<int64_t>* list) {
   PX_RETURN_IF_ERROR(init.GetAttr(name, list));
   if (list->size() != 4) {
     return InvalidArgumentError("attr '{}' must have 4 entries, got {}", name, list->size());
   }
-  if ((*list)[0] != 1 || (*list)[3] != 1) {
+  if ((*list)[conv::DimsOf(layout).n] != 1 || (*list)[conv::DimsOf(layout).c] != 1) {
     return UnimplementedError("attr '{}': windows over the batch or depth dimension are not "
-                              "supported, got [{}]",
-                              name, fmt::join(*list, ","));
+                              "supported, got [{}] ({})",
+                              name, fmt::join(*list, ","), conv::LayoutName(layout));
   }
   for (int64_t v : *list) {
     if (v <= 0) return InvalidArgumentError("attr '{}' must be positive, got [{}]", name, fmt::join(*list, ","));
@@ -66,13 +80,14 @@ std::vector<int64_t> Dims(const Tensor& t) { return t.shape().dims(); }
 
 // The attrs of the three convolution ops.
 struct ConvAttrs {
+  Layout layout = Layout::kNhwc;
   std::vector<int64_t> strides;
   conv::Padding padding = conv::Padding::kValid;
   std::vector<int64_t> explicit_paddings;
 
   Status Read(const KernelInit& init) {
-    PX_RETURN_IF_ERROR(RequireNhwc(init));
-    PX_RETURN_IF_ERROR(ReadSpatialList(init, "strides", &strides));
+    PX_ASSIGN_OR_RETURN(layout, ReadLayout(init));
+    PX_RETURN_IF_ERROR(ReadSpatialList(init, "strides", layout, &strides));
     std::string pad;
     PX_RETURN_IF_ERROR(init.GetAttr("padding", &pad));
     PX_ASSIGN_OR_RETURN(padding, conv::ParsePadding(pad, /*allow_explicit=*/true));
@@ -91,7 +106,7 @@ struct ConvAttrs {
 
   StatusOr<conv::Geometry> Geometry(const std::vector<int64_t>& input,
                                     const std::vector<int64_t>& filter) const {
-    return conv::ComputeGeometry(input, filter, strides, padding, explicit_paddings);
+    return conv::ComputeGeometry(input, filter, strides, padding, explicit_paddings, layout);
   }
 };
 
@@ -110,7 +125,7 @@ Status CheckRank4(const Tensor& t, int input, const char* name) {
 
 // out_backprop must have the convolution's output shape.
 Status CheckOutBackprop(const Tensor& out_backprop, const conv::Geometry& g) {
-  const TensorShape expected{g.batch, g.out_h, g.out_w, g.out_c};
+  const TensorShape expected(g.output_shape());
   if (out_backprop.shape() == expected) return Status::Ok();
   return InvalidArgumentError("input 2 (out_backprop) has shape {}, but the convolution's "
                               "output has shape {}",
@@ -125,6 +140,22 @@ StatusOr<std::vector<int64_t>> ReadSizes4(const Tensor& tensor, int index, const
                                 sizes.size());
   }
   return sizes;
+}
+
+// The im2col path is NHWC only: an NCHW tensor goes in transposed (ToNhwc) and the
+// result comes out transposed back (FromNhwc); NHWC tensors pass as they are.
+template <typename T>
+Tensor ToNhwc(KernelContext& context, const Tensor& t, Layout layout) {
+  return layout == Layout::kNchw ? nn::TransposeNchw<T>(context, t, /*to_nhwc=*/true) : t;
+}
+template <typename T>
+Tensor FromNhwc(KernelContext& context, const Tensor& t, Layout layout) {
+  return layout == Layout::kNchw ? nn::TransposeNchw<T>(context, t, /*to_nhwc=*/false) : t;
+}
+// `g` with NHWC tensors, for im2col.
+conv::Geometry AsNhwc(conv::Geometry g) {
+  g.layout = Layout::kNhwc;
+  return g;
 }
 
 // What the three convolution kernels share: the attrs and the oneDNN primitives.
@@ -151,13 +182,17 @@ class Conv2DOp : public ConvOpBase {
     PX_RETURN_IF_ERROR(CheckRank4(input, 0, "input"));
     PX_RETURN_IF_ERROR(CheckRank4(filter, 1, "filter"));
     PX_ASSIGN_OR_RETURN(conv::Geometry g, attrs_.Geometry(Dims(input), Dims(filter)));
-    Tensor* out = context.AllocateOutput(0, input.dtype(),
-                                         TensorShape{g.batch, g.out_h, g.out_w, g.out_c});
     if constexpr (std::is_same_v<T, float>) {
-      if (UseDnnl<T>(g)) return dnnl_.Forward(g, input.data<T>(), filter.data<T>(), out->data<T>());
+      if (UseDnnl<T>(g)) {
+        Tensor* out = context.AllocateOutput(0, input.dtype(), TensorShape(g.output_shape()));
+        return dnnl_.Forward(g, input.data<T>(), filter.data<T>(), out->data<T>());
+      }
     }
-    conv::Im2colForward<T>(context.threads(), g, input.data<T>(), filter.data<T>(),
-                           out->data<T>());
+    const conv::Geometry nhwc = AsNhwc(g);
+    const Tensor x = ToNhwc<T>(context, input, g.layout);
+    Tensor y(input.dtype(), TensorShape(nhwc.output_shape()));
+    conv::Im2colForward<T>(context.threads(), nhwc, x.data<T>(), filter.data<T>(), y.data<T>());
+    context.set_output(0, FromNhwc<T>(context, y, g.layout));
     return Status::Ok();
   }
 };
@@ -176,14 +211,18 @@ class Conv2DBackpropInputOp : public ConvOpBase {
     PX_RETURN_IF_ERROR(CheckRank4(filter, 1, "filter"));
     PX_ASSIGN_OR_RETURN(conv::Geometry g, attrs_.Geometry(input_sizes, Dims(filter)));
     PX_RETURN_IF_ERROR(CheckOutBackprop(out_backprop, g));
-    Tensor* out = context.AllocateOutput(0, filter.dtype(), TensorShape(input_sizes));
     if constexpr (std::is_same_v<T, float>) {
       if (UseDnnl<T>(g)) {
+        Tensor* out = context.AllocateOutput(0, filter.dtype(), TensorShape(input_sizes));
         return dnnl_.BackwardInput(g, filter.data<T>(), out_backprop.data<T>(), out->data<T>());
       }
     }
-    conv::Im2colBackwardInput<T>(context.threads(), g, filter.data<T>(), out_backprop.data<T>(),
-                                 out->data<T>());
+    const conv::Geometry nhwc = AsNhwc(g);
+    const Tensor dy = ToNhwc<T>(context, out_backprop, g.layout);
+    Tensor dx(filter.dtype(), TensorShape(nhwc.input_shape()));
+    conv::Im2colBackwardInput<T>(context.threads(), nhwc, filter.data<T>(), dy.data<T>(),
+                                 dx.data<T>());
+    context.set_output(0, FromNhwc<T>(context, dx, g.layout));
     return Status::Ok();
   }
 };
@@ -208,7 +247,9 @@ class Conv2DBackpropFilterOp : public ConvOpBase {
         return dnnl_.BackwardFilter(g, input.data<T>(), out_backprop.data<T>(), out->data<T>());
       }
     }
-    conv::Im2colBackwardFilter<T>(context.threads(), g, input.data<T>(), out_backprop.data<T>(),
+    const Tensor x = ToNhwc<T>(context, input, g.layout);
+    const Tensor dy = ToNhwc<T>(context, out_backprop, g.layout);
+    conv::Im2colBackwardFilter<T>(context.threads(), AsNhwc(g), x.data<T>(), dy.data<T>(),
                                   out->data<T>());
     return Status::Ok();
   }
@@ -227,26 +268,43 @@ PX_REGISTER_FLOAT_KERNELS(Conv2DBackpropFilterOp, "Conv2DBackpropFilter");
 // ---- Pooling ----
 
 struct PoolAttrs {
+  Layout layout = Layout::kNhwc;
   std::vector<int64_t> ksize, strides;
   conv::Padding padding = conv::Padding::kValid;
 
   Status Read(const KernelInit& init) {
-    PX_RETURN_IF_ERROR(RequireNhwc(init));
-    PX_RETURN_IF_ERROR(ReadSpatialList(init, "ksize", &ksize));
-    PX_RETURN_IF_ERROR(ReadSpatialList(init, "strides", &strides));
+    PX_ASSIGN_OR_RETURN(layout, ReadLayout(init));
+    PX_RETURN_IF_ERROR(ReadSpatialList(init, "ksize", layout, &ksize));
+    PX_RETURN_IF_ERROR(ReadSpatialList(init, "strides", layout, &strides));
     std::string pad;
     PX_RETURN_IF_ERROR(init.GetAttr("padding", &pad));
     PX_ASSIGN_OR_RETURN(padding, conv::ParsePadding(pad, /*allow_explicit=*/false));
     return Status::Ok();
   }
 
-  // Pooling as a depthwise window: in_c = out_c = channels.
+  // Pooling as a depthwise window (in_c = out_c = channels) over the NHWC view of
+  // `input` (the loops' geometry; its layout is always NHWC): the input itself, or for
+  // NCHW [N, C, H, W] the [N*C, H, W, 1] it is in memory.
   StatusOr<conv::Geometry> Geometry(const std::vector<int64_t>& input) const {
     if (input.size() != 4) {
-      return InvalidArgumentError("input must be 4-D (NHWC), got {} dimensions", input.size());
+      return InvalidArgumentError("input must be 4-D ({}), got {} dimensions",
+                                  conv::LayoutName(layout), input.size());
     }
-    return conv::ComputeGeometry(input, {ksize[1], ksize[2], input[3], input[3]}, strides,
-                                 padding, {});
+    const conv::LayoutDims d = conv::DimsOf(layout);
+    const std::vector<int64_t> view =
+        layout == Layout::kNchw ? std::vector<int64_t>{input[0] * input[1], input[2], input[3], 1}
+                                : input;
+    return conv::ComputeGeometry(view, {ksize[d.h], ksize[d.w], view[3], view[3]},
+                                 {1, strides[d.h], strides[d.w], 1}, padding, {});
+  }
+
+  // The pooling output's shape (in `layout`'s order) for `input` and its Geometry.
+  TensorShape OutputShape(const std::vector<int64_t>& input, const conv::Geometry& g) const {
+    const conv::LayoutDims d = conv::DimsOf(layout);
+    std::vector<int64_t> shape = input;
+    shape[d.h] = g.out_h;
+    shape[d.w] = g.out_w;
+    return TensorShape(shape);
   }
 };
 
@@ -270,8 +328,7 @@ class PoolOp : public OpKernel {
     const Tensor& input = context.input(0);
     PX_RETURN_IF_ERROR(CheckRank4(input, 0, "input"));
     PX_ASSIGN_OR_RETURN(conv::Geometry g, attrs_.Geometry(Dims(input)));
-    Tensor* out = context.AllocateOutput(0, input.dtype(),
-                                         TensorShape{g.batch, g.out_h, g.out_w, g.in_c});
+    Tensor* out = context.AllocateOutput(0, input.dtype(), attrs_.OutputShape(Dims(input), g));
     const int64_t channels = g.in_c;
     const T* x = input.data<T>();
     T* y = out->data<T>();
@@ -311,8 +368,8 @@ class PoolOp : public OpKernel {
   PoolAttrs attrs_;
 };
 
-Status CheckPoolGrad(const Tensor& grad, const conv::Geometry& g, int input) {
-  const TensorShape expected{g.batch, g.out_h, g.out_w, g.in_c};
+// grad must have the pooling output's shape, `expected`.
+Status CheckPoolGrad(const Tensor& grad, const TensorShape& expected, int input) {
   if (grad.shape() == expected) return Status::Ok();
   return InvalidArgumentError("input {} (grad) has shape {}, but the pooling output has shape {}",
                               input, grad.shape().DebugString(), expected.DebugString());
@@ -333,7 +390,7 @@ class MaxPoolGradOp : public OpKernel {
     const Tensor& grad = context.input(2);
     PX_RETURN_IF_ERROR(CheckRank4(input, 0, "orig_input"));
     PX_ASSIGN_OR_RETURN(conv::Geometry g, attrs_.Geometry(Dims(input)));
-    PX_RETURN_IF_ERROR(CheckPoolGrad(grad, g, 2));
+    PX_RETURN_IF_ERROR(CheckPoolGrad(grad, attrs_.OutputShape(Dims(input), g), 2));
     Tensor* out = context.AllocateOutput(0, input.dtype(), input.shape());
     const int64_t channels = g.in_c;
     const int64_t image_in = g.in_h * g.in_w * channels;
@@ -406,7 +463,7 @@ class AvgPoolGradOp : public OpKernel {
                                   shape.size());
     }
     PX_ASSIGN_OR_RETURN(conv::Geometry g, attrs_.Geometry(shape));
-    PX_RETURN_IF_ERROR(CheckPoolGrad(grad, g, 1));
+    PX_RETURN_IF_ERROR(CheckPoolGrad(grad, attrs_.OutputShape(shape, g), 1));
     Tensor* out = context.AllocateOutput(0, grad.dtype(), TensorShape(shape));
     const int64_t channels = g.in_c;
     const int64_t image_in = g.in_h * g.in_w * channels;

@@ -1,8 +1,8 @@
 // Tests of Conv2D, its two backprops, and the pooling ops against naive loops on random
 // inputs: a table of shapes x SAME/VALID/EXPLICIT x strides, both convolution
 // implementations (im2col and oneDNN) called directly as well as through the kernels,
-// finite-difference checks of the gradients in float64, TF's MaxPoolGrad tie rule, and
-// exact errors.
+// finite-difference checks of the gradients in float64, TF's MaxPoolGrad tie rule, every
+// op in NCHW against its NHWC result transposed, and exact errors.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <tuple>
@@ -305,14 +305,23 @@ TEST_CASE("MaxPool, AvgPool and their gradients match naive loops") {
 }
 
 TEST_CASE("MaxPoolGrad sends a tied window's gradient to its first maximum") {
-  // All inputs equal: every window's first element (row-major) takes the gradient.
-  Tensor x(kF32, {1, 3, 3, 1});
-  for (int i = 0; i < 9; ++i) x.data<float>()[i] = 1;
-  const AttrMap attrs = PoolAttrs(kF32, "VALID", 2, 1);
-  Tensor dy = Tensor::FromVector<float>({1, 10, 100, 1000}, {1, 2, 2, 1});
-  const Tensor got = Run("MaxPoolGrad", {x, Run("MaxPool", {x}, attrs)[0], dy}, attrs)[0];
-  CHECK(CompareTensors(got, Tensor::FromVector<float>({1, 10, 0, 100, 1000, 0, 0, 0, 0},
-                                                      {1, 3, 3, 1})) == "");
+  // All inputs equal: every window's first element (row-major) takes the gradient. One
+  // channel, so the NHWC and NCHW tensors hold the same values in the same order.
+  for (const std::string format : {"NHWC", "NCHW"}) {
+    CAPTURE(format);
+    const bool nchw = format == "NCHW";
+    const TensorShape in_shape = nchw ? TensorShape{1, 1, 3, 3} : TensorShape{1, 3, 3, 1};
+    Tensor x(kF32, in_shape);
+    for (int i = 0; i < 9; ++i) x.data<float>()[i] = 1;
+    AttrMap attrs = PoolAttrs(kF32, "VALID", 2, 1);
+    attrs["data_format"] = StringAttr(format);
+    if (nchw) attrs["ksize"] = IntListAttr({1, 1, 2, 2});
+    Tensor dy = Tensor::FromVector<float>(
+        {1, 10, 100, 1000}, nchw ? TensorShape{1, 1, 2, 2} : TensorShape{1, 2, 2, 1});
+    const Tensor got = Run("MaxPoolGrad", {x, Run("MaxPool", {x}, attrs)[0], dy}, attrs)[0];
+    CHECK(CompareTensors(got, Tensor::FromVector<float>({1, 10, 0, 100, 1000, 0, 0, 0, 0},
+                                                        in_shape)) == "");
+  }
 }
 
 TEST_CASE("Pooling gradients are the gradients of <Pool(x), dy> (finite differences)") {
@@ -337,6 +346,201 @@ TEST_CASE("Pooling gradients are the gradients of <Pool(x), dy> (finite differen
       }
     }
   }
+}
+
+// ---- data_format NCHW ----
+//
+// Each op in NCHW against the same op in NHWC (tested against naive loops above) on the
+// same values, transposed. Float convolutions run on oneDNN in both layouts with its own
+// choice of kernel per layout, so their sums may round differently: a small tolerance.
+// Double convolutions run im2col on the transposed tensors, and pooling the same loops on
+// a view of the NCHW tensor: both exact.
+
+// [N, H, W, C] -> [N, C, H, W], by plain index arithmetic (not the kernels' transpose).
+Tensor NhwcToNchw(const Tensor& t) {
+  const int64_t n = t.dim(0), h = t.dim(1), w = t.dim(2), c = t.dim(3);
+  Tensor out(t.dtype(), {n, c, h, w});
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t y = 0; y < h; ++y)
+      for (int64_t x = 0; x < w; ++x)
+        for (int64_t ch = 0; ch < c; ++ch)
+          Set(out, ((b * c + ch) * h + y) * w + x, Get(t, ((b * h + y) * w + x) * c + ch));
+  return out;
+}
+
+// A 4-entry list attr (strides, ksize) of `format`: h and w at rows and columns.
+std::vector<int64_t> Spatial(const std::string& format, int64_t h, int64_t w) {
+  return format == "NCHW" ? std::vector<int64_t>{1, 1, h, w} : std::vector<int64_t>{1, h, w, 1};
+}
+
+struct LayoutCase {
+  std::vector<int64_t> input;   // NHWC
+  std::vector<int64_t> window;  // convolutions: the HWIO filter; pooling: {kh, kw}
+  std::string padding;
+  int64_t sh, sw;
+  std::vector<int64_t> pads = {};  // EXPLICIT: top, bottom, left, right
+};
+
+AttrMap LayoutAttrs(DataType dtype, const LayoutCase& c, const std::string& format,
+                    bool pool) {
+  AttrMap attrs = {{"T", TypeAttr(dtype)},
+                   {"padding", StringAttr(c.padding)},
+                   {"data_format", StringAttr(format)},
+                   {"strides", IntListAttr(Spatial(format, c.sh, c.sw))}};
+  if (pool) attrs["ksize"] = IntListAttr(Spatial(format, c.window[0], c.window[1]));
+  if (c.padding == "EXPLICIT") {
+    const std::vector<int64_t>& p = c.pads;
+    attrs["explicit_paddings"] =
+        IntListAttr(format == "NCHW" ? std::vector<int64_t>{0, 0, 0, 0, p[0], p[1], p[2], p[3]}
+                                     : std::vector<int64_t>{0, 0, p[0], p[1], p[2], p[3], 0, 0});
+  }
+  return attrs;
+}
+
+TEST_CASE("Conv2D and its backprops in NCHW equal their NHWC results transposed") {
+  const std::vector<LayoutCase> cases = {
+      {{2, 7, 7, 3}, {3, 3, 3, 5}, "SAME", 2, 2},
+      {{2, 7, 7, 3}, {3, 3, 3, 5}, "VALID", 2, 2},
+      {{3, 9, 8, 4}, {3, 4, 4, 2}, "EXPLICIT", 2, 1, {1, 2, 2, 0}},
+      {{2, 6, 5, 3}, {1, 1, 3, 4}, "VALID", 1, 1},  // im2col's pointwise GEMM
+      {{1, 5, 6, 2}, {5, 5, 2, 3}, "SAME", 1, 2},
+      {{2, 14, 14, 32}, {3, 3, 32, 16}, "SAME", 2, 2},
+      {{0, 5, 5, 2}, {3, 3, 2, 2}, "SAME", 1, 1},  // empty: float on im2col too
+  };
+  uint64_t seed = 100;
+  for (const LayoutCase& c : cases) {
+    for (DataType dtype : {kF32, kF64}) {
+      CAPTURE(TensorShape(c.input).DebugString(), TensorShape(c.window).DebugString(), c.padding,
+              c.sh, c.sw, dtype);
+      const double tol = dtype == kF32 ? 1e-5 : 0;
+      const AttrMap nhwc = LayoutAttrs(dtype, c, "NHWC", false);
+      const AttrMap nchw = LayoutAttrs(dtype, c, "NCHW", false);
+      const Tensor x = RandomTensor(dtype, TensorShape(c.input), seed++);
+      const Tensor w = RandomTensor(dtype, TensorShape(c.window), seed++);
+      const Tensor y = Run("Conv2D", {x, w}, nhwc)[0];
+      const Tensor dy = RandomTensor(dtype, y.shape(), seed++);
+      const Tensor dx = Run("Conv2DBackpropInput", {Sizes(x.shape()), w, dy}, nhwc)[0];
+      const Tensor dw = Run("Conv2DBackpropFilter", {x, Sizes(w.shape()), dy}, nhwc)[0];
+      const Tensor x_t = NhwcToNchw(x), dy_t = NhwcToNchw(dy);
+      CHECK(CompareTensors(Run("Conv2D", {x_t, w}, nchw)[0], NhwcToNchw(y), tol, tol) == "");
+      CHECK(CompareTensors(Run("Conv2DBackpropInput", {Sizes(x_t.shape()), w, dy_t}, nchw)[0],
+                           NhwcToNchw(dx), tol, tol) == "");
+      // The filter gradient is HWIO in both layouts.
+      CHECK(CompareTensors(Run("Conv2DBackpropFilter", {x_t, Sizes(w.shape()), dy_t}, nchw)[0],
+                           dw, tol, tol) == "");
+    }
+  }
+}
+
+TEST_CASE("DnnlConv keeps the NHWC and NCHW primitives of one convolution apart") {
+  // One primitive cache runs the same convolution in NHWC, then in NCHW: were the layout
+  // left out of its key, the NCHW calls would reuse the NHWC primitives and read the
+  // tensors wrongly.
+  conv::DnnlConv dnnl;
+  const std::vector<int64_t> filter = {3, 3, 3, 5};
+  StatusOr<conv::Geometry> nhwc = conv::ComputeGeometry({2, 7, 7, 3}, filter, {1, 2, 2, 1},
+                                                        conv::Padding::kSame, {});
+  StatusOr<conv::Geometry> nchw = conv::ComputeGeometry(
+      {2, 3, 7, 7}, filter, {1, 1, 2, 2}, conv::Padding::kSame, {}, conv::Layout::kNchw);
+  REQUIRE(nhwc.ok());
+  REQUIRE(nchw.ok());
+  const Tensor x = RandomTensor(kF32, TensorShape(nhwc->input_shape()), 90);
+  const Tensor w = RandomTensor(kF32, TensorShape(filter), 91);
+  const Tensor dy = RandomTensor(kF32, TensorShape(nhwc->output_shape()), 92);
+  const Tensor x_t = NhwcToNchw(x), dy_t = NhwcToNchw(dy);
+  Tensor y(kF32, TensorShape(nhwc->output_shape())), dx(kF32, x.shape()), dw(kF32, w.shape());
+  Tensor y_t(kF32, TensorShape(nchw->output_shape())), dx_t(kF32, x_t.shape()),
+      dw_t(kF32, w.shape());
+  REQUIRE(dnnl.Forward(*nhwc, x.data<float>(), w.data<float>(), y.data<float>()).ok());
+  REQUIRE(dnnl.BackwardInput(*nhwc, w.data<float>(), dy.data<float>(), dx.data<float>()).ok());
+  REQUIRE(dnnl.BackwardFilter(*nhwc, x.data<float>(), dy.data<float>(), dw.data<float>()).ok());
+  REQUIRE(dnnl.Forward(*nchw, x_t.data<float>(), w.data<float>(), y_t.data<float>()).ok());
+  REQUIRE(
+      dnnl.BackwardInput(*nchw, w.data<float>(), dy_t.data<float>(), dx_t.data<float>()).ok());
+  REQUIRE(
+      dnnl.BackwardFilter(*nchw, x_t.data<float>(), dy_t.data<float>(), dw_t.data<float>()).ok());
+  CHECK(CompareTensors(y_t, NhwcToNchw(y), 1e-5, 1e-5) == "");
+  CHECK(CompareTensors(dx_t, NhwcToNchw(dx), 1e-5, 1e-5) == "");
+  CHECK(CompareTensors(dw_t, dw, 1e-5, 1e-5) == "");
+}
+
+TEST_CASE("Pooling ops and their gradients in NCHW equal their NHWC results transposed") {
+  const std::vector<LayoutCase> cases = {
+      {{2, 7, 7, 3}, {3, 3}, "SAME", 2, 2},  {{2, 7, 7, 3}, {3, 3}, "VALID", 2, 2},
+      {{3, 6, 9, 4}, {3, 2}, "SAME", 2, 1},  {{3, 6, 9, 4}, {2, 2}, "VALID", 2, 2},
+      {{1, 5, 5, 2}, {3, 3}, "SAME", 1, 1},  {{0, 4, 4, 2}, {2, 2}, "VALID", 2, 2},
+  };
+  uint64_t seed = 200;
+  for (const LayoutCase& c : cases) {
+    for (DataType dtype : {kF32, kF64}) {
+      CAPTURE(TensorShape(c.input).DebugString(), c.window[0], c.window[1], c.padding, c.sh,
+              c.sw, dtype);
+      const AttrMap nhwc = LayoutAttrs(dtype, c, "NHWC", true);
+      const AttrMap nchw = LayoutAttrs(dtype, c, "NCHW", true);
+      const Tensor x = RandomTensor(dtype, TensorShape(c.input), seed++);
+      const Tensor max = Run("MaxPool", {x}, nhwc)[0];
+      const Tensor avg = Run("AvgPool", {x}, nhwc)[0];
+      const Tensor dy = RandomTensor(dtype, max.shape(), seed++);
+      const Tensor max_grad = Run("MaxPoolGrad", {x, max, dy}, nhwc)[0];
+      const Tensor avg_grad = Run("AvgPoolGrad", {Sizes(x.shape()), dy}, nhwc)[0];
+      const Tensor x_t = NhwcToNchw(x), dy_t = NhwcToNchw(dy);
+      const Tensor max_t = Run("MaxPool", {x_t}, nchw)[0];
+      CHECK(CompareTensors(max_t, NhwcToNchw(max), 0, 0) == "");
+      CHECK(CompareTensors(Run("AvgPool", {x_t}, nchw)[0], NhwcToNchw(avg), 0, 0) == "");
+      CHECK(CompareTensors(Run("MaxPoolGrad", {x_t, max_t, dy_t}, nchw)[0],
+                           NhwcToNchw(max_grad), 0, 0) == "");
+      CHECK(CompareTensors(Run("AvgPoolGrad", {Sizes(x_t.shape()), dy_t}, nchw)[0],
+                           NhwcToNchw(avg_grad), 0, 0) == "");
+    }
+  }
+}
+
+TEST_CASE("NCHW attrs: batch and channel entries, explicit paddings, unknown formats") {
+  const Tensor x = RandomTensor(kF32, {1, 2, 5, 5}, 1);  // NCHW: 2 channels
+  const Tensor w = RandomTensor(kF32, {3, 3, 2, 4}, 2);
+  AttrMap attrs = ConvAttrs(kF32, "SAME", 1, 1);
+  attrs["data_format"] = StringAttr("NCHW");
+  // NHWC's strides [1, 2, 2, 1] read as NCHW put a stride on the channels.
+  attrs["strides"] = IntListAttr({1, 2, 2, 1});
+  StatusOr<testing::OpRun> run = RunOp("Conv2D", {x, w}, attrs);
+  REQUIRE_FALSE(run.ok());
+  CHECK(run.status().code() == StatusCode::kUnimplemented);
+  CHECK(run.status().message() ==
+        "node 'op' (Conv2D): attr 'strides': windows over the batch or depth dimension are not "
+        "supported, got [1,2,2,1] (NCHW)");
+
+  attrs["strides"] = IntListAttr({1, 1, 1, 1});
+  attrs["padding"] = StringAttr("EXPLICIT");
+  attrs["explicit_paddings"] = IntListAttr({0, 0, 1, 1, 0, 0, 0, 0});  // channels, in NCHW
+  run = RunOp("Conv2DBackpropFilter", {x, Sizes(w.shape()), Tensor(kF32, {1, 4, 5, 5})}, attrs);
+  REQUIRE_FALSE(run.ok());
+  CHECK(run.status().message() ==
+        "node 'op' (Conv2DBackpropFilter): attr 'explicit_paddings' must be 0 in the batch and "
+        "channel dimensions, got [0,0,1,1,0,0,0,0] (NCHW)");
+
+  AttrMap pool = PoolAttrs(kF32, "VALID", 2, 1);
+  pool["data_format"] = StringAttr("NCHW");
+  pool["strides"] = IntListAttr({1, 1, 1, 1});
+  run = RunOp("MaxPool", {x}, pool);  // ksize [1, 2, 2, 1]: a window over the channels
+  REQUIRE_FALSE(run.ok());
+  CHECK(run.status().code() == StatusCode::kUnimplemented);
+  CHECK(run.status().message() ==
+        "node 'op' (MaxPool): attr 'ksize': windows over the batch or depth dimension are not "
+        "supported, got [1,2,2,1] (NCHW)");
+
+  // MaxPool's schema allows NCHW_VECT_C (int8 vectors of 4 channels); no kernel here does.
+  pool["data_format"] = StringAttr("NCHW_VECT_C");
+  run = RunOp("MaxPool", {x}, pool);
+  REQUIRE_FALSE(run.ok());
+  CHECK(run.status().code() == StatusCode::kInvalidArgument);
+  CHECK(run.status().message() ==
+        "node 'op' (MaxPool): attr 'data_format': unknown format 'NCHW_VECT_C'");
+  attrs = ConvAttrs(kF32, "SAME", 1, 1);
+  attrs["data_format"] = StringAttr("HWCN");
+  run = RunOp("Conv2D", {x, w}, attrs);
+  REQUIRE_FALSE(run.ok());
+  CHECK(run.status().code() == StatusCode::kInvalidArgument);
+  CHECK(run.status().message() == "node 'op' (Conv2D): attr 'data_format': unknown format 'HWCN'");
 }
 
 }  // namespace
