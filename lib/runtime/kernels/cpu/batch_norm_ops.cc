@@ -1,6 +1,7 @@
 // CPU kernels for fused batch normalisation: FusedBatchNorm, FusedBatchNormV2,
-// FusedBatchNormV3 and their gradients FusedBatchNormGrad, V2, V3, float, with
-// TensorFlow's CPU semantics. x is 4-D or 5-D, channels last (data_format NHWC, NDHWC)
+// FusedBatchNormV3 and their gradients FusedBatchNormGrad, V2, V3, float (as TF) and
+// double (U = T; TF has none: for float64 gradient checks), with TensorFlow's CPU
+// semantics. x is 4-D or 5-D, channels last (data_format NHWC, NDHWC)
 // or second (NCHW, NCDHW); a *channel* is one index of that dimension and `rest` the
 // number of x's elements per channel (batch times spatial size).
 //
@@ -187,29 +188,23 @@ void ForEachElement(KernelContext& context, const Layout& l, const Fn& fn) {
                     });
 }
 
-Tensor Filled(const TensorShape& shape, float value) {
-  Tensor t(DT_FLOAT, shape);
-  std::fill_n(t.data<float>(), t.num_elements(), value);
-  return t;
-}
-
-// The attrs both directions read; `U`, where the op has it, must be float.
+// The attrs both directions read; `U`, where the op has it, must be T.
 struct BatchNormAttrs {
   float epsilon = 1e-4f;
   bool is_training = true;
   bool channels_first = false;
   std::string format;
 
-  Status Read(const KernelInit& init) {
+  Status Read(const KernelInit& init, DataType t) {
     PX_RETURN_IF_ERROR(init.GetAttrOr("epsilon", &epsilon, 1e-4f));
     PX_RETURN_IF_ERROR(init.GetAttrOr("is_training", &is_training, true));
     PX_RETURN_IF_ERROR(ReadDataFormat(init, &channels_first, &format));
     if (init.FindAttr("U") != nullptr) {
       DataType u;
       PX_RETURN_IF_ERROR(init.GetAttr("U", &u));
-      if (u != DT_FLOAT) {
-        return UnimplementedError("attr 'U': only float statistics are supported, got {}",
-                                  DataTypeShortName(u));
+      if (u != t) {
+        return UnimplementedError("attr 'U': statistics must have T's type {}, got {}",
+                                  DataTypeShortName(t), DataTypeShortName(u));
       }
     }
     return Status::Ok();
@@ -217,11 +212,11 @@ struct BatchNormAttrs {
 };
 
 // FusedBatchNorm, V2 (kV3 = false) and V3 (kV3 = true, a sixth output).
-template <bool kV3>
+template <typename T, bool kV3>
 class FusedBatchNormOp : public OpKernel {
  public:
   FusedBatchNormOp(const KernelInit& init, Status* status) {
-    *status = attrs_.Read(init);
+    *status = attrs_.Read(init, DataTypeOf<T>::value);
     if (status->ok()) {
       *status = init.GetAttrOr("exponential_avg_factor", &exponential_avg_factor_, 1.0f);
     }
@@ -229,7 +224,7 @@ class FusedBatchNormOp : public OpKernel {
 
   Status Compute(KernelContext& context) const override {
     static const char* kNames[] = {"x", "scale", "offset", "mean", "variance"};
-    for (int i = 0; i < 5; ++i) PX_RETURN_IF_ERROR(nn::CheckDtype(context, i, kNames[i], DT_FLOAT));
+    for (int i = 0; i < 5; ++i) PX_RETURN_IF_ERROR(nn::CheckDtype(context, i, kNames[i], DataTypeOf<T>::value));
     const Tensor& x = context.input(0);
     PX_ASSIGN_OR_RETURN(const Layout l, LayoutOf(x, attrs_.channels_first, 0, "x"));
     for (int i = 1; i < 5; ++i) PX_RETURN_IF_ERROR(CheckVector(context.input(i), i, kNames[i]));
@@ -248,24 +243,24 @@ class FusedBatchNormOp : public OpKernel {
     }
 
     const int64_t channels = l.channels;
-    Tensor* y_out = context.AllocateOutput(0, DT_FLOAT, x.shape());
-    Tensor* batch_mean = context.AllocateOutput(1, DT_FLOAT, scale.shape());
-    Tensor* batch_var = context.AllocateOutput(2, DT_FLOAT, scale.shape());
-    Tensor* saved_mean = context.AllocateOutput(3, DT_FLOAT, scale.shape());
-    Tensor* saved_var = context.AllocateOutput(4, DT_FLOAT, scale.shape());
-    if constexpr (kV3) context.set_output(5, Tensor::Scalar<float>(0.0f));
+    Tensor* y_out = context.AllocateOutput(0, DataTypeOf<T>::value, x.shape());
+    Tensor* batch_mean = context.AllocateOutput(1, DataTypeOf<T>::value, scale.shape());
+    Tensor* batch_var = context.AllocateOutput(2, DataTypeOf<T>::value, scale.shape());
+    Tensor* saved_mean = context.AllocateOutput(3, DataTypeOf<T>::value, scale.shape());
+    Tensor* saved_var = context.AllocateOutput(4, DataTypeOf<T>::value, scale.shape());
+    if constexpr (kV3) context.set_output(5, Tensor::Scalar<T>(T{0}));
     if (x.num_elements() == 0) {
       for (Tensor* t : {batch_mean, batch_var, saved_mean, saved_var}) {
-        std::fill_n(t->data<float>(), channels, std::numeric_limits<float>::quiet_NaN());
+        std::fill_n(t->data<T>(), channels, std::numeric_limits<T>::quiet_NaN());
       }
       return Status::Ok();
     }
 
-    const float* xs = x.data<float>();
-    const float* gamma = scale.data<float>();
-    const float* beta = offset.data<float>();
+    const T* xs = x.data<T>();
+    const T* gamma = scale.data<T>();
+    const T* beta = offset.data<T>();
     // Per channel: the mean subtracted and the factor applied.
-    std::vector<float> mean(static_cast<size_t>(channels)), factor(mean.size());
+    std::vector<T> mean(static_cast<size_t>(channels)), factor(mean.size());
     if (attrs_.is_training) {
       const double rest = static_cast<double>(l.rest());
       const std::vector<double> sums = ChannelSums<1>(
@@ -281,35 +276,35 @@ class FusedBatchNormOp : public OpKernel {
       const double f = exponential_avg_factor_;
       for (int64_t c = 0; c < channels; ++c) {
         const double var = squares[c] / rest;
-        mean[c] = static_cast<float>(mean_d[c]);
-        saved_mean->data<float>()[c] = mean[c];
-        saved_var->data<float>()[c] = static_cast<float>(var);
+        mean[c] = static_cast<T>(mean_d[c]);
+        saved_mean->data<T>()[c] = mean[c];
+        saved_var->data<T>()[c] = static_cast<T>(var);
         if (running_average) {
-          batch_mean->data<float>()[c] =
-              static_cast<float>((1.0 - f) * mean_in.data<float>()[c] + f * mean_d[c]);
-          batch_var->data<float>()[c] =
-              static_cast<float>((1.0 - f) * variance_in.data<float>()[c] + f * var * bessel);
+          batch_mean->data<T>()[c] =
+              static_cast<T>((1.0 - f) * mean_in.data<T>()[c] + f * mean_d[c]);
+          batch_var->data<T>()[c] =
+              static_cast<T>((1.0 - f) * variance_in.data<T>()[c] + f * var * bessel);
         } else {
-          batch_mean->data<float>()[c] = mean[c];
-          batch_var->data<float>()[c] = static_cast<float>(var * bessel);
+          batch_mean->data<T>()[c] = mean[c];
+          batch_var->data<T>()[c] = static_cast<T>(var * bessel);
         }
-        factor[c] = gamma[c] / std::sqrt(static_cast<float>(var) + attrs_.epsilon);
+        factor[c] = gamma[c] / std::sqrt(static_cast<T>(var) + static_cast<T>(attrs_.epsilon));
       }
     } else {
-      const float* m = mean_in.data<float>();
-      const float* v = variance_in.data<float>();
+      const T* m = mean_in.data<T>();
+      const T* v = variance_in.data<T>();
       for (int64_t c = 0; c < channels; ++c) {
         mean[c] = m[c];
-        factor[c] = gamma[c] / std::sqrt(v[c] + attrs_.epsilon);
+        factor[c] = gamma[c] / std::sqrt(v[c] + static_cast<T>(attrs_.epsilon));
       }
-      std::copy_n(m, channels, batch_mean->data<float>());
-      std::copy_n(v, channels, batch_var->data<float>());
-      std::copy_n(m, channels, saved_mean->data<float>());
-      std::copy_n(v, channels, saved_var->data<float>());
+      std::copy_n(m, channels, batch_mean->data<T>());
+      std::copy_n(v, channels, batch_var->data<T>());
+      std::copy_n(m, channels, saved_mean->data<T>());
+      std::copy_n(v, channels, saved_var->data<T>());
     }
-    float* y = y_out->data<float>();
-    const float* mu = mean.data();
-    const float* k = factor.data();
+    T* y = y_out->data<T>();
+    const T* mu = mean.data();
+    const T* k = factor.data();
     ForEachElement(context, l,
                    [&](int64_t i, int64_t c) { y[i] = (xs[i] - mu[c]) * k[c] + beta[c]; });
     return Status::Ok();
@@ -321,15 +316,15 @@ class FusedBatchNormOp : public OpKernel {
 };
 
 // FusedBatchNormGrad, V2 (kV3 = false) and V3 (kV3 = true: reserve_space_3, unread).
-template <bool kV3>
+template <typename T, bool kV3>
 class FusedBatchNormGradOp : public OpKernel {
  public:
-  FusedBatchNormGradOp(const KernelInit& init, Status* status) { *status = attrs_.Read(init); }
+  FusedBatchNormGradOp(const KernelInit& init, Status* status) { *status = attrs_.Read(init, DataTypeOf<T>::value); }
 
   Status Compute(KernelContext& context) const override {
     static const char* kNames[] = {"y_backprop", "x", "scale", "reserve_space_1",
                                    "reserve_space_2"};
-    for (int i = 0; i < 5; ++i) PX_RETURN_IF_ERROR(nn::CheckDtype(context, i, kNames[i], DT_FLOAT));
+    for (int i = 0; i < 5; ++i) PX_RETURN_IF_ERROR(nn::CheckDtype(context, i, kNames[i], DataTypeOf<T>::value));
     const Tensor& dy = context.input(0);
     const Tensor& x = context.input(1);
     const Tensor& scale = context.input(2);
@@ -347,46 +342,46 @@ class FusedBatchNormGradOp : public OpKernel {
     }
 
     const int64_t channels = l.channels;
-    Tensor* dx_out = context.AllocateOutput(0, DT_FLOAT, x.shape());
-    Tensor* dscale_out = context.AllocateOutput(1, DT_FLOAT, scale.shape());
-    Tensor* doffset_out = context.AllocateOutput(2, DT_FLOAT, scale.shape());
-    context.set_output(3, Tensor(DT_FLOAT, TensorShape{0}));
-    context.set_output(4, Tensor(DT_FLOAT, TensorShape{0}));
-    float* dscale = dscale_out->data<float>();
-    float* doffset = doffset_out->data<float>();
+    Tensor* dx_out = context.AllocateOutput(0, DataTypeOf<T>::value, x.shape());
+    Tensor* dscale_out = context.AllocateOutput(1, DataTypeOf<T>::value, scale.shape());
+    Tensor* doffset_out = context.AllocateOutput(2, DataTypeOf<T>::value, scale.shape());
+    context.set_output(3, Tensor(DataTypeOf<T>::value, TensorShape{0}));
+    context.set_output(4, Tensor(DataTypeOf<T>::value, TensorShape{0}));
+    T* dscale = dscale_out->data<T>();
+    T* doffset = doffset_out->data<T>();
     if (x.num_elements() == 0) {
-      std::fill_n(dscale, channels, 0.0f);
-      std::fill_n(doffset, channels, 0.0f);
+      std::fill_n(dscale, channels, T{0});
+      std::fill_n(doffset, channels, T{0});
       return Status::Ok();
     }
 
-    const float* g = dy.data<float>();
-    const float* xs = x.data<float>();
-    const float* gamma = scale.data<float>();
-    const float* m = saved_mean.data<float>();
-    const float* v = saved_var.data<float>();
+    const T* g = dy.data<T>();
+    const T* xs = x.data<T>();
+    const T* gamma = scale.data<T>();
+    const T* m = saved_mean.data<T>();
+    const T* v = saved_var.data<T>();
     // sum(g) and sum(g * (x - mean)) per channel.
     const std::vector<double> sums = ChannelSums<2>(context, l, [&](int64_t i, int64_t c) {
       return std::array<double, 2>{g[i], static_cast<double>(g[i]) * (xs[i] - m[c])};
     });
     const double rest = static_cast<double>(l.rest());
     // Per channel, x_backprop = a * g - b * (x - mean) - d.
-    std::vector<float> a(static_cast<size_t>(channels)), b(a.size()), d(a.size());
+    std::vector<T> a(static_cast<size_t>(channels)), b(a.size()), d(a.size());
     for (int64_t c = 0; c < channels; ++c) {
-      const double inv_std = 1.0 / std::sqrt(static_cast<double>(v[c] + attrs_.epsilon));
+      const double inv_std = 1.0 / std::sqrt(static_cast<double>(v[c] + static_cast<T>(attrs_.epsilon)));
       const double sum_g = sums[c], sum_gx = sums[channels + c];
-      doffset[c] = static_cast<float>(sum_g);
-      dscale[c] = static_cast<float>(sum_gx * inv_std);
-      a[c] = static_cast<float>(gamma[c] * inv_std);
+      doffset[c] = static_cast<T>(sum_g);
+      dscale[c] = static_cast<T>(sum_gx * inv_std);
+      a[c] = static_cast<T>(gamma[c] * inv_std);
       if (attrs_.is_training) {
-        b[c] = static_cast<float>(gamma[c] * inv_std * inv_std * inv_std * sum_gx / rest);
-        d[c] = static_cast<float>(gamma[c] * inv_std * sum_g / rest);
+        b[c] = static_cast<T>(gamma[c] * inv_std * inv_std * inv_std * sum_gx / rest);
+        d[c] = static_cast<T>(gamma[c] * inv_std * sum_g / rest);
       } else {
-        b[c] = 0.0f;
-        d[c] = 0.0f;
+        b[c] = T{0};
+        d[c] = T{0};
       }
     }
-    float* dx = dx_out->data<float>();
+    T* dx = dx_out->data<T>();
     ForEachElement(context, l, [&](int64_t i, int64_t c) {
       dx[i] = a[c] * g[i] - b[c] * (xs[i] - m[c]) - d[c];
     });
@@ -397,16 +392,29 @@ class FusedBatchNormGradOp : public OpKernel {
   BatchNormAttrs attrs_;
 };
 
-using FusedBatchNormV2Op = FusedBatchNormOp<false>;
-using FusedBatchNormV3Op = FusedBatchNormOp<true>;
-using FusedBatchNormGradV2Op = FusedBatchNormGradOp<false>;
-using FusedBatchNormGradV3Op = FusedBatchNormGradOp<true>;
-PX_REGISTER_KERNEL(FusedBatchNormV2Op, "FusedBatchNorm", kCpu, "T", DT_FLOAT);
-PX_REGISTER_KERNEL(FusedBatchNormV2Op, "FusedBatchNormV2", kCpu, "T", DT_FLOAT);
-PX_REGISTER_KERNEL(FusedBatchNormV3Op, "FusedBatchNormV3", kCpu, "T", DT_FLOAT);
-PX_REGISTER_KERNEL(FusedBatchNormGradV2Op, "FusedBatchNormGrad", kCpu, "T", DT_FLOAT);
-PX_REGISTER_KERNEL(FusedBatchNormGradV2Op, "FusedBatchNormGradV2", kCpu, "T", DT_FLOAT);
-PX_REGISTER_KERNEL(FusedBatchNormGradV3Op, "FusedBatchNormGradV3", kCpu, "T", DT_FLOAT);
+// TF registers float only (and half types); double serves float64 gradient checks.
+template <typename T>
+void RegisterBatchNorm() {
+  constexpr DataType t = DataTypeOf<T>::value;
+  using V2 = FusedBatchNormOp<T, false>;
+  using V3 = FusedBatchNormOp<T, true>;
+  using GradV2 = FusedBatchNormGradOp<T, false>;
+  using GradV3 = FusedBatchNormGradOp<T, true>;
+  RegisterKernel(KernelKey("FusedBatchNorm", kCpu, "T", t), kernel_internal::FactoryFor<V2>());
+  RegisterKernel(KernelKey("FusedBatchNormV2", kCpu, "T", t), kernel_internal::FactoryFor<V2>());
+  RegisterKernel(KernelKey("FusedBatchNormV3", kCpu, "T", t), kernel_internal::FactoryFor<V3>());
+  RegisterKernel(KernelKey("FusedBatchNormGrad", kCpu, "T", t), kernel_internal::FactoryFor<GradV2>());
+  RegisterKernel(KernelKey("FusedBatchNormGradV2", kCpu, "T", t),
+                 kernel_internal::FactoryFor<GradV2>());
+  RegisterKernel(KernelKey("FusedBatchNormGradV3", kCpu, "T", t),
+                 kernel_internal::FactoryFor<GradV3>());
+}
+
+[[maybe_unused]] const bool registered = [] {
+  RegisterBatchNorm<float>();
+  RegisterBatchNorm<double>();
+  return true;
+}();
 
 }  // namespace
 }  // namespace parallax

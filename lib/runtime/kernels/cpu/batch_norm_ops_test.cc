@@ -163,6 +163,49 @@ TEST_CASE("FusedBatchNorm V1/V2/V3 match the reference in every format and mode"
   }
 }
 
+Tensor ToDouble(const Tensor& t) {
+  Tensor d(tensorflow::DT_DOUBLE, t.shape());
+  for (int64_t i = 0; i < t.num_elements(); ++i) d.data<double>()[i] = t.data<float>()[i];
+  return d;
+}
+
+// Not in TF (float only): the zoo's float64 gradient checks run batch norm in double.
+TEST_CASE("FusedBatchNorm and its gradient in double equal the float kernels within float's error") {
+  for (const std::string op : {"FusedBatchNorm", "FusedBatchNormV3"}) {
+    for (const std::string format : {"NHWC", "NCHW"}) {
+      for (bool training : {true, false}) {
+        CAPTURE(op, format, training);
+        const Options o{.op = op, .format = format, .training = training};
+        AttrMap attrs = Attrs(o), double_attrs = attrs;
+        double_attrs["T"] = TypeAttr(tensorflow::DT_DOUBLE);
+        if (op != "FusedBatchNorm") double_attrs["U"] = TypeAttr(tensorflow::DT_DOUBLE);
+        const Inputs in = MakeInputs({3, 4, 5, 6}, format, 77);
+        const std::vector<Tensor> f = Run(op, {in.x, in.scale, in.offset, in.mean, in.var}, attrs);
+        const std::vector<Tensor> d =
+            Run(op, {ToDouble(in.x), ToDouble(in.scale), ToDouble(in.offset), ToDouble(in.mean),
+                     ToDouble(in.var)},
+                double_attrs);
+        REQUIRE(d.size() == f.size());
+        REQUIRE(d[0].dtype() == tensorflow::DT_DOUBLE);
+        for (int i = 0; i < 5; ++i) CHECK(CompareTensors(ToDouble(f[i]), d[i], 1e-5, 1e-5) == "");
+        const Tensor dy = RandomTensor(kF32, in.x.shape(), 78, -1, 1);
+        std::vector<Tensor> grad_in = {dy, in.x, in.scale, f[3], f[4]};
+        if (op == "FusedBatchNormV3") grad_in.push_back(f[5]);
+        const std::vector<Tensor> gf = Run(GradOp(op), grad_in, attrs);
+        for (Tensor& t : grad_in) t = ToDouble(t);
+        const std::vector<Tensor> gd = Run(GradOp(op), grad_in, double_attrs);
+        for (int i = 0; i < 3; ++i) CHECK(CompareTensors(ToDouble(gf[i]), gd[i], 1e-4, 1e-4) == "");
+      }
+    }
+  }
+  Options mixed{.op = "FusedBatchNormV3"};
+  AttrMap attrs = Attrs(mixed);
+  attrs["T"] = TypeAttr(tensorflow::DT_DOUBLE);
+  const Inputs in = MakeInputs({2, 2, 2, 3}, "NHWC", 1);
+  CHECK(ErrorOf("FusedBatchNormV3", {ToDouble(in.x), in.scale, in.offset, in.mean, in.var}, attrs) ==
+        "node 'op' (FusedBatchNormV3): attr 'U': statistics must have T's type double, got float");
+}
+
 TEST_CASE("FusedBatchNorm's exponential_avg_factor blends the running statistics") {
   for (const std::string op : {"FusedBatchNorm", "FusedBatchNormV3"}) {
     const Options o{.op = op, .format = "NHWC", .training = true, .avg_factor = 0.25f};
