@@ -3,7 +3,9 @@
 // along axis 0 makes an IndexedSlices (values Reshape, indices Reshape_1, dense_shape
 // from the params' shape), StopGradient has none and PreventGradient refuses. ConcatV2
 // slices its gradient back: ConcatOffset of the inputs' shapes (Consts when static,
-// ShapeN otherwise), then one Slice per input.
+// ShapeN otherwise), then one Slice per input. Squeeze reshapes its gradient back;
+// Pad/PadV2 slice it: the before-pads (column 0 of the paddings) are the begin, the
+// input's shape the size.
 #include <fmt/format.h>
 
 #include "lib/models/gradients.h"
@@ -146,9 +148,46 @@ StatusOr<std::vector<Gradient>> PreventGradientGrad(const GradientContext& ctx) 
                               ctx.StringAttr("message", ""));
 }
 
+// TF's _PadGrad: begin = Reshape(Slice(paddings, [0, 0], [rank, 1]), [-1]),
+// x_grad = Slice(grad, begin, Shape(x)); the paddings (and PadV2's constant) get none.
+StatusOr<std::vector<Gradient>> PadGrad(const GradientContext& ctx) {
+  PX_ASSIGN_OR_RETURN(Output grad, ctx.DenseGrad(0));
+  const GraphBuilder& b = ctx.builder();
+  const Output& x = ctx.input(0);
+  const Output& paddings = ctx.input(1);
+  if (!x.shape.known_rank) {
+    return UnimplementedError("gradient of '{}' ({}): input of unknown rank", ctx.node().name(),
+                              ctx.node().op());
+  }
+  const int64_t rank = x.shape.rank();
+  const DataType index = BaseType(paddings.dtype);
+  const Output pad_before =
+      b.AddOp({"Slice", "Slice", {paddings, b.IntVector("Slice/begin", index, {0, 0}),
+                                  b.IntVector("Slice/size", index, {rank, 1})},
+               {{"T", TypeAttr(index)}, {"Index", TypeAttr(index)}}},
+              {{index, StaticShape{rank, 1}}})[0];
+  const Output begin = b.Reshape(pad_before, std::vector<int64_t>{-1}, "Reshape");
+  const Output sizes = b.ShapeOf(x, index, "Shape");
+  const DataType t = BaseType(grad.dtype);
+  const Output dx = b.AddOp({"Slice", "Slice_1", {grad, begin, sizes},
+                             {{"T", TypeAttr(t)}, {"Index", TypeAttr(index)}}},
+                            {{t, x.shape}})[0];
+  std::vector<Gradient> grads = {Gradient::Dense(dx), Gradient()};
+  if (ctx.num_inputs() == 3) grads.push_back(Gradient());
+  return grads;
+}
+
 PX_REGISTER_GRADIENT("Identity", IdentityGrad);
 PX_REGISTER_GRADIENT("Reshape", ReshapeGrad);
 PX_REGISTER_GRADIENT("ExpandDims", ReshapeGrad);  // TF's _ExpandDimsGrad: the same reshape
+PX_REGISTER_GRADIENT("Squeeze", [](const GradientContext& ctx) -> StatusOr<std::vector<Gradient>> {
+  // TF's _SqueezeGrad: _ReshapeToInput, one input.
+  PX_ASSIGN_OR_RETURN(std::vector<Gradient> grads, ReshapeGrad(ctx));
+  grads.pop_back();
+  return grads;
+});
+PX_REGISTER_GRADIENT("Pad", PadGrad);
+PX_REGISTER_GRADIENT("PadV2", PadGrad);
 PX_REGISTER_GRADIENT("GatherV2", GatherV2Grad);
 PX_REGISTER_GRADIENT("ConcatV2", ConcatV2Grad);
 PX_REGISTER_GRADIENT("StopGradient", NoGradient);

@@ -427,41 +427,79 @@ TEST_CASE("finite differences: Conv2D and MaxPool") {
     const Output x = b.Placeholder("x", t, {1, 5, 5, 2});
     return OpGraph{b.MaxPool(x, {1, 3, 3, 1}, {1, 2, 2, 1}, "SAME"), {x}, {}};
   });
+  CheckOp("Conv2D NCHW SAME stride 2", [](const GraphBuilder& b, DataType t) {
+    const Output x = b.Placeholder("x", t, {2, 3, 7, 6});
+    const Output f = b.Placeholder("f", t, {3, 3, 3, 4});
+    return OpGraph{b.Conv2D(x, f, {1, 1, 2, 2}, "SAME", "Conv2D", "NCHW"), {x, f}, {}};
+  });
+  CheckOp("MaxPool NCHW 3x3 stride 2 SAME", [](const GraphBuilder& b, DataType t) {
+    const Output x = b.Placeholder("x", t, {2, 3, 5, 5});
+    return OpGraph{b.MaxPool(x, {1, 1, 3, 3}, {1, 1, 2, 2}, "SAME", "MaxPool", "NCHW"), {x}, {}};
+  });
+}
+
+// Pad / PadV2 with [rank, 2] paddings, as official ResNet's fixed_padding writes them.
+OpGraph Pad(const GraphBuilder& b, DataType t, bool v2) {
+  const Output x = b.Placeholder("x", t, {2, 3, 4, 2});
+  const Output paddings =
+      b.IntTensor("paddings", tensorflow::DT_INT32, StaticShape{4, 2}, {0, 0, 1, 2, 3, 0, 0, 1});
+  std::vector<Output> inputs = {x, paddings};
+  if (v2) inputs.push_back(b.Scalar("constant_values", t, 0.5));
+  const Output y = b.AddOp({v2 ? "PadV2" : "Pad", "Pad", inputs,
+                            {{"T", TypeAttr(t)}, {"Tpaddings", TypeAttr(tensorflow::DT_INT32)}}},
+                           {{t, StaticShape{2, 6, 7, 3}}})[0];
+  return OpGraph{y, {x}, {}};
+}
+
+TEST_CASE("finite differences: Pad, PadV2, Squeeze, L2Loss") {
+  CheckOp("Pad", [](const GraphBuilder& b, DataType t) { return Pad(b, t, false); });
+  CheckOp("PadV2", [](const GraphBuilder& b, DataType t) { return Pad(b, t, true); });
+  CheckOp("Squeeze", [](const GraphBuilder& b, DataType t) {
+    const Output x = b.Placeholder("x", t, {3, 1, 1, 4});
+    return OpGraph{b.AddOp({"Squeeze", "Squeeze", {x},
+                            {{"T", TypeAttr(t)}, {"squeeze_dims", IntListAttr({1, 2})}}},
+                           {{t, StaticShape{3, 4}}})[0],
+                   {x}, {}};
+  });
+  CheckOp("L2Loss", [](const GraphBuilder& b, DataType t) {
+    const Output x = b.Placeholder("x", t, {3, 4});
+    return OpGraph{b.AddOp({"L2Loss", "L2Loss", {x}, {{"T", TypeAttr(t)}}}, {{t, StaticShape{}}})[0],
+                   {x}, {}};
+  });
 }
 
 // y of FusedBatchNorm{,V2,V3} in training mode (the batch's own statistics), channels
 // last or first; x, scale and offset differentiated, the population mean and variance
 // fed (training ignores them).
-OpGraph BatchNorm(const GraphBuilder& b, std::string_view op, std::string_view format) {
+OpGraph BatchNorm(const GraphBuilder& b, DataType t, std::string_view op, std::string_view format) {
   const bool nchw = format == "NCHW";
   const StaticShape x_shape = nchw ? StaticShape{2, 3, 3, 2} : StaticShape{2, 3, 2, 3};
-  const Output x = b.Placeholder("x", DT_FLOAT, x_shape);
-  const Output scale = b.Placeholder("scale", DT_FLOAT, {3});
-  const Output offset = b.Placeholder("offset", DT_FLOAT, {3});
-  const Output mean = b.Placeholder("mean", DT_FLOAT, {3});
-  const Output variance = b.Placeholder("variance", DT_FLOAT, {3});
+  const Output x = b.Placeholder("x", t, x_shape);
+  const Output scale = b.Placeholder("scale", t, {3});
+  const Output offset = b.Placeholder("offset", t, {3});
+  const Output mean = b.Placeholder("mean", t, {3});
+  const Output variance = b.Placeholder("variance", t, {3});
   std::map<std::string, tensorflow::AttrValue> attrs = {
-      {"T", TypeAttr(DT_FLOAT)},
+      {"T", TypeAttr(t)},
       {"epsilon", FloatAttr(0.001f)},
       {"data_format", StringAttr(std::string(format))},
       {"is_training", BoolAttr(true)}};
-  if (op != "FusedBatchNorm") attrs["U"] = TypeAttr(DT_FLOAT);
+  if (op != "FusedBatchNorm") attrs["U"] = TypeAttr(t);
   std::vector<GraphBuilder::TensorInfo> outputs(op == "FusedBatchNormV3" ? 6 : 5,
-                                                {DT_FLOAT, StaticShape{3}});
+                                                {t, StaticShape{3}});
   outputs[0].shape = x_shape;
   const std::vector<Output> y =
       b.AddOp({std::string(op), std::string(op), {x, scale, offset, mean, variance}, attrs}, outputs);
   return OpGraph{y[0], {x, scale, offset},
-                 {{"mean:0", RandomFloats(DT_FLOAT, TensorShape{3}, 41)},
-                  {"variance:0", RandomFloats(DT_FLOAT, TensorShape{3}, 42)}}};
+                 {{"mean:0", RandomFloats(t, TensorShape{3}, 41)},
+                  {"variance:0", RandomFloats(t, TensorShape{3}, 42)}}};
 }
 
 TEST_CASE("finite differences: FusedBatchNorm, V2 and V3 in training mode, NHWC and NCHW") {
   for (std::string_view op : {"FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3"}) {
     for (std::string_view format : {"NHWC", "NCHW"}) {
       CheckOp(fmt::format("{} {}", op, format),
-              [&](const GraphBuilder& b, DataType) { return BatchNorm(b, op, format); },
-              /*float_only=*/true);
+              [&](const GraphBuilder& b, DataType t) { return BatchNorm(b, t, op, format); });
     }
   }
 }
@@ -469,7 +507,7 @@ TEST_CASE("finite differences: FusedBatchNorm, V2 and V3 in training mode, NHWC 
 TEST_CASE("FusedBatchNorm's gradient in inference mode is refused, naming the node") {
   Graph g;
   GraphBuilder b(&g, 1);
-  OpGraph op = BatchNorm(b, "FusedBatchNormV3", "NHWC");
+  OpGraph op = BatchNorm(b, DT_FLOAT, "FusedBatchNormV3", "NHWC");
   g.SetAttr(op.y.ref.node, "is_training", BoolAttr(false));
   auto grads = Gradients(b, {op.y}, op.xs);
   REQUIRE_FALSE(grads.ok());

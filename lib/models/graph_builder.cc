@@ -127,6 +127,19 @@ int64_t WindowedSize(int64_t in, int64_t window, int64_t stride, std::string_vie
   return (in - window + stride) / stride;
 }
 
+// The spatial shape of a 4-D window op's output: [n, h', w', c] in `data_format`'s
+// order; `window_h/w` and `stride_h/w` are the spatial entries.
+StaticShape WindowedShape(const std::vector<int64_t>& in, std::string_view data_format,
+                          int64_t window_h, int64_t window_w, int64_t stride_h, int64_t stride_w,
+                          std::string_view padding, int64_t channels) {
+  if (data_format == "NCHW") {
+    return StaticShape{in[0], channels, WindowedSize(in[2], window_h, stride_h, padding),
+                       WindowedSize(in[3], window_w, stride_w, padding)};
+  }
+  return StaticShape{in[0], WindowedSize(in[1], window_h, stride_h, padding),
+                     WindowedSize(in[2], window_w, stride_w, padding), channels};
+}
+
 }  // namespace
 
 // ---- State ----
@@ -355,9 +368,20 @@ Output GraphBuilder::Scalar(std::string_view name, DataType dtype, double value)
 
 Output GraphBuilder::IntVector(std::string_view name, DataType dtype,
                                const std::vector<int64_t>& values, bool scalar) const {
+  return IntTensor(name, dtype,
+                   scalar ? StaticShape{} : StaticShape{static_cast<int64_t>(values.size())},
+                   values);
+}
+
+Output GraphBuilder::IntTensor(std::string_view name, DataType dtype, const StaticShape& shape,
+                               const std::vector<int64_t>& values) const {
+  if (shape.num_elements() != static_cast<int64_t>(values.size())) {
+    SetError(InvalidArgumentError("building {}{}: {} values for a Const of shape {}", scope_, name,
+                                  values.size(), shape.DebugString()));
+    return {};
+  }
   tensorflow::TensorProto t;
   t.set_dtype(dtype);
-  StaticShape shape = scalar ? StaticShape{} : StaticShape{static_cast<int64_t>(values.size())};
   *t.mutable_tensor_shape() = shape.ToProto();
   for (int64_t v : values) {
     if (dtype == tensorflow::DT_INT64) t.add_int64_val(v);
@@ -593,10 +617,13 @@ Output GraphBuilder::MatMul(const Output& a, const Output& b, bool transpose_a, 
                {{t, shape}})[0];
 }
 
-Output GraphBuilder::BiasAdd(const Output& value, const Output& bias, std::string_view name) const {
+Output GraphBuilder::BiasAdd(const Output& value, const Output& bias, std::string_view name,
+                             std::string_view data_format) const {
   if (!CheckInputs(name, {value, bias})) return {};
+  if (!CheckDataFormat(name, data_format)) return {};
   if (value.shape.known_rank && bias.shape.fully_defined() && value.shape.rank() > 0) {
-    const int64_t c = value.shape.dims.back();
+    const bool nchw = data_format == "NCHW" && value.shape.rank() >= 3;
+    const int64_t c = nchw ? value.shape.dims[1] : value.shape.dims.back();
     if (bias.shape.rank() != 1 || (c >= 0 && c != bias.shape.dims[0])) {
       SetError(InvalidArgumentError("building {}{}: bias {} does not match value {}", scope_, name,
                                     bias.shape.DebugString(), value.shape.DebugString()));
@@ -605,13 +632,22 @@ Output GraphBuilder::BiasAdd(const Output& value, const Output& bias, std::strin
   }
   const DataType t = BaseType(value.dtype);
   return AddOp({"BiasAdd", std::string(name), {value, bias},
-                {{"T", TypeAttr(t)}, {"data_format", StringAttr("NHWC")}}},
+                {{"T", TypeAttr(t)}, {"data_format", StringAttr(data_format)}}},
                {{t, value.shape}})[0];
 }
 
+bool GraphBuilder::CheckDataFormat(std::string_view name, std::string_view data_format) const {
+  if (data_format == "NHWC" || data_format == "NCHW") return true;
+  SetError(InvalidArgumentError("building {}{}: data_format must be NHWC or NCHW, got '{}'", scope_,
+                                name, data_format));
+  return false;
+}
+
 Output GraphBuilder::Conv2D(const Output& input, const Output& filter, std::vector<int64_t> strides,
-                            std::string_view padding, std::string_view name) const {
+                            std::string_view padding, std::string_view name,
+                            std::string_view data_format) const {
   if (!CheckInputs(name, {input, filter})) return {};
+  if (!CheckDataFormat(name, data_format)) return {};
   StaticShape shape = StaticShape::Unknown();
   if (input.shape.known_rank && filter.shape.known_rank) {
     if (input.shape.rank() != 4 || filter.shape.rank() != 4 || strides.size() != 4) {
@@ -621,13 +657,16 @@ Output GraphBuilder::Conv2D(const Output& input, const Output& filter, std::vect
     }
     const auto& in = input.shape.dims;
     const auto& f = filter.shape.dims;
-    if (in[3] >= 0 && f[2] != in[3]) {
-      SetError(InvalidArgumentError("building {}{}: filter {} does not match input {}", scope_, name,
-                                    filter.shape.DebugString(), input.shape.DebugString()));
+    const bool nchw = data_format == "NCHW";
+    const int64_t in_c = in[nchw ? 1 : 3];
+    if (in_c >= 0 && f[2] != in_c) {
+      SetError(InvalidArgumentError("building {}{}: filter {} does not match input {} ({})", scope_,
+                                    name, filter.shape.DebugString(), input.shape.DebugString(),
+                                    data_format));
       return {};
     }
-    shape = StaticShape{in[0], WindowedSize(in[1], f[0], strides[1], padding),
-                        WindowedSize(in[2], f[1], strides[2], padding), f[3]};
+    shape = WindowedShape(in, data_format, f[0], f[1], strides[nchw ? 2 : 1], strides[nchw ? 3 : 2],
+                          padding, f[3]);
   }
   const DataType t = BaseType(input.dtype);
   return AddOp({"Conv2D", std::string(name), {input, filter},
@@ -636,15 +675,16 @@ Output GraphBuilder::Conv2D(const Output& input, const Output& filter, std::vect
                  {"padding", StringAttr(padding)},
                  {"use_cudnn_on_gpu", BoolAttr(true)},
                  {"explicit_paddings", IntListAttr({})},
-                 {"data_format", StringAttr("NHWC")},
+                 {"data_format", StringAttr(data_format)},
                  {"dilations", IntListAttr({1, 1, 1, 1})}}},
                {{t, shape}})[0];
 }
 
 Output GraphBuilder::MaxPool(const Output& input, std::vector<int64_t> ksize,
                              std::vector<int64_t> strides, std::string_view padding,
-                             std::string_view name) const {
+                             std::string_view name, std::string_view data_format) const {
   if (!CheckInputs(name, {input})) return {};
+  if (!CheckDataFormat(name, data_format)) return {};
   StaticShape shape = StaticShape::Unknown();
   if (input.shape.known_rank) {
     if (input.shape.rank() != 4 || ksize.size() != 4 || strides.size() != 4) {
@@ -652,8 +692,10 @@ Output GraphBuilder::MaxPool(const Output& input, std::vector<int64_t> ksize,
       return {};
     }
     const auto& in = input.shape.dims;
-    shape = StaticShape{in[0], WindowedSize(in[1], ksize[1], strides[1], padding),
-                        WindowedSize(in[2], ksize[2], strides[2], padding), in[3]};
+    const bool nchw = data_format == "NCHW";
+    const int h = nchw ? 2 : 1;
+    shape = WindowedShape(in, data_format, ksize[h], ksize[h + 1], strides[h], strides[h + 1],
+                          padding, in[nchw ? 1 : 3]);
   }
   const DataType t = BaseType(input.dtype);
   return AddOp({"MaxPool", std::string(name), {input},
@@ -661,7 +703,7 @@ Output GraphBuilder::MaxPool(const Output& input, std::vector<int64_t> ksize,
                  {"ksize", IntListAttr(ksize)},
                  {"strides", IntListAttr(strides)},
                  {"padding", StringAttr(padding)},
-                 {"data_format", StringAttr("NHWC")}}},
+                 {"data_format", StringAttr(data_format)}}},
                {{t, shape}})[0];
 }
 

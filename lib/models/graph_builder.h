@@ -209,6 +209,9 @@ class GraphBuilder {
   // A 1-D int Const holding `values` (dtype DT_INT32 or DT_INT64).
   Output IntVector(std::string_view name, DataType dtype, const std::vector<int64_t>& values,
                    bool scalar = false) const;
+  // An int Const of `shape` holding `values` in row-major order (e.g. Pad's [rank, 2]).
+  Output IntTensor(std::string_view name, DataType dtype, const StaticShape& shape,
+                   const std::vector<int64_t>& values) const;
 
   VariableInfo Variable(std::string_view name, const StaticShape& shape, DataType dtype,
                         const Initializer& init, bool trainable = true) const;
@@ -233,13 +236,18 @@ class GraphBuilder {
   Output Cast(const Output& x, DataType to, std::string_view name = "Cast") const;
   Output AddN(const std::vector<Output>& xs, std::string_view name = "AddN") const;
 
-  Output BiasAdd(const Output& value, const Output& bias, std::string_view name = "BiasAdd") const;
+  // data_format "NHWC" (channels last) or "NCHW" (channels in dimension 1).
+  Output BiasAdd(const Output& value, const Output& bias, std::string_view name = "BiasAdd",
+                 std::string_view data_format = "NHWC") const;
   Output Relu(const Output& x, std::string_view name = "Relu") const;
-  // NHWC; strides and ksize as 4-vectors [1, s, s, 1]; padding "SAME" or "VALID".
+  // strides and ksize as 4-vectors in data_format's order ([1, s, s, 1] for NHWC,
+  // [1, 1, s, s] for NCHW); padding "SAME" or "VALID"; filters HWIO in both formats.
   Output Conv2D(const Output& input, const Output& filter, std::vector<int64_t> strides,
-                std::string_view padding, std::string_view name = "Conv2D") const;
+                std::string_view padding, std::string_view name = "Conv2D",
+                std::string_view data_format = "NHWC") const;
   Output MaxPool(const Output& input, std::vector<int64_t> ksize, std::vector<int64_t> strides,
-                 std::string_view padding, std::string_view name = "MaxPool") const;
+                 std::string_view padding, std::string_view name = "MaxPool",
+                 std::string_view data_format = "NHWC") const;
   // Returns (loss [batch], backprop [batch, classes]).
   std::pair<Output, Output> SparseSoftmaxCrossEntropyWithLogits(
       const Output& logits, const Output& labels,
@@ -317,6 +325,7 @@ class GraphBuilder {
   Output InitialValue(const GraphBuilder& init_scope, const StaticShape& shape, DataType dtype,
                       const Initializer& init) const;
   bool CheckInputs(std::string_view what, const std::vector<Output>& inputs) const;
+  bool CheckDataFormat(std::string_view name, std::string_view data_format) const;
 
   std::shared_ptr<State> state_;
   std::string scope_;

@@ -4,7 +4,7 @@
 // MaxPool (MaxPoolGrad), FusedBatchNorm/V2/V3 in training mode (FusedBatchNormGrad/V2/V3
 // on the forward op's saved batch statistics, its reserve spaces) and the sparse softmax
 // cross entropy, whose gradient the forward op already computed: PreventGradient(xent:1)
-// x ExpandDims(upstream, -1).
+// x ExpandDims(upstream, -1). L2Loss: x * upstream (TF's _L2LossGrad).
 #include "lib/models/gradients.h"
 
 namespace parallax::models {
@@ -133,7 +133,13 @@ StatusOr<std::vector<Gradient>> SparseSoftmaxXentGrad(const GradientContext& ctx
   return std::vector<Gradient>{Gradient::Dense(b.Mul(expanded, backprop, "mul")), Gradient()};
 }
 
+StatusOr<std::vector<Gradient>> L2LossGrad(const GradientContext& ctx) {
+  PX_ASSIGN_OR_RETURN(Output grad, ctx.DenseGrad(0));
+  return std::vector<Gradient>{Gradient::Dense(ctx.builder().Mul(ctx.input(0), grad, "mul"))};
+}
+
 PX_REGISTER_GRADIENT("BiasAdd", BiasAddGrad);
+PX_REGISTER_GRADIENT("L2Loss", L2LossGrad);
 PX_REGISTER_GRADIENT("Relu", ReluGrad);
 PX_REGISTER_GRADIENT("Conv2D", Conv2DGrad);
 PX_REGISTER_GRADIENT("MaxPool", MaxPoolGrad);
