@@ -37,10 +37,10 @@
 //
 // Numerics and cost: per-channel sums are accumulated in double (TF: float), so the
 // statistics are at least as accurate as TF's; the per-element passes run in float as
-// TF's do. Sums go over fixed chunks (at most kMaxChunks rows of channels-last data, one
+// TF's do. The forward statistics take one pass (shifted sums of x and x^2, below). Sums go over fixed chunks (at most kMaxChunks rows of channels-last data, one
 // (image, channel) plane of channels-first data) combined in order, so results do not
-// depend on the thread count. The forward pass reads x three times (sum, centred sum,
-// normalise), the gradient three times. oneDNN's batch normalisation was not used: the
+// depend on the thread count. The forward pass reads x twice (statistics, normalise),
+// the gradient twice (sums, x_backprop). oneDNN's batch normalisation was not used: the
 // op is memory-bound, so it cannot be much faster than these loops, and its reductions
 // split by thread count, which would make results depend on --threads.
 #include <array>
@@ -263,14 +263,21 @@ class FusedBatchNormOp : public OpKernel {
     std::vector<T> mean(static_cast<size_t>(channels)), factor(mean.size());
     if (attrs_.is_training) {
       const double rest = static_cast<double>(l.rest());
-      const std::vector<double> sums = ChannelSums<1>(
-          context, l, [&](int64_t i, int64_t) { return std::array<double, 1>{xs[i]}; });
-      std::vector<double> mean_d(mean.size());
-      for (int64_t c = 0; c < channels; ++c) mean_d[c] = sums[c] / rest;
-      const std::vector<double> squares = ChannelSums<1>(context, l, [&](int64_t i, int64_t c) {
-        const double d = xs[i] - mean_d[c];
-        return std::array<double, 1>{d * d};
+      // One pass: sums of d and d^2 for d = x - shift, shift = the channel's first
+      // element (a sample, so |mean - shift| is of the order of the deviation and the
+      // difference below loses few digits of the double sums).
+      std::vector<double> shift(mean.size());
+      for (int64_t c = 0; c < channels; ++c) shift[c] = xs[l.inner == 1 ? c : c * l.inner];
+      const std::vector<double> sums = ChannelSums<2>(context, l, [&](int64_t i, int64_t c) {
+        const double d = xs[i] - shift[c];
+        return std::array<double, 2>{d, d * d};
       });
+      std::vector<double> mean_d(mean.size()), squares(mean.size());
+      for (int64_t c = 0; c < channels; ++c) {
+        const double sum = sums[c];
+        mean_d[c] = shift[c] + sum / rest;
+        squares[c] = std::max(sums[channels + c] - sum * sum / rest, 0.0);
+      }
       // Bessel's correction for the running variance, as TF: rest / max(rest - 1, 1).
       const double bessel = rest / std::max(rest - 1.0, 1.0);
       const double f = exponential_avg_factor_;
