@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/analysis/rank_local.h"
 #include "lib/base/file.h"
 #include "lib/passes/partition_sparse.h"
 #include "lib/transform/cost_model.h"
@@ -129,7 +130,9 @@ class PlanBuilder {
         options_(options),
         flags_{options.strategy, options.sparse},
         kind_(options.strategy.value_or(cluster.strategy.default_strategy)),
-        cost_(NetworkModel::From(cluster.network, layout)) {}
+        cost_(NetworkModel::From(cluster.network, layout)) {
+    for (const RankLocalVariable& v : RankLocalState(graph, analysis)) rank_local_.insert(v.name);
+  }
 
   // The all-reduce algorithm (cost_model.h): --allreduce, else the faster by the model
   // for the bytes the plan all-reduces per step (all-reduce variables, densify's dense
@@ -498,7 +501,10 @@ class PlanBuilder {
       }
       case VariableRole::kState:
         vp.method = SyncMethod::kLocal;
-        vp.reason = "state (no gradient): updated identically on every rank";
+        vp.reason = rank_local_.contains(v.name)
+                        ? "state (no gradient) written from each rank's own examples or random "
+                          "numbers (batch statistics, ...): kept per rank, not synchronised"
+                        : "state (no gradient): updated identically on every rank";
         return;
       case VariableRole::kUntouched:
         vp.method = SyncMethod::kLocal;
@@ -541,6 +547,7 @@ class PlanBuilder {
   const StrategyFlags flags_;
   const StrategyKind kind_;
   const CostModel cost_;
+  std::set<std::string> rank_local_;  // RankLocalState: written from rank-specific inputs
   std::vector<std::string> warnings_;
 };
 

@@ -52,6 +52,7 @@
 #include <vector>
 
 #include "lib/analysis/training_analysis.h"
+#include "lib/analysis/rank_local.h"
 #include "lib/base/status.h"
 #include "lib/graph/graph.h"
 #include "lib/plan/plan.h"
@@ -59,17 +60,6 @@
 #include "lib/runtime/trainer.h"
 
 namespace parallax {
-
-// A state variable (not trainable, not a slot) that some write of it fills with a value
-// computed from rank-specific inputs — the examples, or random numbers: batch-norm's
-// moving mean and variance, a running count of examples seen — not through a tensor the
-// job synchronises (a gradient). Each rank of a job keeps its own.
-struct RankLocalVariable {
-  std::string name;
-  std::vector<std::string> writes;  // the write ops (AssignSub, AssignMovingAvg, ...)
-};
-std::vector<RankLocalVariable> RankLocalState(const Graph& graph,
-                                              const TrainingAnalysis& analysis);
 
 struct AccumulatedGradient {
   std::string tensor;    // "gradients/MatMul_grad/tuple/control_dependency_1:0" (values)
