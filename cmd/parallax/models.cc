@@ -37,14 +37,20 @@ struct ExportFlags {
   int64_t vocab = 0, dim = 0, seq = 0, hidden = 0;
   bool global_step = false;
   bool unroll = false;
+  int64_t layers = 0, heads = 0;  // transformer
+  double dropout = 0;
+  int64_t image_size = 0, filters = 0;
+  std::string data_format, blocks;
   // Which options were given (unset ones take the model's defaults).
   CLI::Option *batch_opt = nullptr, *optimizer_opt = nullptr, *lr_opt = nullptr, *clip_opt = nullptr,
               *widths_opt = nullptr, *vocab_opt = nullptr, *dim_opt = nullptr, *seq_opt = nullptr,
-              *hidden_opt = nullptr;
+              *hidden_opt = nullptr, *image_size_opt = nullptr, *data_format_opt = nullptr,
+              *filters_opt = nullptr, *blocks_opt = nullptr;
+  CLI::Option *layers_opt = nullptr, *heads_opt = nullptr, *dropout_opt = nullptr;
 };
 
-// "512,512" -> {512, 512}.
-StatusOr<std::vector<int64_t>> ParseWidths(const std::string& text) {
+// "512,512" -> {512, 512}; `flag` names the option in errors.
+StatusOr<std::vector<int64_t>> ParseIntList(std::string_view flag, const std::string& text) {
   std::vector<int64_t> widths;
   size_t start = 0;
   while (start <= text.size()) {
@@ -58,7 +64,7 @@ StatusOr<std::vector<int64_t>> ParseWidths(const std::string& text) {
       used = 0;
     }
     if (part.empty() || used != part.size()) {
-      return InvalidArgumentError("--widths: '{}' is not an integer (want e.g. 512,512)", part);
+      return InvalidArgumentError("{}: '{}' is not an integer (want e.g. 512,512)", flag, part);
     }
     widths.push_back(value);
     start = end + 1;
@@ -77,13 +83,23 @@ StatusOr<ModelOptions> OptionsFrom(const ExportFlags& f) {
   if (f.clip_opt->count() > 0) o.clip_norm = f.clip_norm;
   o.seed = f.seed;
   if (f.widths_opt->count() > 0) {
-    PX_ASSIGN_OR_RETURN(std::vector<int64_t> widths, ParseWidths(f.widths));
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> widths, ParseIntList("--widths", f.widths));
     o.widths = widths;
   }
   if (f.vocab_opt->count() > 0) o.vocab = f.vocab;
   if (f.dim_opt->count() > 0) o.dim = f.dim;
   if (f.seq_opt->count() > 0) o.seq = f.seq;
   if (f.hidden_opt->count() > 0) o.hidden = f.hidden;
+  if (f.layers_opt->count() > 0) o.layers = f.layers;
+  if (f.heads_opt->count() > 0) o.heads = f.heads;
+  if (f.dropout_opt->count() > 0) o.dropout = f.dropout;
+  if (f.image_size_opt->count() > 0) o.image_size = f.image_size;
+  if (f.data_format_opt->count() > 0) o.data_format = f.data_format;
+  if (f.filters_opt->count() > 0) o.filters = f.filters;
+  if (f.blocks_opt->count() > 0) {
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> blocks, ParseIntList("--blocks", f.blocks));
+    o.blocks = blocks;
+  }
   o.unroll = f.unroll;
   o.global_step = f.global_step;
   return o;
@@ -132,13 +148,16 @@ Status List(bool json) {
     w.EndArray().EndObject();
     out = w.str() + "\n";
   } else {
-    size_t width = 8;
-    for (const Row& r : rows) width = std::max(width, r.defaults.size());
-    out = fmt::format("{:<10} {:>11}  {:<{}}  {}\n", "NAME", "PARAMS", "DEFAULTS", width,
+    size_t width = 8, name_width = 10;
+    for (const Row& r : rows) {
+      width = std::max(width, r.defaults.size());
+      name_width = std::max(name_width, r.spec->name.size());
+    }
+    out = fmt::format("{:<{}} {:>11}  {:<{}}  {}\n", "NAME", name_width, "PARAMS", "DEFAULTS", width,
                       "DESCRIPTION");
     for (const Row& r : rows) {
-      out += fmt::format("{:<10} {:>11}  {:<{}}  {}\n", r.spec->name, r.params, r.defaults, width,
-                         r.spec->description);
+      out += fmt::format("{:<{}} {:>11}  {:<{}}  {}\n", r.spec->name, name_width, r.params,
+                         r.defaults, width, r.spec->description);
     }
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
@@ -178,14 +197,33 @@ Command AddModelsCommand(CLI::App& app) {
                                   "mlp: hidden widths (512,512); lenet: conv1,conv2,fc (32,64,1024); "
                                   "wide_deep: dnn hidden widths (64,32)");
   f->vocab_opt = exp->add_option("--vocab", f->vocab, "embedding: vocabulary size (100000); wide_deep: "
-                                 "ids per feature (1000; 4x as many hash buckets)");
+                                 "ids per feature (1000; 4x as many hash buckets); transformer: "
+                                 "vocabulary (30522)");
   f->dim_opt = exp->add_option("--dim", f->dim, "embedding: embedding width (128); wide_deep: (8); "
                                "lstm: input width (32)");
   f->seq_opt = exp->add_option("--seq", f->seq, "embedding: ids per example (16); wide_deep: categorical "
-                               "features (4); lstm: time steps (20)");
-  f->hidden_opt = exp->add_option("--hidden", f->hidden, "lstm: units of the LSTM cell (128)");
+                               "features (4); lstm: time steps (20); transformer: tokens per "
+                               "example (128, at most 512)");
+  f->hidden_opt = exp->add_option("--hidden", f->hidden, "lstm: units of the LSTM cell (128); "
+                                  "transformer: hidden size (768; the intermediate is 4x)");
+  f->layers_opt = exp->add_option("--layers", f->layers, "transformer: encoder layers (12)");
+  f->heads_opt = exp->add_option("--heads", f->heads,
+                                 "transformer: attention heads; must divide --hidden (12)");
+  f->dropout_opt = exp->add_option("--dropout", f->dropout,
+                                   "transformer: dropout rate (0.1); 0 writes no dropout ops, as "
+                                   "`parallax verify` needs");
   exp->add_flag("--unroll", f->unroll, "lstm: unroll the cell over time (static_rnn) instead of "
                                        "dynamic_rnn's while loop");
+  f->image_size_opt = exp->add_option("--image-size", f->image_size,
+                                      "resnet50: input height and width (224)");
+  f->data_format_opt = exp->add_option("--data-format", f->data_format,
+                                       "resnet50: NHWC (channels last) or NCHW (channels first, "
+                                       "the input transposed in the graph) (NHWC)");
+  f->filters_opt = exp->add_option("--filters", f->filters,
+                                   "resnet50: the first convolution's filters; stage i has 2^i times "
+                                   "as many (64)");
+  f->blocks_opt = exp->add_option("--blocks", f->blocks,
+                                  "resnet50: bottleneck blocks per stage (3,4,6,3)");
   exp->add_flag("--global-step", f->global_step, "add global_step, incremented by the train op");
 
   return Command{sub, [list, exp, json, f]() -> Status {

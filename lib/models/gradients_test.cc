@@ -589,6 +589,92 @@ TEST_CASE("finite differences: sparse softmax cross entropy") {
   });
 }
 
+// BatchMatMulV2(x, y) with the output shape stated (the builder has no shape rule for it).
+Output BatchMatMul(const GraphBuilder& b, const Output& x, const Output& y, bool adj_x, bool adj_y,
+                   StaticShape out) {
+  const DataType t = BaseType(x.dtype);
+  return b.AddOp({"BatchMatMulV2", "MatMul", {x, y},
+                  {{"T", TypeAttr(t)}, {"adj_x", BoolAttr(adj_x)}, {"adj_y", BoolAttr(adj_y)}}},
+                 {{t, std::move(out)}})[0];
+}
+
+Output UnaryOp(const GraphBuilder& b, const std::string& op, const Output& x) {
+  const DataType t = BaseType(x.dtype);
+  return b.AddOp({op, op, {x}, {{"T", TypeAttr(t)}}}, {{t, x.shape}})[0];
+}
+
+TEST_CASE("finite differences: the transformer's ops (Erf, RealDiv, SquaredDifference, Rsqrt)") {
+  CheckOp("Erf", [](const GraphBuilder& b, DataType t) {
+    const Output x = b.Placeholder("x", t, {3, 4});
+    return OpGraph{UnaryOp(b, "Erf", x), {x}, {}};
+  });
+  CheckOp("Rsqrt (inputs in [0.5, 1.5))", [](const GraphBuilder& b, DataType t) {
+    const Output x = b.Placeholder("x", t, {2, 3});
+    const Output shifted = b.Add(x, b.Scalar("c", t, 1.0));  // the checker feeds [-1, 1)
+    const Output y = UnaryOp(b, "Rsqrt", b.Add(b.Mul(shifted, b.Scalar("h", t, 0.5)), b.Scalar("d", t, 0.5)));
+    return OpGraph{y, {x}, {}};
+  });
+  for (bool broadcast : {false, true}) {
+    CheckOp(std::string("RealDiv") + (broadcast ? " broadcast" : ""), [=](const GraphBuilder& b, DataType t) {
+      const Output x = b.Placeholder("x", t, {2, 3});
+      const Output y = b.Placeholder("y", t, broadcast ? StaticShape{3} : StaticShape{2, 3});
+      // y in [2, 4): away from 0.
+      const Output away = b.Add(b.Scalar("three", t, 3.0), y);
+      return OpGraph{b.RealDiv(x, away), {x, y}, {}};
+    });
+    CheckOp(std::string("SquaredDifference") + (broadcast ? " broadcast (LayerNorm's [B,H] - [B,1])" : ""),
+            [=](const GraphBuilder& b, DataType t) {
+              const Output x = b.Placeholder("x", t, {3, 4});
+              const Output y = b.Placeholder("y", t, broadcast ? StaticShape{3, 1} : StaticShape{3, 4});
+              const Output z = b.AddOp({"SquaredDifference", "SquaredDifference", {x, y}, {{"T", TypeAttr(t)}}},
+                                       {{t, StaticShape{3, 4}}})[0];
+              return OpGraph{z, {x, y}, {}};
+            });
+  }
+}
+
+TEST_CASE("finite differences: BatchMatMulV2, Softmax, Slice, Cast") {
+  for (bool adj_x : {false, true}) {
+    for (bool adj_y : {false, true}) {
+      CheckOp(fmt::format("BatchMatMulV2 adj_x={} adj_y={} (equal batch dimensions)", adj_x, adj_y),
+              [=](const GraphBuilder& b, DataType t) {
+                const Output x = b.Placeholder("x", t, adj_x ? StaticShape{2, 3, 4, 2} : StaticShape{2, 3, 2, 4});
+                const Output y = b.Placeholder("y", t, adj_y ? StaticShape{2, 3, 5, 4} : StaticShape{2, 3, 4, 5});
+                return OpGraph{BatchMatMul(b, x, y, adj_x, adj_y, {2, 3, 2, 5}), {x, y}, {}};
+              });
+    }
+  }
+  CheckOp("BatchMatMulV2 broadcast batch ([2,1,2,3] x [3,3,4])", [](const GraphBuilder& b, DataType t) {
+    const Output x = b.Placeholder("x", t, {2, 1, 2, 3});
+    const Output y = b.Placeholder("y", t, {3, 3, 4});
+    return OpGraph{BatchMatMul(b, x, y, false, false, {2, 3, 2, 4}), {x, y}, {}};
+  });
+  CheckOp("BatchMatMulV2 open batch (Shape ops)", [](const GraphBuilder& b, DataType t) {
+    const Output xf = b.Placeholder("x", t, {2, 3, 4});
+    const Output y = b.Placeholder("y", t, {2, 4, 3});
+    Output x = b.Reshape(xf, std::vector<int64_t>{-1, 3, 4});
+    b.SetShape(&x, StaticShape{-1, 3, 4});
+    Output z = BatchMatMul(b, x, y, false, false, {-1, 3, 3});
+    b.SetShape(&z, StaticShape{2, 3, 3});  // the checker feeds an upstream of this shape
+    return OpGraph{z, {xf, y}, {}};
+  });
+  CheckOp("Softmax over the last axis", [](const GraphBuilder& b, DataType t) {
+    const Output x = b.Placeholder("x", t, {2, 3, 4});
+    return OpGraph{UnaryOp(b, "Softmax", x), {x}, {}};
+  });
+  CheckOp("Slice (BERT's position table: begin [1, 0], size [3, -1])", [](const GraphBuilder& b, DataType t) {
+    const Output x = b.Placeholder("x", t, {6, 3});
+    const Output y = b.AddOp({"Slice", "Slice", {x, b.Int32s("begin", {1, 0}), b.Int32s("size", {3, -1})},
+                              {{"T", TypeAttr(t)}, {"Index", TypeAttr(DT_INT32)}}},
+                             {{t, StaticShape{3, 3}}})[0];
+    return OpGraph{y, {x}, {}};
+  });
+  CheckOp("Cast float -> double -> float", [](const GraphBuilder& b, DataType t) {
+    const Output x = b.Placeholder("x", t, {2, 3});
+    return OpGraph{b.Cast(b.Cast(x, DT_DOUBLE, "Cast"), t, "Cast_1"), {x}, {}};
+  }, /*float_only=*/true);
+}
+
 TEST_CASE("finite differences: a whole dense network with an open batch") {
   // Open batch: the gradients compute shapes with Shape ops (loss_grad's Prod/floordiv,
   // BroadcastGradientArgs on Shape, Reshape's Shape).

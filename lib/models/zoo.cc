@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include "lib/models/lstm_model.h"
+#include "lib/models/resnet.h"
+#include "lib/models/transformer.h"
 #include "lib/models/wide_deep.h"
 
 namespace parallax::models {
@@ -117,10 +119,14 @@ Output EmbeddingForward(const GraphBuilder& b, const ModelOptions& o, Model* m, 
 using Train = std::function<StatusOr<TrainOps>(const GraphBuilder& b, const Output& loss,
                                                const ModelOptions& o)>;
 
+// A term added to the mean cross entropy to make the loss (weight decay); unset: none.
+using Regularizer = std::function<Output(const GraphBuilder& b, const ModelOptions& o)>;
+
 struct ModelEntry {
   ModelSpec spec;
   Forward forward;
   Train train = nullptr;
+  Regularizer regularizer = nullptr;
 };
 
 ModelOptions Defaults(int64_t batch, OptimizerKind opt) {
@@ -194,6 +200,39 @@ const std::vector<ModelEntry>& Entries() {
                      {"seq", "dim", "hidden", "unroll"}, d},
                     LstmForward});
     }
+    {
+      ModelOptions d = Defaults(32, OptimizerKind::kMomentum);
+      d.learning_rate = 0.1 * 32 / 256;  // official's 0.1 x batch / 256
+      d.image_size = 224;
+      d.data_format = "NHWC";
+      d.filters = 64;
+      d.blocks = std::vector<int64_t>{3, 4, 6, 3};
+      e->push_back({{"resnet50",
+                     "ResNet-50 v1.5 as TF's official model: x [batch, image-size, image-size, 3] -> "
+                     "conv 7x7/2, max pool, bottleneck blocks (--blocks, --filters) with fused batch "
+                     "norm in training mode and moving averages -> mean -> dense 1001; Momentum with "
+                     "L2 weight decay 1e-4 (--data-format NHWC or NCHW)",
+                     {"image_size", "data_format", "filters", "blocks"}, d},
+                    ResnetForward, nullptr, ResnetWeightDecay});
+    }
+    {
+      // BERT-Base; BERT's pre-training rate (fine-tuning uses 2e-5 to 5e-5).
+      ModelOptions d = Defaults(8, OptimizerKind::kAdamWeightDecay);
+      d.learning_rate = 1e-4;
+      d.layers = 12;
+      d.hidden = 768;
+      d.heads = 12;
+      d.seq = 128;
+      d.vocab = 30522;
+      d.dropout = 0.1;
+      e->push_back({{"transformer",
+                     "BERT encoder classifier as modeling.py writes it: ids [batch, seq] -> word, "
+                     "token type and position embeddings -> layers x (self-attention with heads, "
+                     "GELU intermediate 4*hidden, residuals, LayerNorm) -> pooler -> dense 10; "
+                     "dropout (--dropout, 0: none) as tf.nn.dropout",
+                     {"vocab", "seq", "hidden", "layers", "heads", "dropout"}, d},
+                    TransformerForward});
+    }
     return e;
   }();
   return *entries;
@@ -220,6 +259,13 @@ StatusOr<ModelOptions> Resolve(const ModelSpec& spec, const ModelOptions& given)
   if (given.seq && !takes("seq")) return reject("seq");
   if (given.hidden && !takes("hidden")) return reject("hidden");
   if (given.unroll && !takes("unroll")) return reject("unroll");
+  if (given.layers && !takes("layers")) return reject("layers");
+  if (given.heads && !takes("heads")) return reject("heads");
+  if (given.dropout && !takes("dropout")) return reject("dropout");
+  if (given.image_size && !takes("image_size")) return reject("image-size");
+  if (given.data_format && !takes("data_format")) return reject("data-format");
+  if (given.filters && !takes("filters")) return reject("filters");
+  if (given.blocks && !takes("blocks")) return reject("blocks");
   ModelOptions o = given;
   const ModelOptions& d = spec.defaults;
   if (!o.batch) o.batch = d.batch;
@@ -234,6 +280,13 @@ StatusOr<ModelOptions> Resolve(const ModelSpec& spec, const ModelOptions& given)
   if (takes("dim") && !o.dim) o.dim = d.dim;
   if (takes("seq") && !o.seq) o.seq = d.seq;
   if (takes("hidden") && !o.hidden) o.hidden = d.hidden;
+  if (takes("layers") && !o.layers) o.layers = d.layers;
+  if (takes("heads") && !o.heads) o.heads = d.heads;
+  if (takes("dropout") && !o.dropout) o.dropout = d.dropout;
+  if (takes("image_size") && !o.image_size) o.image_size = d.image_size;
+  if (takes("data_format") && !o.data_format) o.data_format = d.data_format;
+  if (takes("filters") && !o.filters) o.filters = d.filters;
+  if (takes("blocks") && !o.blocks) o.blocks = d.blocks;
   PX_RETURN_IF_ERROR(CheckPositive("batch", *o.batch, 0));
   if (!(*o.learning_rate > 0)) {
     return InvalidArgumentError("--lr must be positive, got {}", *o.learning_rate);
@@ -253,6 +306,32 @@ StatusOr<ModelOptions> Resolve(const ModelSpec& spec, const ModelOptions& given)
   if (o.dim) PX_RETURN_IF_ERROR(CheckPositive("dim", *o.dim));
   if (o.hidden) PX_RETURN_IF_ERROR(CheckPositive("hidden", *o.hidden));
   if (o.seq) PX_RETURN_IF_ERROR(CheckPositive("seq", *o.seq, spec.name == "wide_deep" ? 2 : 1));
+  if (o.layers) PX_RETURN_IF_ERROR(CheckPositive("layers", *o.layers));
+  if (o.heads) PX_RETURN_IF_ERROR(CheckPositive("heads", *o.heads));
+  if (o.heads && o.hidden && *o.hidden % *o.heads != 0) {
+    return InvalidArgumentError("--heads {} must divide --hidden {} (each head gets hidden/heads)",
+                                *o.heads, *o.hidden);
+  }
+  if (o.dropout && !(*o.dropout >= 0 && *o.dropout < 1)) {
+    return InvalidArgumentError("--dropout must be in [0, 1), got {}", *o.dropout);
+  }
+  if (spec.name == "transformer" && *o.seq > kBertMaxPositions) {
+    return InvalidArgumentError("--seq for transformer must be at most {} (BERT's "
+                                "max_position_embeddings), got {}",
+                                kBertMaxPositions, *o.seq);
+  }
+  if (o.image_size) PX_RETURN_IF_ERROR(CheckPositive("image-size", *o.image_size));
+  if (o.filters) PX_RETURN_IF_ERROR(CheckPositive("filters", *o.filters));
+  if (o.data_format && *o.data_format != "NHWC" && *o.data_format != "NCHW") {
+    return InvalidArgumentError("--data-format must be NHWC or NCHW, got '{}'", *o.data_format);
+  }
+  if (o.blocks) {
+    if (o.blocks->empty()) return InvalidArgumentError("--blocks needs at least one value");
+    if (o.blocks->size() > 8) {
+      return InvalidArgumentError("--blocks takes at most 8 stages, got {}", o.blocks->size());
+    }
+    for (int64_t n : *o.blocks) PX_RETURN_IF_ERROR(CheckPositive("blocks", n));
+  }
   if (o.dtype != tensorflow::DT_FLOAT && o.dtype != tensorflow::DT_DOUBLE) {
     return InvalidArgumentError("models are float32 or float64");
   }
@@ -290,6 +369,13 @@ std::string DescribeOptions(const ModelSpec& spec, const ModelOptions& o) {
     if (opt == "seq" && o.seq) out += fmt::format(" seq={}", *o.seq);
     if (opt == "hidden" && o.hidden) out += fmt::format(" hidden={}", *o.hidden);
     if (opt == "unroll" && o.unroll) out += " unroll";
+    if (opt == "layers" && o.layers) out += fmt::format(" layers={}", *o.layers);
+    if (opt == "heads" && o.heads) out += fmt::format(" heads={}", *o.heads);
+    if (opt == "dropout" && o.dropout) out += fmt::format(" dropout={}", *o.dropout);
+    if (opt == "image_size" && o.image_size) out += fmt::format(" image_size={}", *o.image_size);
+    if (opt == "data_format" && o.data_format) out += " data_format=" + *o.data_format;
+    if (opt == "filters" && o.filters) out += fmt::format(" filters={}", *o.filters);
+    if (opt == "blocks" && o.blocks) out += " blocks=" + join(*o.blocks);
   }
   return out;
 }
@@ -314,7 +400,13 @@ StatusOr<Model> BuildModel(std::string_view name, const ModelOptions& options) {
   const Output logits = entry->forward(b, o, &model, &labels);
   const auto [xent, backprop] = b.WithScope("SparseSoftmaxCrossEntropyWithLogits")
                                     .SparseSoftmaxCrossEntropyWithLogits(logits, labels);
-  const Output loss = b.ReduceMeanAll(xent, "loss");
+  Output loss;
+  if (entry->regularizer) {
+    const Output cross_entropy = b.ReduceMeanAll(xent, "cross_entropy");
+    loss = b.AddV2(cross_entropy, entry->regularizer(b, o), "loss");
+  } else {
+    loss = b.ReduceMeanAll(xent, "loss");
+  }
   PX_RETURN_IF_ERROR(b.status());
 
   TrainOps train;
@@ -327,6 +419,12 @@ StatusOr<Model> BuildModel(std::string_view name, const ModelOptions& options) {
     opt.global_step = o.global_step;
     opt.clip_norm = o.clip_norm.value_or(0);
     PX_ASSIGN_OR_RETURN(train, Minimize(b, loss, opt));
+  }
+  if (!model.update_ops.empty()) {
+    // official's tf.group(minimize_op, update_ops).
+    std::vector<NodeId> deps = {train.train_op};
+    for (const std::string& name : model.update_ops) deps.push_back(model.graph.FindNode(name));
+    train.train_op = b.AddNoOp("group_deps", deps);
   }
   PX_ASSIGN_OR_RETURN(NodeId init, AddInitOp(b));
   PX_RETURN_IF_ERROR(b.status());

@@ -15,6 +15,11 @@
 //  - lstm:      x[B,T,D] -> dynamic_rnn (while loop over TensorArrays, LSTM cell, H
 //               units) -> last output -> dense 10 (T=20, D=32, H=128, B=32, adam;
 //               --unroll: static_rnn); lstm_model.h.
+//  - transformer: ids[B,S] int32 -> BERT (modeling.py): embeddings (word, token type,
+//               position) + LayerNorm -> L encoder layers (self-attention, GELU
+//               intermediate, residuals, LayerNorm) -> pooler (first token, tanh) ->
+//               dense 10 (L=12, H=768, 12 heads, S=128, V=30522, B=8, adamw, dropout 0.1);
+//               transformer.h.
 // Every model has placeholders `x` (float) or `ids` (int32) and `y` (int64 labels [B]),
 // the loss `loss` (mean sparse softmax cross entropy), the optimizer's train op and
 // `init`. Layers are named as tf.layers names them (`dense/kernel`, `conv2d_1/bias`,
@@ -62,9 +67,15 @@ struct ModelOptions {
   std::optional<double> clip_norm;  // > 0: tf.clip_by_global_norm before the optimizer
   int64_t seed = 1;  // the random initialisers' `seed` attr
   std::optional<std::vector<int64_t>> widths;  // mlp: hidden widths; lenet: conv1,conv2,fc
-  std::optional<int64_t> vocab, dim, seq;      // embedding, wide_deep
-  std::optional<int64_t> hidden;               // lstm: units of the cell
+  std::optional<int64_t> vocab, dim, seq;      // embedding, wide_deep; transformer: vocab, seq
+  std::optional<int64_t> hidden;               // lstm: units of the cell; transformer: width
+  std::optional<int64_t> layers, heads;        // transformer: encoder layers, attention heads
+  std::optional<double> dropout;               // transformer: rate (0: no dropout ops at all)
   bool unroll = false;                         // lstm: static_rnn instead of dynamic_rnn
+  std::optional<int64_t> image_size;           // resnet50: input height and width
+  std::optional<std::string> data_format;      // resnet50: "NHWC" or "NCHW"
+  std::optional<int64_t> filters;              // resnet50: the first convolution's filters
+  std::optional<std::vector<int64_t>> blocks;  // resnet50: bottleneck blocks per stage
   bool global_step = false;
   DataType dtype = tensorflow::DT_FLOAT;  // float or double (gradient checks)
 };
@@ -93,6 +104,9 @@ struct Model {
   std::vector<FeedSpec> feeds;
   std::vector<std::string> trainable_variables;
   int64_t num_params = 0;  // elements of the trainable variables
+  // TF's UPDATE_OPS collection: state updates the forward pass writes (batch norm's
+  // moving averages); the train op runs them with the optimizer's update (`group_deps`).
+  std::vector<std::string> update_ops;
 };
 
 // Every model, in a stable order.

@@ -35,9 +35,10 @@ OptimizerKind KindFor(const Model& model, std::string_view var, OptimizerKind ki
 }
 
 // Variables read through a GatherV2 (embedding tables, wide_deep's hashed and crossed
-// columns' weights) have IndexedSlices gradients.
+// columns' weights, BERT's word embeddings) have IndexedSlices gradients.
 bool HasSparseGradient(std::string_view var) {
-  return var == "embeddings" || var.ends_with("/weights") || var.ends_with("/embedding_weights");
+  return var == "embeddings" || var.ends_with("/weights") || var.ends_with("/embedding_weights") ||
+         var == "bert/embeddings/word_embeddings";
 }
 
 void CheckModel(const Model& model, OptimizerKind kind, bool global_step) {
@@ -63,7 +64,9 @@ void CheckModel(const Model& model, OptimizerKind kind, bool global_step) {
   int slots = 0;
   for (const std::string& v : model.trainable_variables) slots += SlotsPerVariable(KindFor(model, v, kind));
   CHECK(a.CountRole(VariableRole::kSlot) == slots);
-  const int state = (kind == OptimizerKind::kAdam ? 2 : 0) + (global_step ? 1 : 0);
+  // Batch norm's moving mean and variance (the model's update ops write them) are state.
+  const int state = (kind == OptimizerKind::kAdam ? 2 : 0) + (global_step ? 1 : 0) +
+                    static_cast<int>(model.update_ops.size());
   CHECK(a.CountRole(VariableRole::kState) == state);
   CHECK(a.CountRole(VariableRole::kUnrecognised) == 0);
   CHECK(a.CountRole(VariableRole::kUntouched) == 0);
@@ -84,8 +87,21 @@ void CheckModel(const Model& model, OptimizerKind kind, bool global_step) {
   REQUIRE(!a.train_ops.empty());
   CHECK(graph.node(a.train_ops[0].node).name() == model.train_op);
   CHECK(a.train_ops[0].num_updates == n);
-  CHECK(model.train_op ==
-        (model.name == "wide_deep" ? std::string("train_op") : std::string(OptimizerScopeName(kind))));
+  std::string train_op(OptimizerScopeName(kind));
+  if (model.name == "wide_deep") train_op = "train_op";
+  if (!model.update_ops.empty()) train_op = "group_deps";  // tf.group(minimize, update_ops)
+  CHECK(model.train_op == train_op);
+  for (const std::string& update : model.update_ops) {
+    INFO("update op " << update);
+    const NodeId id = graph.FindNode(update);
+    REQUIRE(id != kNoNode);
+    CHECK(graph.node(id).op() == "AssignSub");
+    bool run_by_train_op = false;
+    for (const OutputRef& in : graph.node(graph.FindNode(model.train_op)).control_inputs()) {
+      run_by_train_op = run_by_train_op || in.node == id;
+    }
+    CHECK(run_by_train_op);
+  }
   REQUIRE(a.init_op.node != kNoNode);
   CHECK(graph.node(a.init_op.node).name() == "init");
   CHECK(a.init_op.num_initializers == static_cast<int>(a.variables.size()));
@@ -144,7 +160,9 @@ TEST_CASE("an open batch dimension builds Shape ops and still analyses") {
       REQUIRE(x.has_value());
       CHECK(x->shape().dim(0).size() == -1);
       // The loss gradient divides by a count computed at run time.
-      CHECK(g.FindNode("gradients/loss_grad/floordiv") != kNoNode);
+      // (The mean cross entropy is `cross_entropy` where the loss adds weight decay.)
+      const std::string mean = g.FindNode("cross_entropy") != kNoNode ? "cross_entropy" : "loss";
+      CHECK(g.FindNode("gradients/" + mean + "_grad/floordiv") != kNoNode);
     }
   }
 }
@@ -165,6 +183,9 @@ TEST_CASE("default sizes and parameter counts") {
                                    32 * 10 + 10);
   // lstm: kernel [D+H, 4H] and bias [4H] of the cell, dense H -> 10.
   CHECK(params("lstm") == (32 + 128) * 4 * 128 + 4 * 128 + 128 * 10 + 10);
+  // resnet50: torchvision's ResNet-50 has 25,557,032 parameters for 1000 classes; the
+  // official TF model's 1001st class adds a row of 2048 weights and a bias.
+  CHECK(params("resnet50") == 25557032 + 2048 + 1);
   StatusOr<Model> lenet = BuildModel("lenet");
   REQUIRE(lenet.ok());
   CHECK(lenet->options.batch == 64);
@@ -178,8 +199,23 @@ TEST_CASE("option errors name the option") {
   ModelOptions o;
   o.vocab = 10;
   CHECK(BuildModel("mlp", o).status().message() == "option --vocab does not apply to model 'mlp'");
-  CHECK(BuildModel("resnet").status().message() ==
-        "unknown model 'resnet' (known: softmax, mlp, lenet, embedding, wide_deep, lstm)");
+  CHECK(BuildModel("resnet18").status().message() ==
+        "unknown model 'resnet18' (known: softmax, mlp, lenet, embedding, wide_deep, lstm, resnet50, "
+        "transformer)");
+  ModelOptions format;
+  format.data_format = "channels_first";
+  CHECK(BuildModel("resnet50", format).status().message() ==
+        "--data-format must be NHWC or NCHW, got 'channels_first'");
+  CHECK(BuildModel("mlp", format).status().message() ==
+        "option --data-format does not apply to model 'mlp'");
+  ModelOptions no_blocks;
+  no_blocks.blocks = std::vector<int64_t>{};
+  CHECK(BuildModel("resnet50", no_blocks).status().message() == "--blocks needs at least one value");
+  no_blocks.blocks = std::vector<int64_t>{3, 0};
+  CHECK(BuildModel("resnet50", no_blocks).status().message() == "--blocks must be at least 1, got 0");
+  ModelOptions tiny;
+  tiny.image_size = 0;
+  CHECK(BuildModel("resnet50", tiny).status().message() == "--image-size must be at least 1, got 0");
   ModelOptions w;
   w.widths = std::vector<int64_t>{32, 64};
   CHECK(BuildModel("lenet", w).status().message() ==

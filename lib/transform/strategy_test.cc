@@ -151,6 +151,26 @@ TEST_CASE("auto: a table every step touches all over is densified") {
   CHECK(Var(plan, "embeddings/Adagrad").method == SyncMethod::kLocal);
 }
 
+TEST_CASE("state: batch norm's moving statistics are kept per rank, global_step everywhere") {
+  models::ModelOptions options;
+  options.image_size = 16;
+  options.filters = 2;
+  options.blocks = std::vector<int64_t>{1};
+  options.global_step = true;
+  StatusOr<models::Model> model = models::BuildModel("resnet50", options);
+  REQUIRE(model.ok());
+  StatusOr<TrainingAnalysis> analysis = AnalyzeTraining(model->graph);
+  REQUIRE(analysis.ok());
+  Loaded in{std::move(model->graph), std::move(*analysis)};
+  Plan plan = MakePlan(in, Cluster(1, 2));
+  const VariablePlan& moving = Var(plan, "resnet_model/batch_normalization/moving_mean");
+  CHECK(moving.method == SyncMethod::kLocal);
+  CHECK(moving.reason ==
+        "state (no gradient) written from each rank's own examples or random numbers (batch "
+        "statistics, ...): kept per rank, not synchronised");
+  CHECK(Var(plan, "global_step").reason == "state (no gradient): updated identically on every rank");
+}
+
 TEST_CASE("auto: a variable PS cannot partition goes to the cheaper of the others") {
   Loaded in = Load("sparse_momentum.pbtxt");
   TransformOptions options;
