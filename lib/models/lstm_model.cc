@@ -1,6 +1,7 @@
 // The zoo's `lstm` model (lstm_model.h).
 #include "lib/models/lstm_model.h"
 
+#include "lib/models/layers.h"
 #include "lib/models/rnn.h"
 
 namespace parallax::models {
@@ -8,14 +9,6 @@ namespace {
 
 using tensorflow::DT_INT32;
 using tensorflow::DT_INT64;
-
-Output Placeholder(const GraphBuilder& b, std::string_view name, DataType t, StaticShape shape,
-                   std::string synthetic, Model* model) {
-  const Output p = b.Placeholder(name, t, shape);
-  if (p.valid()) b.graph().SetAttr(p.node(), kSyntheticAttr, StringAttr(synthetic));
-  model->feeds.push_back({std::string(name), t, std::move(shape), std::move(synthetic)});
-  return p;
-}
 
 // outputs[:, -1, :] as Python slicing writes it.
 Output LastStep(const GraphBuilder& b, const Output& outputs) {
@@ -39,22 +32,12 @@ Output LastStep(const GraphBuilder& b, const Output& outputs) {
                  {{t, shape}})[0];
 }
 
-// tf.layers.dense: <scope>/kernel (Glorot uniform), <scope>/bias (zeros).
-Output Dense(const GraphBuilder& b, std::string_view scope, const Output& x, int64_t units) {
-  const GraphBuilder s = b.WithScope(scope);
-  const DataType t = BaseType(x.dtype);
-  const VariableInfo kernel =
-      s.Variable("kernel", StaticShape{x.shape.dims[1], units}, t, Initializer::GlorotUniform());
-  const VariableInfo bias = s.Variable("bias", StaticShape{units}, t, Initializer::Zeros());
-  return s.BiasAdd(s.MatMul(x, kernel.read, false, false, "MatMul"), bias.read, "BiasAdd");
-}
-
 }  // namespace
 
 Output LstmForward(const GraphBuilder& b, const ModelOptions& o, Model* m, Output* labels) {
   const int64_t batch = *o.batch == 0 ? -1 : *o.batch;
-  const Output x = Placeholder(b, "x", o.dtype, StaticShape{batch, *o.seq, *o.dim}, "uniform:0:1", m);
-  *labels = Placeholder(b, "y", DT_INT64, StaticShape{batch}, "argmax_prefix:x:10", m);
+  const Output x = FeedPlaceholder(b, "x", o.dtype, StaticShape{batch, *o.seq, *o.dim}, "uniform:0:1", m);
+  *labels = FeedPlaceholder(b, "y", DT_INT64, StaticShape{batch}, "argmax_prefix:x:10", m);
   const GraphBuilder rnn = b.WithScope("rnn");
   const LstmWeights w = LstmVariables(rnn, *o.dim, *o.hidden, o.dtype);
   Output last;
@@ -65,7 +48,7 @@ Output LstmForward(const GraphBuilder& b, const ModelOptions& o, Model* m, Outpu
     last = LastStep(b, DynamicRnn(rnn, w, x));
   }
   if (!b.status().ok() || !last.valid()) return {};
-  return Dense(b, "dense", last, kNumClasses);
+  return DenseLayer(b, "dense", last, kNumClasses);
 }
 
 }  // namespace parallax::models

@@ -4,12 +4,15 @@
 // built in its own statement: node names (`mul`, `mul_1`, ...) and ids follow TF's order.
 #include "lib/models/transformer.h"
 
+
 #include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "lib/models/layers.h"
 
 namespace parallax::models {
 namespace {
@@ -31,14 +34,6 @@ struct Config {
   int64_t seed = 0;
   DataType dtype = tensorflow::DT_FLOAT;
 };
-
-Output Placeholder(const GraphBuilder& b, std::string_view name, DataType t, StaticShape shape,
-                   std::string synthetic, Model* model) {
-  const Output p = b.Placeholder(name, t, shape);
-  if (p.valid()) b.graph().SetAttr(p.node(), kSyntheticAttr, StringAttr(synthetic));
-  model->feeds.push_back({std::string(name), t, std::move(shape), std::move(synthetic)});
-  return p;
-}
 
 // get_shape_list(x)[0] of a tensor whose batch is open: Shape, strided_slice.
 Output DynamicBatch(const GraphBuilder& b, const Output& x) {
@@ -337,9 +332,9 @@ Output TransformerForward(const GraphBuilder& b, const ModelOptions& o, Model* m
   c.seed = o.seed;
   c.dtype = o.dtype;
 
-  const Output ids = Placeholder(b, "ids", DT_INT32, StaticShape{c.batch, c.seq},
+  const Output ids = FeedPlaceholder(b, "ids", DT_INT32, StaticShape{c.batch, c.seq},
                                  fmt::format("uniform_int:0:{}", c.vocab), m);
-  *labels = Placeholder(b, "y", DT_INT64, StaticShape{c.batch}, "token_vote:ids:10", m);
+  *labels = FeedPlaceholder(b, "y", DT_INT64, StaticShape{c.batch}, "token_vote:ids:10", m);
   // BertModel's defaults for the inputs it is not given: every position attended to,
   // every token of type 0.
   Output batch;

@@ -2,6 +2,7 @@
 // model, DNN, two optimizers), op by op as TF 1.15 writes it.
 #include "lib/models/wide_deep.h"
 
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -9,6 +10,8 @@
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "lib/models/layers.h"
 
 namespace parallax::models {
 namespace {
@@ -29,14 +32,6 @@ AttrValue TypeListAttr(const std::vector<DataType>& types) {
   auto* list = v.mutable_list();
   for (DataType t : types) list->add_type(t);
   return v;
-}
-
-Output Placeholder(const GraphBuilder& b, std::string_view name, DataType t, StaticShape shape,
-                   std::string synthetic, Model* model) {
-  const Output p = b.Placeholder(name, t, shape);
-  if (p.valid()) b.graph().SetAttr(p.node(), kSyntheticAttr, StringAttr(synthetic));
-  model->feeds.push_back({std::string(name), t, std::move(shape), std::move(synthetic)});
-  return p;
 }
 
 // x[b0:e0, b1:e1] on a rank-2 tensor as Python slicing writes it (masks for the open
@@ -135,18 +130,6 @@ Output LookupSparse(const GraphBuilder& b, const VariableInfo& params, const Spa
                  {{t, StaticShape{batch, width}}})[0];
 }
 
-// tf.layers.dense as the canned DNN's layers: <scope>/kernel (Glorot), <scope>/bias.
-Output Dense(const GraphBuilder& b, std::string_view scope, const Output& x, int64_t units,
-             bool relu) {
-  const GraphBuilder s = b.WithScope(scope);
-  const DataType t = BaseType(x.dtype);
-  const VariableInfo kernel =
-      s.Variable("kernel", StaticShape{x.shape.dims[1], units}, t, Initializer::GlorotUniform());
-  const VariableInfo bias = s.Variable("bias", StaticShape{units}, t, Initializer::Zeros());
-  const Output y = s.BiasAdd(s.MatMul(x, kernel.read, false, false, "MatMul"), bias.read, "BiasAdd");
-  return relu ? s.Relu(y, "Relu") : y;
-}
-
 std::string FeatureName(int64_t f) { return fmt::format("c{}", f); }
 constexpr std::string_view kCrossName = "c0_X_c1";
 
@@ -199,9 +182,9 @@ Output DnnLogits(const GraphBuilder& b, const std::vector<Output>& features, con
   }
   Output h = input.ConcatV2(parts, 1, "concat");
   for (size_t i = 0; i < o.widths->size(); ++i) {
-    h = Dense(b, fmt::format("hiddenlayer_{}", i), h, (*o.widths)[i], /*relu=*/true);
+    h = DenseLayer(b, fmt::format("hiddenlayer_{}", i), h, (*o.widths)[i], /*relu=*/true);
   }
-  return Dense(b, "logits", h, kNumClasses, /*relu=*/false);
+  return DenseLayer(b, "logits", h, kNumClasses, /*relu=*/false);
 }
 
 }  // namespace
@@ -210,11 +193,11 @@ Output WideDeepForward(const GraphBuilder& b, const ModelOptions& o, Model* mode
   const int64_t batch = *o.batch == 0 ? -1 : *o.batch;
   const int64_t features = *o.seq;
   const int64_t buckets = kWideDeepBucketsPerId * *o.vocab;
-  const Output ids = Placeholder(b, "ids", DT_INT64, StaticShape{batch, features},
+  const Output ids = FeedPlaceholder(b, "ids", DT_INT64, StaticShape{batch, features},
                                  fmt::format("uniform_int:0:{}", *o.vocab), model);
-  const Output x = Placeholder(b, "x", o.dtype, StaticShape{batch, kWideDeepDenseFeatures},
+  const Output x = FeedPlaceholder(b, "x", o.dtype, StaticShape{batch, kWideDeepDenseFeatures},
                                "uniform:0:1", model);
-  *labels = Placeholder(b, "y", DT_INT64, StaticShape{batch}, "token_vote:ids:10", model);
+  *labels = FeedPlaceholder(b, "y", DT_INT64, StaticShape{batch}, "token_vote:ids:10", model);
   // The features dict: column f of ids as the [B,1] raw feature c<f>.
   std::vector<Output> columns;
   for (int64_t f = 0; f < features; ++f) {

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/models/layers.h"
 #include "lib/models/lstm_model.h"
 #include "lib/models/resnet.h"
 #include "lib/models/transformer.h"
@@ -26,19 +27,6 @@ std::string VersionsField() {
   return def.SerializeAsString();
 }
 
-// tf.layers.dense: <scope>/kernel (Glorot uniform), <scope>/bias (zeros), MatMul,
-// BiasAdd and optionally Relu.
-Output Dense(const GraphBuilder& b, std::string_view scope, const Output& x, int64_t units,
-             bool relu) {
-  const GraphBuilder s = b.WithScope(scope);
-  const int64_t in = x.shape.known_rank && x.shape.rank() == 2 ? x.shape.dims[1] : -1;
-  const DataType t = BaseType(x.dtype);
-  const VariableInfo kernel = s.Variable("kernel", StaticShape{in, units}, t, Initializer::GlorotUniform());
-  const VariableInfo bias = s.Variable("bias", StaticShape{units}, t, Initializer::Zeros());
-  Output y = s.BiasAdd(s.MatMul(x, kernel.read, false, false, "MatMul"), bias.read, "BiasAdd");
-  return relu ? s.Relu(y, "Relu") : y;
-}
-
 // tf.layers.conv2d with 5x5 kernels, stride 1, SAME padding and relu.
 Output Conv(const GraphBuilder& b, std::string_view scope, const Output& x, int64_t filters) {
   const GraphBuilder s = b.WithScope(scope);
@@ -55,64 +43,56 @@ Output Pool(const GraphBuilder& b, std::string_view scope, const Output& x) {
   return b.WithScope(scope).MaxPool(x, {1, 2, 2, 1}, {1, 2, 2, 1}, "VALID", "MaxPool");
 }
 
-Output Placeholder(const GraphBuilder& b, std::string_view name, DataType t, StaticShape shape,
-                   std::string_view synthetic, Model* model) {
-  const Output p = b.Placeholder(name, t, shape);
-  if (p.valid()) b.graph().SetAttr(p.node(), kSyntheticAttr, StringAttr(synthetic));
-  model->feeds.push_back({std::string(name), t, std::move(shape), std::string(synthetic)});
-  return p;
-}
-
 // Builds the forward graph into `b` and returns the logits; records the feeds.
 using Forward = std::function<Output(const GraphBuilder& b, const ModelOptions& o, Model* m,
                                      Output* labels)>;
 
 Output Labels(const GraphBuilder& b, int64_t batch, std::string_view rule, Model* m) {
-  return Placeholder(b, "y", DT_INT64, StaticShape{batch}, rule, m);
+  return FeedPlaceholder(b, "y", DT_INT64, StaticShape{batch}, rule, m);
 }
 
 Output SoftmaxForward(const GraphBuilder& b, const ModelOptions& o, Model* m, Output* labels) {
   const int64_t batch = *o.batch == 0 ? -1 : *o.batch;
-  const Output x = Placeholder(b, "x", o.dtype, StaticShape{batch, kMnistPixels}, "uniform:0:1", m);
+  const Output x = FeedPlaceholder(b, "x", o.dtype, StaticShape{batch, kMnistPixels}, "uniform:0:1", m);
   *labels = Labels(b, batch, "argmax_prefix:x:10", m);
-  return Dense(b, "dense", x, kNumClasses, false);
+  return DenseLayer(b, "dense", x, kNumClasses, false);
 }
 
 Output MlpForward(const GraphBuilder& b, const ModelOptions& o, Model* m, Output* labels) {
   const int64_t batch = *o.batch == 0 ? -1 : *o.batch;
-  Output h = Placeholder(b, "x", o.dtype, StaticShape{batch, kMnistPixels}, "uniform:0:1", m);
+  Output h = FeedPlaceholder(b, "x", o.dtype, StaticShape{batch, kMnistPixels}, "uniform:0:1", m);
   *labels = Labels(b, batch, "argmax_prefix:x:10", m);
   int layer = 0;
   auto scope = [&layer]() { return layer == 0 ? std::string("dense") : fmt::format("dense_{}", layer); };
   for (int64_t width : *o.widths) {
-    h = Dense(b, scope(), h, width, true);
+    h = DenseLayer(b, scope(), h, width, true);
     ++layer;
   }
-  return Dense(b, scope(), h, kNumClasses, false);
+  return DenseLayer(b, scope(), h, kNumClasses, false);
 }
 
 Output LenetForward(const GraphBuilder& b, const ModelOptions& o, Model* m, Output* labels) {
   const int64_t batch = *o.batch == 0 ? -1 : *o.batch;
-  const Output x = Placeholder(b, "x", o.dtype, StaticShape{batch, 28, 28, 1}, "uniform:0:1", m);
+  const Output x = FeedPlaceholder(b, "x", o.dtype, StaticShape{batch, 28, 28, 1}, "uniform:0:1", m);
   *labels = Labels(b, batch, "argmax_prefix:x:10", m);
   const std::vector<int64_t>& w = *o.widths;
   Output h = Pool(b, "max_pooling2d", Conv(b, "conv2d", x, w[0]));
   h = Pool(b, "max_pooling2d_1", Conv(b, "conv2d_1", h, w[1]));
   h = b.Reshape(h, std::vector<int64_t>{-1, 7 * 7 * w[1]}, "Reshape");
-  h = Dense(b, "dense", h, w[2], true);
-  return Dense(b, "dense_1", h, kNumClasses, false);
+  h = DenseLayer(b, "dense", h, w[2], true);
+  return DenseLayer(b, "dense_1", h, kNumClasses, false);
 }
 
 Output EmbeddingForward(const GraphBuilder& b, const ModelOptions& o, Model* m, Output* labels) {
   const int64_t batch = *o.batch == 0 ? -1 : *o.batch;
-  const Output ids = Placeholder(b, "ids", DT_INT32, StaticShape{batch, *o.seq},
+  const Output ids = FeedPlaceholder(b, "ids", DT_INT32, StaticShape{batch, *o.seq},
                                  fmt::format("uniform_int:0:{}", *o.vocab), m);
   *labels = Labels(b, batch, "token_vote:ids:10", m);
   const VariableInfo table = b.Variable("embeddings", StaticShape{*o.vocab, *o.dim}, o.dtype,
                                         Initializer::RandomUniform(-0.05, 0.05));
   const Output looked_up = b.ColocatedWith("embeddings").GatherV2(table.read, ids, 0, "embedding_lookup");
   const Output mean = b.Mean(looked_up, {1}, false, "Mean");
-  return Dense(b, "dense", mean, kNumClasses, false);
+  return DenseLayer(b, "dense", mean, kNumClasses, false);
 }
 
 // Writes the training ops for the loss; unset: Minimize with the model's optimizer.
