@@ -4,7 +4,6 @@
 // built in its own statement: node names (`mul`, `mul_1`, ...) and ids follow TF's order.
 #include "lib/models/transformer.h"
 
-
 #include <cmath>
 #include <optional>
 #include <string>
@@ -333,7 +332,7 @@ Output TransformerForward(const GraphBuilder& b, const ModelOptions& o, Model* m
   c.dtype = o.dtype;
 
   const Output ids = FeedPlaceholder(b, "ids", DT_INT32, StaticShape{c.batch, c.seq},
-                                 fmt::format("uniform_int:0:{}", c.vocab), m);
+                                     fmt::format("uniform_int:0:{}", c.vocab), m);
   *labels = FeedPlaceholder(b, "y", DT_INT64, StaticShape{c.batch}, "token_vote:ids:10", m);
   // BertModel's defaults for the inputs it is not given: every position attended to,
   // every token of type 0.
