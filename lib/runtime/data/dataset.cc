@@ -68,13 +68,34 @@ std::shared_ptr<SyntheticColumn> SyntheticColumn::WithRange(DataType dtype,
   return column;
 }
 
+std::shared_ptr<SyntheticColumn> SyntheticColumn::Zipf(DataType dtype, TensorShape example_shape,
+                                                       uint64_t seed, int64_t lo, int64_t hi) {
+  auto column = WithRange(dtype, std::move(example_shape), seed, static_cast<double>(lo),
+                          static_cast<double>(hi));
+  auto cdf = std::make_shared<std::vector<double>>(static_cast<size_t>(column->num_classes_));
+  double sum = 0;
+  for (size_t k = 0; k < cdf->size(); ++k) {
+    sum += 1.0 / static_cast<double>(k + 1);
+    (*cdf)[k] = sum;
+  }
+  column->zipf_cdf_ = std::move(cdf);
+  return column;
+}
+
 namespace {
 // lo + (hi - lo) * u for floats (exactly u for the default [0, 1)); lo + [0, classes) for
 // integers (lo is 0 unless a range was given).
 template <typename T>
-void FillSynthetic(T* out, int64_t count, DataRng& rng, int64_t num_classes, double lo, double hi) {
+void FillSynthetic(T* out, int64_t count, DataRng& rng, int64_t num_classes, double lo, double hi,
+                   const std::vector<double>* zipf_cdf) {
   for (int64_t j = 0; j < count; ++j) {
-    if constexpr (std::is_floating_point_v<T>) {
+    if (zipf_cdf != nullptr) {
+      // The first k with cdf[k] > u * total: P(k) = (cdf[k] - cdf[k-1]) / total.
+      const double target = rng.Uniform() * zipf_cdf->back();
+      const auto k = std::upper_bound(zipf_cdf->begin(), zipf_cdf->end(), target) - zipf_cdf->begin();
+      out[j] = static_cast<T>(static_cast<int64_t>(lo) +
+                              std::min<int64_t>(k, static_cast<int64_t>(zipf_cdf->size()) - 1));
+    } else if constexpr (std::is_floating_point_v<T>) {
       out[j] = static_cast<T>(lo + (hi - lo) * rng.Uniform());
     } else if constexpr (std::is_same_v<T, bool>) {
       out[j] = (rng.Next() >> 63) != 0;
@@ -91,20 +112,24 @@ Tensor SyntheticColumn::Gather(std::span<const int64_t> indices) const {
   shape.InsertDim(0, static_cast<int64_t>(indices.size()));
   Tensor out(dtype(), shape);
   const int64_t per_example = example_shape().num_elements();
+  // Zipf tables apply to integers only (the feeder makes Zipf columns for them only).
+  const bool integral = dtype() != tensorflow::DT_FLOAT && dtype() != tensorflow::DT_DOUBLE &&
+                        dtype() != tensorflow::DT_BOOL && dtype() != tensorflow::DT_STRING;
+  const std::vector<double>* zipf = integral ? zipf_cdf_.get() : nullptr;
   for (size_t i = 0; i < indices.size(); ++i) {
     // Example i is a function of (seed, i) only: reproducible in any order and shard.
     DataRng rng(Mix64(seed_ ^ Mix64(static_cast<uint64_t>(indices[i]))));
     const int64_t offset = static_cast<int64_t>(i) * per_example;
     switch (dtype()) {
-      case tensorflow::DT_FLOAT: FillSynthetic(out.data<float>() + offset, per_example, rng, num_classes_, lo_, hi_); break;
-      case tensorflow::DT_DOUBLE: FillSynthetic(out.data<double>() + offset, per_example, rng, num_classes_, lo_, hi_); break;
-      case tensorflow::DT_INT32: FillSynthetic(out.data<int32_t>() + offset, per_example, rng, num_classes_, lo_, hi_); break;
-      case tensorflow::DT_INT64: FillSynthetic(out.data<int64_t>() + offset, per_example, rng, num_classes_, lo_, hi_); break;
-      case tensorflow::DT_UINT8: FillSynthetic(out.data<uint8_t>() + offset, per_example, rng, num_classes_, lo_, hi_); break;
-      case tensorflow::DT_INT8: FillSynthetic(out.data<int8_t>() + offset, per_example, rng, num_classes_, lo_, hi_); break;
-      case tensorflow::DT_INT16: FillSynthetic(out.data<int16_t>() + offset, per_example, rng, num_classes_, lo_, hi_); break;
-      case tensorflow::DT_UINT16: FillSynthetic(out.data<uint16_t>() + offset, per_example, rng, num_classes_, lo_, hi_); break;
-      case tensorflow::DT_BOOL: FillSynthetic(out.data<bool>() + offset, per_example, rng, num_classes_, lo_, hi_); break;
+      case tensorflow::DT_FLOAT: FillSynthetic(out.data<float>() + offset, per_example, rng, num_classes_, lo_, hi_, zipf); break;
+      case tensorflow::DT_DOUBLE: FillSynthetic(out.data<double>() + offset, per_example, rng, num_classes_, lo_, hi_, zipf); break;
+      case tensorflow::DT_INT32: FillSynthetic(out.data<int32_t>() + offset, per_example, rng, num_classes_, lo_, hi_, zipf); break;
+      case tensorflow::DT_INT64: FillSynthetic(out.data<int64_t>() + offset, per_example, rng, num_classes_, lo_, hi_, zipf); break;
+      case tensorflow::DT_UINT8: FillSynthetic(out.data<uint8_t>() + offset, per_example, rng, num_classes_, lo_, hi_, zipf); break;
+      case tensorflow::DT_INT8: FillSynthetic(out.data<int8_t>() + offset, per_example, rng, num_classes_, lo_, hi_, zipf); break;
+      case tensorflow::DT_INT16: FillSynthetic(out.data<int16_t>() + offset, per_example, rng, num_classes_, lo_, hi_, zipf); break;
+      case tensorflow::DT_UINT16: FillSynthetic(out.data<uint16_t>() + offset, per_example, rng, num_classes_, lo_, hi_, zipf); break;
+      case tensorflow::DT_BOOL: FillSynthetic(out.data<bool>() + offset, per_example, rng, num_classes_, lo_, hi_, zipf); break;
       case tensorflow::DT_STRING:
         // Words: the decimal text of class ids, so hashing and lookups see several values.
         for (int64_t j = 0; j < per_example; ++j) {
@@ -195,6 +220,33 @@ Tensor LabelRuleColumn::Gather(std::span<const int64_t> indices) const {
       out.data<int32_t>()[r] = static_cast<int32_t>(label);
     } else {
       out.data<int64_t>()[r] = label;
+    }
+  }
+  return out;
+}
+
+// ---- ShiftColumn ----
+
+ShiftColumn::ShiftColumn(DataType dtype, std::shared_ptr<const Column> source)
+    : Column("synthetic", dtype == tensorflow::DT_INT32 ? dtype : tensorflow::DT_INT64,
+             source->example_shape()),
+      source_(std::move(source)) {}
+
+Tensor ShiftColumn::Gather(std::span<const int64_t> indices) const {
+  const Tensor examples = source_->Gather(indices);
+  const int64_t rows = static_cast<int64_t>(indices.size());
+  TensorShape shape = example_shape();
+  shape.InsertDim(0, rows);
+  Tensor out(dtype(), shape);
+  const int64_t per_example = example_shape().num_elements();
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t t = 0; t < per_example; ++t) {
+      const int64_t next = ElementAsInt64(examples, r * per_example + (t + 1) % per_example);
+      if (dtype() == tensorflow::DT_INT32) {
+        out.data<int32_t>()[r * per_example + t] = static_cast<int32_t>(next);
+      } else {
+        out.data<int64_t>()[r * per_example + t] = next;
+      }
     }
   }
   return out;

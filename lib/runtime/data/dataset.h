@@ -68,12 +68,17 @@ class TensorColumn : public Column {
 
 // Random examples: floats uniform in [0, 1); integers uniform in [0, num_classes);
 // bools fair coin flips. WithRange: floats uniform in [lo, hi), integers in [lo, hi).
+// Zipf: integers lo + k, k in [0, hi - lo) drawn with P(k) proportional to 1 / (k + 1)
+// (Zipf's law with exponent 1, the shape of word frequencies: a few ids are most of the
+// tokens), by inverting a cumulative table of hi - lo doubles built once per column.
 class SyntheticColumn : public Column {
  public:
   SyntheticColumn(DataType dtype, TensorShape example_shape, uint64_t seed,
                   int64_t num_classes = 10);
   static std::shared_ptr<SyntheticColumn> WithRange(DataType dtype, TensorShape example_shape,
                                                     uint64_t seed, double lo, double hi);
+  static std::shared_ptr<SyntheticColumn> Zipf(DataType dtype, TensorShape example_shape,
+                                               uint64_t seed, int64_t lo, int64_t hi);
   int64_t num_examples() const override { return kUnboundedExamples; }
   Tensor Gather(std::span<const int64_t> indices) const override;
   int64_t num_classes() const { return num_classes_; }
@@ -83,6 +88,23 @@ class SyntheticColumn : public Column {
   int64_t num_classes_;
   double lo_ = 0;   // floats: lo_ + (hi_ - lo_) * u; integers: lo_ + [0, num_classes_)
   double hi_ = 1;
+  // Zipf: cdf[k] = sum over i <= k of 1 / (i + 1), for k < num_classes_; null otherwise.
+  std::shared_ptr<const std::vector<double>> zipf_cdf_;
+};
+
+// Next-token targets (the model zoo's `shift:FEED` rule): example i is the source's
+// example i flattened, each element replaced by the one after it, the last by the first
+// (y[t] = ids[(t + 1) mod T]): a language model's targets over a row of tokens. The
+// example shape is the source's; int32 when `dtype` is, else int64. Bounded when the
+// source is.
+class ShiftColumn : public Column {
+ public:
+  ShiftColumn(DataType dtype, std::shared_ptr<const Column> source);
+  int64_t num_examples() const override { return source_->num_examples(); }
+  Tensor Gather(std::span<const int64_t> indices) const override;
+
+ private:
+  std::shared_ptr<const Column> source_;
 };
 
 // Labels with a learnable signal (the model zoo's `_parallax_synthetic` rules; see

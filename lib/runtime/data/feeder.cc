@@ -286,13 +286,15 @@ StatusOr<std::optional<SyntheticRule>> FindSyntheticRule(const Graph& graph,
   };
   SyntheticRule rule;
   const std::string& kind = parts[0];
-  if (kind == "uniform" || kind == "uniform_int") {
-    rule.kind = kind == "uniform" ? SyntheticRule::Kind::kUniform : SyntheticRule::Kind::kUniformInt;
+  if (kind == "uniform" || kind == "uniform_int" || kind == "zipf_int") {
+    rule.kind = kind == "uniform"       ? SyntheticRule::Kind::kUniform
+                : kind == "uniform_int" ? SyntheticRule::Kind::kUniformInt
+                                        : SyntheticRule::Kind::kZipfInt;
     const std::string form = kind + ":LO:HI with LO < HI";
     if (parts.size() != 3) return bad(form);
     std::optional<double> lo = ParseNumber(parts[1]), hi = ParseNumber(parts[2]);
     if (!lo || !hi || !(*lo < *hi)) return bad(form);
-    if (rule.kind == SyntheticRule::Kind::kUniformInt &&
+    if (rule.kind != SyntheticRule::Kind::kUniform &&
         (*lo != std::floor(*lo) || *hi != std::floor(*hi))) {
       return bad(form + ", both integers");
     }
@@ -311,8 +313,14 @@ StatusOr<std::optional<SyntheticRule>> FindSyntheticRule(const Graph& graph,
     rule.classes = static_cast<int64_t>(*classes);
     return std::optional<SyntheticRule>(rule);
   }
-  return bad("one of uniform:LO:HI, uniform_int:LO:HI, argmax_prefix:FEED:CLASSES, "
-             "token_vote:FEED:CLASSES");
+  if (kind == "shift") {
+    rule.kind = SyntheticRule::Kind::kShift;
+    if (parts.size() != 2 || parts[1].empty()) return bad("shift:FEED");
+    rule.feed = parts[1];
+    return std::optional<SyntheticRule>(rule);
+  }
+  return bad("one of uniform:LO:HI, uniform_int:LO:HI, zipf_int:LO:HI, argmax_prefix:FEED:CLASSES, "
+             "token_vote:FEED:CLASSES, shift:FEED");
 }
 
 StatusOr<std::shared_ptr<const Column>> MakeSyntheticColumn(const Graph& graph,
@@ -356,6 +364,21 @@ StatusOr<std::shared_ptr<const Column>> MakeSyntheticColumn(const Graph& graph,
       return InvalidArgumentError("{}: {} '{}' {}", target.DebugString(), kSyntheticAttr,
                                   rule_text, why);
     };
+    // The column a rule that reads input FEED reads: the one bound to FEED (lookup), else
+    // FEED's own synthetic column from the same seed (the same data).
+    auto RuleSource = [&](const SyntheticRule& r, const auto& fail)
+        -> StatusOr<std::shared_ptr<const Column>> {
+      StatusOr<OutputRef> feed = ResolveTensorName(graph, r.feed);
+      if (!feed.ok()) return fail(fmt::format("reads '{}', which names no node", r.feed));
+      std::shared_ptr<const Column> source = lookup ? lookup(*feed) : nullptr;
+      if (source != nullptr) return source;
+      PX_ASSIGN_OR_RETURN(FeedTarget feed_target, DescribeFeedTarget(graph, r.feed));
+      PX_ASSIGN_OR_RETURN(std::optional<SyntheticRule> feed_rule, FindSyntheticRule(graph, feed_target));
+      if (feed_rule && feed_rule->reads_input()) {
+        return fail(fmt::format("reads '{}', whose own rule reads another input", r.feed));
+      }
+      return MakeSyntheticColumn(graph, feed_target, seed);
+    };
     switch (rule->kind) {
       case SyntheticRule::Kind::kUniform:
         if (!IsFloat(dtype)) return misfit("needs a float or double input");
@@ -365,6 +388,21 @@ StatusOr<std::shared_ptr<const Column>> MakeSyntheticColumn(const Graph& graph,
         if (!IsInteger(dtype)) return misfit("needs an integer input");
         return std::shared_ptr<const Column>(
             SyntheticColumn::WithRange(dtype, example, column_seed, rule->lo, rule->hi));
+      case SyntheticRule::Kind::kZipfInt:
+        if (!IsInteger(dtype)) return misfit("needs an integer input");
+        return std::shared_ptr<const Column>(
+            SyntheticColumn::Zipf(dtype, example, column_seed, static_cast<int64_t>(rule->lo),
+                                  static_cast<int64_t>(rule->hi)));
+      case SyntheticRule::Kind::kShift: {
+        if (!IsInteger(dtype)) return misfit("needs integer targets");
+        PX_ASSIGN_OR_RETURN(std::shared_ptr<const Column> source, RuleSource(*rule, misfit));
+        if (source->example_shape() != example) {
+          return misfit(fmt::format("needs targets of the shape of '{}' ({} per example), got {}",
+                                    rule->feed, source->example_shape().DebugString(),
+                                    example.DebugString()));
+        }
+        return std::shared_ptr<const Column>(std::make_shared<ShiftColumn>(dtype, std::move(source)));
+      }
       case SyntheticRule::Kind::kArgmaxPrefix:
       case SyntheticRule::Kind::kTokenVote: {
         // Class ids, one per example: integer labels [B], or one-hot float labels [B, K]
@@ -374,19 +412,7 @@ StatusOr<std::shared_ptr<const Column>> MakeSyntheticColumn(const Graph& graph,
         if (!ids && !one_hot) {
           return misfit("needs integer labels [batch] or one-hot float labels [batch, classes]");
         }
-        StatusOr<OutputRef> feed = ResolveTensorName(graph, rule->feed);
-        if (!feed.ok()) return misfit(fmt::format("reads '{}', which names no node", rule->feed));
-        std::shared_ptr<const Column> source = lookup ? lookup(*feed) : nullptr;
-        if (source == nullptr) {
-          PX_ASSIGN_OR_RETURN(FeedTarget feed_target, DescribeFeedTarget(graph, rule->feed));
-          PX_ASSIGN_OR_RETURN(std::optional<SyntheticRule> feed_rule,
-                              FindSyntheticRule(graph, feed_target));
-          if (feed_rule && feed_rule->reads_input()) {
-            return misfit(fmt::format("reads '{}', whose own rule reads another input",
-                                      rule->feed));
-          }
-          PX_ASSIGN_OR_RETURN(source, MakeSyntheticColumn(graph, feed_target, seed));
-        }
+        PX_ASSIGN_OR_RETURN(std::shared_ptr<const Column> source, RuleSource(*rule, misfit));
         const auto kind = rule->kind == SyntheticRule::Kind::kArgmaxPrefix
                               ? LabelRuleColumn::Rule::kArgmaxPrefix
                               : LabelRuleColumn::Rule::kTokenVote;

@@ -77,15 +77,20 @@ int64_t InferNumClasses(const Graph& graph, OutputRef labels);
 
 // A placeholder's `_parallax_synthetic` attr (the model zoo's rules, docs/models.md):
 // "uniform:LO:HI" (floats in [LO, HI)), "uniform_int:LO:HI" (integers in [LO, HI)),
+// "zipf_int:LO:HI" (integers LO + k in [LO, HI), P(k) proportional to 1 / (k + 1)),
 // "argmax_prefix:FEED:C" and "token_vote:FEED:C" (labels computed from the same
-// example of input FEED; LabelRuleColumn).
+// example of input FEED; LabelRuleColumn), "shift:FEED" (FEED's example with every
+// element replaced by the next one, the last by the first: next-token targets;
+// ShiftColumn).
 struct SyntheticRule {
-  enum class Kind { kUniform, kUniformInt, kArgmaxPrefix, kTokenVote };
+  enum class Kind { kUniform, kUniformInt, kZipfInt, kArgmaxPrefix, kTokenVote, kShift };
   Kind kind = Kind::kUniform;
-  double lo = 0, hi = 1;  // uniform, uniform_int
-  std::string feed;       // argmax_prefix, token_vote: the input the labels are read from
+  double lo = 0, hi = 1;  // uniform, uniform_int, zipf_int
+  std::string feed;       // argmax_prefix, token_vote, shift: the input the labels are read from
   int64_t classes = 0;    // argmax_prefix, token_vote
-  bool reads_input() const { return kind == Kind::kArgmaxPrefix || kind == Kind::kTokenVote; }
+  bool reads_input() const {
+    return kind == Kind::kArgmaxPrefix || kind == Kind::kTokenVote || kind == Kind::kShift;
+  }
 };
 // The rule of `target`'s placeholder; nullopt when it has none (or is not a placeholder).
 // Errors name the placeholder and the attr: "placeholder 'y': _parallax_synthetic

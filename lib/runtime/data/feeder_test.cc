@@ -1,6 +1,7 @@
 #include "lib/runtime/data/feeder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include <catch2/catch.hpp>
@@ -345,7 +346,93 @@ TEST_CASE("synthetic data follows _parallax_synthetic rules: ranges and learnabl
         "double input");
   CHECK(MakeSyntheticColumn(g, Target(g, "unknown"), 3).status().message() ==
         "placeholder 'unknown': _parallax_synthetic 'gaussian:0:1': expected one of "
-        "uniform:LO:HI, uniform_int:LO:HI, argmax_prefix:FEED:CLASSES, token_vote:FEED:CLASSES");
+        "uniform:LO:HI, uniform_int:LO:HI, zipf_int:LO:HI, argmax_prefix:FEED:CLASSES, "
+        "token_vote:FEED:CLASSES, shift:FEED");
+}
+
+// The lm1b model's rules: Zipf-distributed token ids and next-token targets.
+constexpr const char* kZipfGraph = R"pb(
+  node { name: "ids" op: "Placeholder" attr { key: "dtype" value { type: DT_INT32 } }
+         attr { key: "shape" value { shape { dim { size: -1 } dim { size: 4 } } } }
+         attr { key: "_parallax_synthetic" value { s: "zipf_int:0:50" } } }
+  node { name: "y" op: "Placeholder" attr { key: "dtype" value { type: DT_INT64 } }
+         attr { key: "shape" value { shape { dim { size: -1 } dim { size: 4 } } } }
+         attr { key: "_parallax_synthetic" value { s: "shift:ids" } } }
+  node { name: "short" op: "Placeholder" attr { key: "dtype" value { type: DT_INT64 } }
+         attr { key: "shape" value { shape { dim { size: -1 } dim { size: 3 } } } }
+         attr { key: "_parallax_synthetic" value { s: "shift:ids" } } }
+  node { name: "floats" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } }
+         attr { key: "shape" value { shape { dim { size: -1 } } } }
+         attr { key: "_parallax_synthetic" value { s: "zipf_int:0:5" } } }
+  node { name: "bad" op: "Placeholder" attr { key: "dtype" value { type: DT_INT32 } }
+         attr { key: "shape" value { shape { dim { size: -1 } } } }
+         attr { key: "_parallax_synthetic" value { s: "zipf_int:0:2.5" } } }
+)pb";
+
+TEST_CASE("synthetic zipf_int ids follow 1/(k+1) in range, per seed; shift gives the next ids") {
+  StatusOr<Graph> parsed = ParseGraph(kZipfGraph, "zipf.pbtxt");
+  REQUIRE(parsed.ok());
+  const Graph& g = *parsed;
+  StatusOr<std::shared_ptr<const Column>> ids = MakeSyntheticColumn(g, Target(g, "ids"), 3);
+  REQUIRE(ids.ok());
+  constexpr int64_t kExamples = 50000;
+  std::vector<int64_t> examples(kExamples);
+  for (int64_t i = 0; i < kExamples; ++i) examples[static_cast<size_t>(i)] = i;
+  const Tensor tokens = (*ids)->Gather(examples);
+  std::vector<int64_t> count(50, 0);
+  for (int32_t t : tokens.flat<int32_t>()) {
+    REQUIRE((t >= 0 && t < 50));
+    ++count[static_cast<size_t>(t)];
+  }
+  // P(k) = (1 / (k + 1)) / H_50, H_50 = 4.499: id 0 is 22.2% of the tokens, id 1 11.1%,
+  // id 49 0.44%; 200,000 draws put each within a few percent of that.
+  double harmonic = 0;
+  for (int k = 1; k <= 50; ++k) harmonic += 1.0 / k;
+  const double n = static_cast<double>(tokens.num_elements());
+  for (int k : {0, 1, 2, 9, 49}) {
+    INFO("id " << k << " count " << count[static_cast<size_t>(k)]);
+    const double want = n / ((k + 1) * harmonic);
+    CHECK(std::abs(static_cast<double>(count[static_cast<size_t>(k)]) - want) < 0.05 * want + 30);
+  }
+  CHECK(count[0] > 1.8 * static_cast<double>(count[1]));
+  // Deterministic per seed and example, different for another seed.
+  StatusOr<std::shared_ptr<const Column>> again = MakeSyntheticColumn(g, Target(g, "ids"), 3);
+  StatusOr<std::shared_ptr<const Column>> other = MakeSyntheticColumn(g, Target(g, "ids"), 4);
+  REQUIRE(again.ok());
+  REQUIRE(other.ok());
+  const std::vector<int64_t> some = {5, 900, 77};
+  const Tensor a = (*ids)->Gather(some), b = (*again)->Gather(some), c = (*other)->Gather(some);
+  CHECK(std::equal(a.flat<int32_t>().begin(), a.flat<int32_t>().end(), b.flat<int32_t>().begin()));
+  CHECK(!std::equal(a.flat<int32_t>().begin(), a.flat<int32_t>().end(), c.flat<int32_t>().begin()));
+
+  // shift:ids reads the column bound to ids: y[t] = ids[(t + 1) mod 4].
+  const ColumnLookup lookup = [&](OutputRef ref) -> std::shared_ptr<const Column> {
+    return ref == Target(g, "ids").ref ? *ids : nullptr;
+  };
+  StatusOr<std::shared_ptr<const Column>> y = MakeSyntheticColumn(g, Target(g, "y"), 3, lookup);
+  REQUIRE(y.ok());
+  CHECK((*y)->dtype() == tensorflow::DT_INT64);
+  const Tensor next = (*y)->Gather(some);
+  REQUIRE(next.shape() == TensorShape({3, 4}));
+  for (int64_t r = 0; r < 3; ++r) {
+    for (int64_t t = 0; t < 4; ++t) {
+      CHECK(next.data<int64_t>()[r * 4 + t] == a.data<int32_t>()[r * 4 + (t + 1) % 4]);
+    }
+  }
+  // Without a lookup: ids' own column from the same seed, the same targets.
+  StatusOr<std::shared_ptr<const Column>> y2 = MakeSyntheticColumn(g, Target(g, "y"), 3);
+  REQUIRE(y2.ok());
+  const Tensor next2 = (*y2)->Gather(some);
+  CHECK(std::equal(next.flat<int64_t>().begin(), next.flat<int64_t>().end(), next2.flat<int64_t>().begin()));
+
+  CHECK(MakeSyntheticColumn(g, Target(g, "short"), 3).status().message() ==
+        "placeholder 'short' (int64 [?,3]): _parallax_synthetic 'shift:ids' needs targets of the "
+        "shape of 'ids' ([4] per example), got [3]");
+  CHECK(MakeSyntheticColumn(g, Target(g, "floats"), 3).status().message() ==
+        "placeholder 'floats' (float [?]): _parallax_synthetic 'zipf_int:0:5' needs an integer input");
+  CHECK(MakeSyntheticColumn(g, Target(g, "bad"), 3).status().message() ==
+        "placeholder 'bad': _parallax_synthetic 'zipf_int:0:2.5': expected zipf_int:LO:HI with LO < "
+        "HI, both integers");
 }
 
 TEST_CASE("datasets: columns agree on the example count") {
