@@ -589,6 +589,19 @@ TEST_CASE("finite differences: sparse softmax cross entropy") {
   });
 }
 
+TEST_CASE("finite differences: dense softmax cross entropy (sampled softmax's), logits and labels") {
+  CheckOp("SoftmaxCrossEntropyWithLogits", [](const GraphBuilder& b, DataType t) {
+    // The op's backprop is softmax - labels: the logits' gradient holds for labels whose
+    // rows sum to 1 (TF's too), so the labels are a softmax of z.
+    const Output logits = b.Placeholder("logits", t, {4, 5});
+    const Output z = b.Placeholder("z", t, {4, 5});
+    const Output labels = b.AddOp({"Softmax", "labels", {z}, {{"T", TypeAttr(t)}}}, {{t, z.shape}})[0];
+    const Output loss = b.AddOp({"SoftmaxCrossEntropyWithLogits", "xent", {logits, labels}, {{"T", TypeAttr(t)}}},
+                                {{t, StaticShape{4}}, {t, StaticShape{4, 5}}})[0];
+    return OpGraph{loss, {logits, z}, {}};
+  });
+}
+
 // BatchMatMulV2(x, y) with the output shape stated (the builder has no shape rule for it).
 Output BatchMatMul(const GraphBuilder& b, const Output& x, const Output& y, bool adj_x, bool adj_y,
                    StaticShape out) {

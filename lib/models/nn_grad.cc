@@ -4,7 +4,12 @@
 // MaxPool (MaxPoolGrad), FusedBatchNorm/V2/V3 in training mode (FusedBatchNormGrad/V2/V3
 // on the forward op's saved batch statistics, its reserve spaces) and the sparse softmax
 // cross entropy, whose gradient the forward op already computed: PreventGradient(xent:1)
-// x ExpandDims(upstream, -1). L2Loss: x * upstream (TF's _L2LossGrad).
+// x ExpandDims(upstream, -1). L2Loss: x * upstream (TF's _L2LossGrad). The dense
+// SoftmaxCrossEntropyWithLogits (sampled softmax's loss) as TF 1.15's
+// _SoftmaxCrossEntropyWithLogitsGrad: the logits get ExpandDims(upstream, -1) x backprop
+// (the forward's output 1), the labels ExpandDims(upstream, -1) x -LogSoftmax(logits); a
+// gradient reaching the backprop output itself (a second derivative) is Unimplemented,
+// except the zeros_like TF's IsZero skips.
 #include "lib/models/gradients.h"
 
 namespace parallax::models {
@@ -133,6 +138,25 @@ StatusOr<std::vector<Gradient>> SparseSoftmaxXentGrad(const GradientContext& ctx
   return std::vector<Gradient>{Gradient::Dense(b.Mul(expanded, backprop, "mul")), Gradient()};
 }
 
+StatusOr<std::vector<Gradient>> SoftmaxXentGrad(const GradientContext& ctx) {
+  PX_ASSIGN_OR_RETURN(Output grad, ctx.DenseGrad(0));
+  const Gradient& grad_grad = ctx.grad(1);
+  if (grad_grad.valid() && (grad_grad.is_sparse() || ctx.builder().graph().node(grad_grad.dense.node()).op() != "ZerosLike")) {
+    return UnimplementedError("gradient of '{}' (SoftmaxCrossEntropyWithLogits): its backprop output "
+                              "is differentiated (a second derivative)",
+                              ctx.node().name());
+  }
+  const GraphBuilder& b = ctx.builder();
+  const DataType t = BaseType(grad.dtype);
+  const Output& logits = ctx.input(0);
+  // _BroadcastMul(vec, mat): ExpandDims(vec, -1) * mat.
+  const Output dlogits = b.Mul(b.ExpandDims(grad, -1), ctx.output(1), "mul");
+  const Output log_softmax =
+      b.AddOp({"LogSoftmax", "LogSoftmax", {logits}, {{"T", TypeAttr(t)}}}, {{t, logits.shape}})[0];
+  const Output dlabels = b.Mul(b.ExpandDims(grad, -1, "ExpandDims_1"), b.Neg(log_softmax, "Neg"), "mul_1");
+  return std::vector<Gradient>{Gradient::Dense(dlogits), Gradient::Dense(dlabels)};
+}
+
 StatusOr<std::vector<Gradient>> L2LossGrad(const GradientContext& ctx) {
   PX_ASSIGN_OR_RETURN(Output grad, ctx.DenseGrad(0));
   return std::vector<Gradient>{Gradient::Dense(ctx.builder().Mul(ctx.input(0), grad, "mul"))};
@@ -147,6 +171,7 @@ PX_REGISTER_GRADIENT("FusedBatchNorm", [](const GradientContext& ctx) { return F
 PX_REGISTER_GRADIENT("FusedBatchNormV2", [](const GradientContext& ctx) { return FusedBatchNormGrad(ctx, 2); });
 PX_REGISTER_GRADIENT("FusedBatchNormV3", [](const GradientContext& ctx) { return FusedBatchNormGrad(ctx, 3); });
 PX_REGISTER_GRADIENT("SparseSoftmaxCrossEntropyWithLogits", SparseSoftmaxXentGrad);
+PX_REGISTER_GRADIENT("SoftmaxCrossEntropyWithLogits", SoftmaxXentGrad);
 
 }  // namespace
 }  // namespace parallax::models
