@@ -69,14 +69,21 @@ std::pair<Output, Output> NewTensorArray(const GraphBuilder& b, std::string_view
 }  // namespace
 
 LstmWeights LstmVariables(const GraphBuilder& b, int64_t input_dim, int64_t hidden,
-                          DataType dtype) {
+                          DataType dtype, int64_t num_proj) {
   const GraphBuilder s = b.WithScope("lstm_cell");
   LstmWeights w;
   w.hidden = hidden;
-  w.kernel = s.Variable("kernel", StaticShape{input_dim + hidden, 4 * hidden}, dtype,
+  w.num_proj = num_proj;
+  w.kernel = s.Variable("kernel", StaticShape{input_dim + w.output_size(), 4 * hidden}, dtype,
                         Initializer::GlorotUniform())
                  .read;
   w.bias = s.Variable("bias", StaticShape{4 * hidden}, dtype, Initializer::Zeros()).read;
+  if (num_proj > 0) {
+    w.projection = s.WithScope("projection")
+                       .Variable("kernel", StaticShape{hidden, num_proj}, dtype,
+                                 Initializer::GlorotUniform())
+                       .read;
+  }
   return w;
 }
 
@@ -101,6 +108,7 @@ std::pair<Output, Output> LstmCell(const GraphBuilder& b, const LstmWeights& w, 
   const Output new_c = s.Add(kept, written, "add_1");
   const Output new_h = s.Mul(Activation(s, "Sigmoid", ijfo[3], "Sigmoid_2"),
                              Activation(s, "Tanh", new_c, "Tanh_1"), "mul_2");
+  if (w.projection.valid()) return {new_c, s.MatMul(new_h, w.projection, false, false, "MatMul_1")};
   return {new_c, new_h};
 }
 
@@ -115,11 +123,11 @@ Output DynamicRnn(const GraphBuilder& b, const LstmWeights& w, const Output& x) 
   const int64_t batch = x.shape.dims[0], steps = x.shape.dims[1], depth = x.shape.dims[2];
   const Output inputs = Transpose(b, x, "transpose");  // [T, B, D]
   const Output c0 = ZeroState(b, x, batch, w.hidden, "LSTMCellZeroState/zeros");
-  const Output h0 = ZeroState(b, x, batch, w.hidden, "LSTMCellZeroState/zeros_1");
+  const Output h0 = ZeroState(b, x, batch, w.output_size(), "LSTMCellZeroState/zeros_1");
   const Output max_time = b.Int32Scalar("max_time", steps);
   const Output time = b.Int32Scalar("time", 0);
   const auto [out_ta, out_flow] =
-      NewTensorArray(b, "TensorArray", max_time, t, StaticShape{batch, w.hidden},
+      NewTensorArray(b, "TensorArray", max_time, t, StaticShape{batch, w.output_size()},
                      b.scope() + "dynamic_rnn/output_0");
   const auto [in_ta, in_flow] = NewTensorArray(b, "TensorArray_1", max_time, t,
                                                StaticShape{batch, depth},
@@ -160,8 +168,8 @@ Output DynamicRnn(const GraphBuilder& b, const LstmWeights& w, const Output& x) 
   const Output all = Range(stack, size, steps);
   const Output gathered =
       stack.AddOp({"TensorArrayGatherV3", "TensorArrayGatherV3", {out_ta, all, exits[1]},
-                   {{"dtype", TypeAttr(t)}, {"element_shape", ShapeAttr(StaticShape{batch, w.hidden})}}},
-                  {{t, StaticShape{steps, batch, w.hidden}}})[0];
+                   {{"dtype", TypeAttr(t)}, {"element_shape", ShapeAttr(StaticShape{batch, w.output_size()})}}},
+                  {{t, StaticShape{steps, batch, w.output_size()}}})[0];
   return Transpose(b, gathered, "transpose_1");
 }
 
@@ -179,7 +187,7 @@ std::vector<Output> StaticRnn(const GraphBuilder& b, const LstmWeights& w, const
               std::vector<GraphBuilder::TensorInfo>(static_cast<size_t>(steps),
                                                     {t, StaticShape{batch, depth}}));
   Output c = ZeroState(b, x, batch, w.hidden, "LSTMCellZeroState/zeros");
-  Output h = ZeroState(b, x, batch, w.hidden, "LSTMCellZeroState/zeros_1");
+  Output h = ZeroState(b, x, batch, w.output_size(), "LSTMCellZeroState/zeros_1");
   std::vector<Output> outputs;
   for (const Output& x_t : xs) {
     std::tie(c, h) = LstmCell(b, w, x_t, c, h);
