@@ -39,6 +39,7 @@ struct ExportFlags {
   bool unroll = false;
   int64_t layers = 0, heads = 0;  // transformer
   double dropout = 0;
+  int64_t samples = 0;  // lm1b
   int64_t image_size = 0, filters = 0;
   std::string data_format, blocks;
   // Which options were given (unset ones take the model's defaults).
@@ -47,6 +48,7 @@ struct ExportFlags {
               *hidden_opt = nullptr, *image_size_opt = nullptr, *data_format_opt = nullptr,
               *filters_opt = nullptr, *blocks_opt = nullptr;
   CLI::Option *layers_opt = nullptr, *heads_opt = nullptr, *dropout_opt = nullptr;
+  CLI::Option* samples_opt = nullptr;
 };
 
 // "512,512" -> {512, 512}; `flag` names the option in errors.
@@ -93,6 +95,7 @@ StatusOr<ModelOptions> OptionsFrom(const ExportFlags& f) {
   if (f.layers_opt->count() > 0) o.layers = f.layers;
   if (f.heads_opt->count() > 0) o.heads = f.heads;
   if (f.dropout_opt->count() > 0) o.dropout = f.dropout;
+  if (f.samples_opt->count() > 0) o.samples = f.samples;
   if (f.image_size_opt->count() > 0) o.image_size = f.image_size;
   if (f.data_format_opt->count() > 0) o.data_format = f.data_format;
   if (f.filters_opt->count() > 0) o.filters = f.filters;
@@ -198,14 +201,17 @@ Command AddModelsCommand(CLI::App& app) {
                                   "wide_deep: dnn hidden widths (64,32)");
   f->vocab_opt = exp->add_option("--vocab", f->vocab, "embedding: vocabulary size (100000); wide_deep: "
                                  "ids per feature (1000; 4x as many hash buckets); transformer: "
-                                 "vocabulary (30522)");
+                                 "vocabulary (30522); lm1b: words (793470)");
   f->dim_opt = exp->add_option("--dim", f->dim, "embedding: embedding width (128); wide_deep: (8); "
-                               "lstm: input width (32)");
+                               "lstm: input width (32); lm1b: embedding and projection width (512)");
   f->seq_opt = exp->add_option("--seq", f->seq, "embedding: ids per example (16); wide_deep: categorical "
                                "features (4); lstm: time steps (20); transformer: tokens per "
-                               "example (128, at most 512)");
+                               "example (128, at most 512); lm1b: time steps (20)");
   f->hidden_opt = exp->add_option("--hidden", f->hidden, "lstm: units of the LSTM cell (128); "
-                                  "transformer: hidden size (768; the intermediate is 4x)");
+                                  "transformer: hidden size (768; the intermediate is 4x); lm1b: LSTM "
+                                  "units before the projection (2048)");
+  f->samples_opt = exp->add_option("--samples", f->samples,
+                                   "lm1b: sampled softmax candidates per step, at most --vocab (8192)");
   f->layers_opt = exp->add_option("--layers", f->layers, "transformer: encoder layers (12)");
   f->heads_opt = exp->add_option("--heads", f->heads,
                                  "transformer: attention heads; must divide --hidden (12)");

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "lib/models/layers.h"
+#include "lib/models/lm1b.h"
 #include "lib/models/lstm_model.h"
 #include "lib/models/resnet.h"
 #include "lib/models/transformer.h"
@@ -102,11 +103,17 @@ using Train = std::function<StatusOr<TrainOps>(const GraphBuilder& b, const Outp
 // A term added to the mean cross entropy to make the loss (weight decay); unset: none.
 using Regularizer = std::function<Output(const GraphBuilder& b, const ModelOptions& o)>;
 
+// The model's own loss `loss` from the forward's output and the labels (lm1b's sampled
+// softmax); unset: the mean sparse softmax cross entropy of the forward's logits [B, 10].
+using Loss = std::function<Output(const GraphBuilder& b, const ModelOptions& o,
+                                  const Output& forward, const Output& labels)>;
+
 struct ModelEntry {
   ModelSpec spec;
   Forward forward;
   Train train = nullptr;
   Regularizer regularizer = nullptr;
+  Loss loss = nullptr;
 };
 
 ModelOptions Defaults(int64_t batch, OptimizerKind opt) {
@@ -213,6 +220,23 @@ const std::vector<ModelEntry>& Entries() {
                      {"vocab", "seq", "hidden", "layers", "heads", "dropout"}, d},
                     TransformerForward});
     }
+    {
+      // The original's AdagradOptimizer(0.2, initial_accumulator_value=1.0) (lm1b.h).
+      ModelOptions d = Defaults(128, OptimizerKind::kAdagrad);
+      d.learning_rate = 0.2;
+      d.vocab = 793470;
+      d.dim = 512;
+      d.hidden = 2048;
+      d.seq = 20;
+      d.samples = 8192;
+      e->push_back({{"lm1b",
+                     "LM-1B language model (the Parallax paper's): ids [batch, seq] -> embedding "
+                     "(vocab x dim) -> LSTM (hidden units, projected to dim) unrolled over seq -> "
+                     "sampled softmax (samples candidates) against the next words; three sparse "
+                     "(IndexedSlices) gradients",
+                     {"vocab", "dim", "hidden", "seq", "samples"}, d},
+                    Lm1bForward, Lm1bTrainOps, nullptr, Lm1bLoss});
+    }
     return e;
   }();
   return *entries;
@@ -246,6 +270,7 @@ StatusOr<ModelOptions> Resolve(const ModelSpec& spec, const ModelOptions& given)
   if (given.data_format && !takes("data_format")) return reject("data-format");
   if (given.filters && !takes("filters")) return reject("filters");
   if (given.blocks && !takes("blocks")) return reject("blocks");
+  if (given.samples && !takes("samples")) return reject("samples");
   ModelOptions o = given;
   const ModelOptions& d = spec.defaults;
   if (!o.batch) o.batch = d.batch;
@@ -267,6 +292,7 @@ StatusOr<ModelOptions> Resolve(const ModelSpec& spec, const ModelOptions& given)
   if (takes("data_format") && !o.data_format) o.data_format = d.data_format;
   if (takes("filters") && !o.filters) o.filters = d.filters;
   if (takes("blocks") && !o.blocks) o.blocks = d.blocks;
+  if (takes("samples") && !o.samples) o.samples = d.samples;
   PX_RETURN_IF_ERROR(CheckPositive("batch", *o.batch, 0));
   if (!(*o.learning_rate > 0)) {
     return InvalidArgumentError("--lr must be positive, got {}", *o.learning_rate);
@@ -312,6 +338,15 @@ StatusOr<ModelOptions> Resolve(const ModelSpec& spec, const ModelOptions& given)
     }
     for (int64_t n : *o.blocks) PX_RETURN_IF_ERROR(CheckPositive("blocks", n));
   }
+  if (o.samples) {
+    PX_RETURN_IF_ERROR(CheckPositive("samples", *o.samples));
+    // Unique candidates (LogUniformCandidateSampler's unique=True) from [0, vocab).
+    if (*o.samples > *o.vocab) {
+      return InvalidArgumentError("--samples must be at most --vocab ({}): the candidates are "
+                                  "distinct words, got {}",
+                                  *o.vocab, *o.samples);
+    }
+  }
   if (o.dtype != tensorflow::DT_FLOAT && o.dtype != tensorflow::DT_DOUBLE) {
     return InvalidArgumentError("models are float32 or float64");
   }
@@ -356,6 +391,7 @@ std::string DescribeOptions(const ModelSpec& spec, const ModelOptions& o) {
     if (opt == "data_format" && o.data_format) out += " data_format=" + *o.data_format;
     if (opt == "filters" && o.filters) out += fmt::format(" filters={}", *o.filters);
     if (opt == "blocks" && o.blocks) out += " blocks=" + join(*o.blocks);
+    if (opt == "samples" && o.samples) out += fmt::format(" samples={}", *o.samples);
   }
   return out;
 }
@@ -378,14 +414,18 @@ StatusOr<Model> BuildModel(std::string_view name, const ModelOptions& options) {
   GraphBuilder b(&model.graph, o.seed);
   Output labels;
   const Output logits = entry->forward(b, o, &model, &labels);
-  const auto [xent, backprop] = b.WithScope("SparseSoftmaxCrossEntropyWithLogits")
-                                    .SparseSoftmaxCrossEntropyWithLogits(logits, labels);
   Output loss;
-  if (entry->regularizer) {
-    const Output cross_entropy = b.ReduceMeanAll(xent, "cross_entropy");
-    loss = b.AddV2(cross_entropy, entry->regularizer(b, o), "loss");
+  if (entry->loss) {
+    loss = entry->loss(b, o, logits, labels);
   } else {
-    loss = b.ReduceMeanAll(xent, "loss");
+    const auto [xent, backprop] = b.WithScope("SparseSoftmaxCrossEntropyWithLogits")
+                                      .SparseSoftmaxCrossEntropyWithLogits(logits, labels);
+    if (entry->regularizer) {
+      const Output cross_entropy = b.ReduceMeanAll(xent, "cross_entropy");
+      loss = b.AddV2(cross_entropy, entry->regularizer(b, o), "loss");
+    } else {
+      loss = b.ReduceMeanAll(xent, "loss");
+    }
   }
   PX_RETURN_IF_ERROR(b.status());
 
@@ -429,6 +469,12 @@ int64_t TokenVoteLabel(std::span<const int32_t> ids, int64_t classes) {
   std::vector<int64_t> votes(static_cast<size_t>(classes), 0);
   for (int32_t id : ids) ++votes[static_cast<size_t>(TokenClass(id, classes))];
   return std::max_element(votes.begin(), votes.end()) - votes.begin();
+}
+
+std::vector<int64_t> NextTokens(std::span<const int32_t> row) {
+  std::vector<int64_t> next(row.size());
+  for (size_t t = 0; t < row.size(); ++t) next[t] = row[(t + 1) % row.size()];
+  return next;
 }
 
 int64_t ArgmaxPrefixLabel(std::span<const float> example, int64_t classes) {

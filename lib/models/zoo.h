@@ -20,8 +20,13 @@
 //               intermediate, residuals, LayerNorm) -> pooler (first token, tanh) ->
 //               dense 10 (L=12, H=768, 12 heads, S=128, V=30522, B=8, adamw, dropout 0.1);
 //               transformer.h.
-// Every model has placeholders `x` (float) or `ids` (int32) and `y` (int64 labels [B]),
-// the loss `loss` (mean sparse softmax cross entropy), the optimizer's train op and
+//  - lm1b:      ids[B,T] int32 -> embedding (V x D) -> LSTM (H units projected to D),
+//               static_rnn over T steps -> sampled softmax over V (S candidates) against
+//               the next words y[B,T] (V=793470, D=512, H=2048, T=20, S=8192, B=128,
+//               adagrad 0.2 with accumulators from 1.0); lm1b.h. Its loss is its own.
+// Every model has placeholders `x` (float) or `ids` (int32) and `y` (int64 labels [B];
+// lm1b: next words [B,T]), the loss `loss` (mean sparse softmax cross entropy; lm1b: mean
+// sampled softmax cross entropy), the optimizer's train op and
 // `init`. Layers are named as tf.layers names them (`dense/kernel`, `conv2d_1/bias`,
 // `max_pooling2d/MaxPool`); kernels start Glorot-uniform, biases at zero, embeddings
 // uniform in [-0.05, 0.05), all with fixed seeds.
@@ -39,6 +44,10 @@
 //   y:   "token_vote:ids:10"       every token t votes for class TokenClass(t, 10); the
 //                                  label is the class with most votes (ties: the lowest);
 //                                  a mean of embeddings + linear head can learn it.
+//   ids: "zipf_int:0:V"            token ids in [0, V) with P(k) proportional to 1/(k+1)
+//                                  (Zipf's law: few rows touched per step, as with words)
+//   y:   "shift:ids"               next-token targets of ids' shape: y[t] = ids[t+1], the
+//                                  last wrapping to the first (NextTokens)
 #ifndef PARALLAX_LIB_MODELS_ZOO_H_
 #define PARALLAX_LIB_MODELS_ZOO_H_
 
@@ -76,6 +85,7 @@ struct ModelOptions {
   std::optional<std::string> data_format;      // resnet50: "NHWC" or "NCHW"
   std::optional<int64_t> filters;              // resnet50: the first convolution's filters
   std::optional<std::vector<int64_t>> blocks;  // resnet50: bottleneck blocks per stage
+  std::optional<int64_t> samples;              // lm1b: sampled softmax candidates per step
   bool global_step = false;
   DataType dtype = tensorflow::DT_FLOAT;  // float or double (gradient checks)
 };
@@ -127,6 +137,8 @@ int64_t TokenClass(int64_t token, int64_t classes);
 int64_t TokenVoteLabel(std::span<const int32_t> ids, int64_t classes);
 // The index of the largest of the first `classes` values (the first one on ties).
 int64_t ArgmaxPrefixLabel(std::span<const float> example, int64_t classes);
+// shift: each token's next one in the row, the last one's the first.
+std::vector<int64_t> NextTokens(std::span<const int32_t> row);
 
 }  // namespace parallax::models
 

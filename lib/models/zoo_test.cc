@@ -35,10 +35,12 @@ OptimizerKind KindFor(const Model& model, std::string_view var, OptimizerKind ki
 }
 
 // Variables read through a GatherV2 (embedding tables, wide_deep's hashed and crossed
-// columns' weights, BERT's word embeddings) have IndexedSlices gradients.
+// columns' weights, BERT's word embeddings, lm1b's embedding and sampled softmax weights
+// and biases) have IndexedSlices gradients.
 bool HasSparseGradient(std::string_view var) {
   return var == "embeddings" || var.ends_with("/weights") || var.ends_with("/embedding_weights") ||
-         var == "bert/embeddings/word_embeddings";
+         var == "bert/embeddings/word_embeddings" || var == "model/emb_0" ||
+         var == "model/softmax_w_0" || var == "model/softmax_b";
 }
 
 void CheckModel(const Model& model, OptimizerKind kind, bool global_step) {
@@ -186,6 +188,10 @@ TEST_CASE("default sizes and parameter counts") {
   // resnet50: torchvision's ResNet-50 has 25,557,032 parameters for 1000 classes; the
   // official TF model's 1001st class adds a row of 2048 weights and a bias.
   CHECK(params("resnet50") == 25557032 + 2048 + 1);
+  // lm1b: emb and softmax_w [V, 512], softmax_b [V]; the LSTM's kernel [512 + 512, 4 * 2048],
+  // bias [4 * 2048] and projection [2048, 512].
+  CHECK(params("lm1b") == 793470 * 512 * 2 + 793470 + 1024 * 8192 + 8192 + 2048 * 512);
+  CHECK(params("lm1b") == 822752126);
   StatusOr<Model> lenet = BuildModel("lenet");
   REQUIRE(lenet.ok());
   CHECK(lenet->options.batch == 64);
@@ -201,7 +207,7 @@ TEST_CASE("option errors name the option") {
   CHECK(BuildModel("mlp", o).status().message() == "option --vocab does not apply to model 'mlp'");
   CHECK(BuildModel("resnet18").status().message() ==
         "unknown model 'resnet18' (known: softmax, mlp, lenet, embedding, wide_deep, lstm, resnet50, "
-        "transformer)");
+        "transformer, lm1b)");
   ModelOptions format;
   format.data_format = "channels_first";
   CHECK(BuildModel("resnet50", format).status().message() ==
@@ -232,6 +238,61 @@ TEST_CASE("option errors name the option") {
   ModelOptions one_feature;
   one_feature.seq = 1;  // the crossed column needs two
   CHECK(BuildModel("wide_deep", one_feature).status().message() == "--seq must be at least 2, got 1");
+  ModelOptions many;
+  many.vocab = 50;
+  many.samples = 51;
+  CHECK(BuildModel("lm1b", many).status().message() ==
+        "--samples must be at most --vocab (50): the candidates are distinct words, got 51");
+  many.samples = 0;
+  CHECK(BuildModel("lm1b", many).status().message() == "--samples must be at least 1, got 0");
+  CHECK(BuildModel("embedding", many).status().message() ==
+        "option --samples does not apply to model 'embedding'");
+}
+
+TEST_CASE("lm1b: feeds, variables, the sampled softmax and Adagrad from 1.0") {
+  ModelOptions o;
+  o.vocab = 50;
+  o.dim = 4;
+  o.hidden = 6;
+  o.seq = 3;
+  o.samples = 8;
+  o.batch = 2;
+  StatusOr<Model> m = BuildModel("lm1b", o);
+  REQUIRE(m.status().message() == "");
+  CHECK(DescribeOptions(*FindModelSpec("lm1b"), m->options) ==
+        "batch=2 optimizer=adagrad lr=0.2 vocab=50 dim=4 hidden=6 seq=3 samples=8");
+  REQUIRE(m->feeds.size() == 2);
+  CHECK(m->feeds[0].synthetic == "zipf_int:0:50");
+  CHECK(m->feeds[1].synthetic == "shift:ids");
+  CHECK(m->feeds[1].shape == StaticShape{2, 3});
+  CHECK(m->trainable_variables ==
+        std::vector<std::string>{"model/emb_0", "model/lstm_0/lstm_cell/kernel",
+                                 "model/lstm_0/lstm_cell/bias",
+                                 "model/lstm_0/lstm_cell/projection/kernel", "model/softmax_w_0",
+                                 "model/softmax_b"});
+  CHECK(m->num_params == 50 * 4 * 2 + 50 + 8 * 24 + 24 + 6 * 4);
+  const Graph& g = m->graph;
+  auto op = [&](const std::string& name) {
+    const NodeId id = g.FindNode(name);
+    return id == kNoNode ? std::string("(none)") : std::string(g.node(id).op());
+  };
+  const std::string s = "model/sampled_softmax_loss/";
+  CHECK(op(s + "LogUniformCandidateSampler") == "LogUniformCandidateSampler");
+  CHECK(op(s + "ComputeAccidentalHits") == "ComputeAccidentalHits");
+  CHECK(op(s + "SparseToDense") == "SparseToDense");
+  CHECK(op(s + "softmax_cross_entropy_with_logits") == "SoftmaxCrossEntropyWithLogits");
+  CHECK(op(s + "embedding_lookup") == "GatherV2");
+  CHECK(op(s + "embedding_lookup_1") == "GatherV2");
+  CHECK(op("model/embedding_lookup") == "GatherV2");
+  CHECK(op("model/lstm_0/lstm_cell/MatMul_1") == "MatMul");   // the projection, step 1
+  CHECK(op("model/lstm_0/lstm_cell_2/MatMul_1") == "(none)");  // names: lstm_cell, lstm_cell_1, ...
+  const auto sampler = g.node(g.FindNode(s + "LogUniformCandidateSampler"));
+  CHECK(sampler.FindAttr("range_max")->i() == 50);
+  CHECK(sampler.FindAttr("num_sampled")->i() == 8);
+  CHECK(sampler.FindAttr("unique")->b());
+  CHECK(op("loss") == "Mean");
+  CHECK(op("model/emb_0/Adagrad") == "VariableV2");
+  CHECK(op("model/softmax_b/Adagrad/Initializer/Const") == "Const");
 }
 
 TEST_CASE("models are deterministic") {
