@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The zoo's lm1b (lib/models/lm1b.h) at a small size (vocab 50, dim 4, hidden 6, 10
+# steps, 8 sampled candidates, batch 16: the full model's ops and patterns):
+#  1. inspect: 6 trainable variables, three of them (the embedding, the sampled
+#     softmax's weights and biases) with sparse (IndexedSlices) gradients updated by
+#     SparseApplyAdagrad;
+#  2. transform on 2 ranks: the three sparse variables and their Adagrad slots on
+#     parameter servers, the LSTM's three all-reduced;
+#  3. 50 steps of `run --synthetic` (Zipf ids, next-word targets): the loss falls (the
+#     mean of steps 41-50 below 0.9 of steps 1-10's; the sampled loss is noisy step to
+#     step, as every step draws new candidates);
+#  4. `verify --ranks 2 --accumulate`: PASS (the one device draws rank r's candidates
+#     for micro-batch r).
+#   lm1b_test.sh PARALLAX
+set -u
+parallax=$(realpath "$1")
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+TMPDIR=$(mktemp -d /tmp/parallax-lm1b.XXXXXX)
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
+cd "$TMPDIR" || exit 1
+passed=0
+failed=0
+pass() { echo "PASS $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1"; failed=$((failed + 1)); }
+
+"$parallax" models export lm1b --vocab 50 --dim 4 --hidden 6 --seq 10 --samples 8 --batch 16 \
+  --lr 0.5 -o lm.pb >/dev/null || exit 1
+
+# 1. inspect.
+"$parallax" inspect lm.pb >inspect.txt 2>&1 || { cat inspect.txt; exit 1; }
+if grep -q 'variables  12: 6 trainable, 6 slots, 0 state' inspect.txt &&
+  [[ $(grep -cE '^  model/(emb_0|softmax_w_0|softmax_b) .* sparse +SparseApplyAdagrad' inspect.txt) -eq 3 ]] &&
+  [[ $(grep -cE '^  model/lstm_0/.* dense +ApplyAdagrad' inspect.txt) -eq 3 ]] &&
+  grep -q 'feeds      ids int32\[16,10\], y int64\[16,10\]' inspect.txt; then
+  pass "inspect: 6 trainable, the embedding and the sampled softmax's weights and biases sparse"
+else
+  head -20 inspect.txt
+  fail "inspect"
+fi
+
+# 2. transform on 2 ranks.
+printf 'hosts:\n  - name: localhost\n    cpus: 2\n' >local.yaml
+if "$parallax" transform lm.pb --cluster local.yaml -o job >transform.out 2>&1 &&
+  python3 - job/plan.yaml <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+methods = dict(re.findall(r'- name: "([^"]+)"\n    method: (\w+)', text))
+sparse = ["model/emb_0", "model/softmax_w_0", "model/softmax_b"]
+dense = ["model/lstm_0/lstm_cell/kernel", "model/lstm_0/lstm_cell/bias",
+         "model/lstm_0/lstm_cell/projection/kernel"]
+ok = all(methods.get(v) == "ps" and methods.get(v + "/Adagrad") == "ps" for v in sparse)
+ok = ok and all(methods.get(v) == "allreduce" for v in dense)
+print({v: methods.get(v) for v in sparse + dense})
+sys.exit(0 if ok else 1)
+PY
+then
+  pass "transform: the three sparse variables and their slots on ps, the LSTM all-reduced"
+else
+  cat transform.out
+  fail "transform"
+fi
+
+# 3. 50 steps, falling loss.
+if "$parallax" run lm.pb --synthetic --steps 50 --log-every 1 --metrics m.jsonl >run.out 2>&1 &&
+  python3 - m.jsonl <<'PY'
+import json, sys
+losses = [json.loads(line)["loss"] for line in open(sys.argv[1])]
+first, last = sum(losses[:10]) / 10, sum(losses[-10:]) / 10
+print(f"loss at step 1 {losses[0]:.4f}, step 50 {losses[-1]:.4f}; "
+      f"mean of steps 1-10 {first:.4f}, of steps 41-50 {last:.4f}")
+sys.exit(0 if len(losses) == 50 and last < 0.9 * first else 1)
+PY
+then
+  pass "50 steps on synthetic data: the loss falls"
+else
+  tail -3 run.out
+  fail "50 steps: the loss did not fall below 0.9 of the first steps'"
+fi
+
+# 4. verify.
+if timeout 600 "$parallax" verify lm.pb --ranks 2 --accumulate --synthetic --steps 3 >verify.out 2>&1 &&
+  tail -1 verify.out | grep -q ': PASS' &&
+  [[ $(grep -cE '^  model/(emb_0|softmax_w_0|softmax_b) .* ps \(rows\) .* PASS' verify.out) -eq 3 ]]; then
+  pass "verify --ranks 2 --accumulate: PASS, the three sparse variables partitioned"
+else
+  tail -5 verify.out
+  fail "verify --ranks 2 --accumulate"
+fi
+
+echo "lm1b_test: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]
