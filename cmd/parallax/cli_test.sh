@@ -483,11 +483,11 @@ fi
 # The model zoo: list, export (binary and text), errors; exported graphs load, analyse
 # as training graphs and transform.
 expect 0 "$parallax" models list
-for model in softmax mlp lenet embedding wide_deep lstm resnet50 transformer; do
+for model in softmax mlp lenet embedding wide_deep lstm resnet50 transformer lm1b; do
   grep -q "^$model " "$tmp/out" && pass || fail "models list does not show $model"
 done
 expect 0 "$parallax" models list --json
-python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["models"]; assert [x["name"] for x in m]==["softmax","mlp","lenet","embedding","wide_deep","lstm","resnet50","transformer"] and all(x["params"]>0 for x in m)' "$tmp/out" \
+python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["models"]; assert [x["name"] for x in m]==["softmax","mlp","lenet","embedding","wide_deep","lstm","resnet50","transformer","lm1b"] and all(x["params"]>0 for x in m)' "$tmp/out" \
   && pass || fail "models list --json: $(head -c 300 "$tmp/out")"
 # embedding last: its inspect output is checked below.
 for model in softmax mlp lenet wide_deep embedding; do
@@ -516,7 +516,7 @@ expect 0 "$parallax" models export mlp -o "$tmp/small.pbtxt" --force --widths 16
 expect 2 "$parallax" models export mlp -o "$tmp/bad.pb" --vocab 10
 expect_stderr_line "parallax: error: option --vocab does not apply to model 'mlp'"
 expect 2 "$parallax" models export resnet -o "$tmp/bad.pb"
-expect_stderr_line "parallax: error: unknown model 'resnet' (known: softmax, mlp, lenet, embedding, wide_deep, lstm, resnet50, transformer)"
+expect_stderr_line "parallax: error: unknown model 'resnet' (known: softmax, mlp, lenet, embedding, wide_deep, lstm, resnet50, transformer, lm1b)"
 expect 2 "$parallax" models export mlp -o "$tmp/bad.pb" --optimizer lbfgs
 expect_stderr_line "parallax: error: unknown optimizer 'lbfgs' (sgd, momentum, adam, rmsprop, adagrad, adamw, ftrl)"
 expect 2 "$parallax" models export mlp -o "$tmp/bad.pb" --widths 8,x
