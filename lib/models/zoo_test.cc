@@ -284,8 +284,10 @@ TEST_CASE("lm1b: feeds, variables, the sampled softmax and Adagrad from 1.0") {
   CHECK(op(s + "embedding_lookup") == "GatherV2");
   CHECK(op(s + "embedding_lookup_1") == "GatherV2");
   CHECK(op("model/embedding_lookup") == "GatherV2");
-  CHECK(op("model/lstm_0/lstm_cell/MatMul_1") == "MatMul");   // the projection, step 1
-  CHECK(op("model/lstm_0/lstm_cell_2/MatMul_1") == "(none)");  // names: lstm_cell, lstm_cell_1, ...
+  // The projection; static_rnn's steps share the scope `lstm_cell/`, names made unique
+  // by suffix (rnn.h): step 1's is MatMul_1, step 2's MatMul_1_1.
+  CHECK(op("model/lstm_0/lstm_cell/MatMul_1") == "MatMul");
+  CHECK(op("model/lstm_0/lstm_cell/MatMul_1_1") == "MatMul");
   const auto sampler = g.node(g.FindNode(s + "LogUniformCandidateSampler"));
   CHECK(sampler.FindAttr("range_max")->i() == 50);
   CHECK(sampler.FindAttr("num_sampled")->i() == 8);
