@@ -8,6 +8,11 @@
 #   2. transformer (the zoo's BERT encoder at BERT-base shapes: 12 layers, hidden 768, 12
 #      heads, seq 128, batch 8, dropout 0.1, AdamW) next to nn.TransformerEncoder with
 #      the same shapes; target: at most 1.1x.
+# And, for each model and lm1b (the paper's LM-1B at its full size, planned only), the plan
+# `parallax transform` makes for the paper's cluster (8 hosts
+# of 6 GPUs, 56 Gb/s InfiniBand between hosts): bytes all-reduced per step, the all-reduce
+# algorithm and its bytes off each host, and the method of each sparse variable (no
+# timing: what the planner decides at that scale).
 # Both sides use 2 threads (Parallax --threads 2, torch.set_num_threads(2)), float32, one
 # process. Parallax's step time is the median of the steps after --warmup, read from
 # `parallax run --metrics` (every step logged), which includes generating the synthetic
@@ -86,7 +91,8 @@ for model in "${models[@]}"; do
   for t in "${torch_models[@]}"; do
     t_ms=$(sed -n "s/^$t: //p" "$work/$model.torch")
     [[ -n "$t_ms" ]] || { echo "workloads_bench: PyTorch printed no time for $t" >&2; exit 1; }
-    echo "workloads.$model.torch_step${t#$model}: $t_ms ms (PyTorch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)') eager, 2 threads${t#$model})"
+    layout=${t#$model}
+    echo "workloads.$model.torch_step$layout: $t_ms ms (PyTorch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)') eager, 2 threads${layout:+, ${layout#_}})"
     if [[ -z $torch_ms ]] || /usr/bin/python3 -c "import sys; sys.exit(0 if $t_ms < $torch_ms else 1)"; then
       torch_ms=$t_ms
     fi
@@ -95,5 +101,32 @@ for model in "${models[@]}"; do
   echo "workloads.$model.step: $ms ms ($r x PyTorch's faster layout; $(head -1 "$work/$model.export" | sed 's/^wrote //; s/ to .*//'))"
   echo "  target: <= ${target}x PyTorch's step time: $(verdict "$r" "$target")"
   echo "workloads.$model.throughput: $(/usr/bin/python3 -c "print(f'{$batch / $ms * 1e3:.2f}')") $unit/s (batch $batch)"
+done
+# The paper's cluster: 8 hosts x 6 GPUs, 56 Gb/s between hosts.
+{
+  echo "hosts:"
+  for h in 0 1 2 3 4 5 6 7; do printf '  - name: gpu-host-%d\n    gpus: [0, 1, 2, 3, 4, 5]\n' "$h"; done
+  printf 'network:\n  bandwidth_gbps: 56\n'
+} >"$work/paper.yaml"
+for model in "${models[@]}" lm1b; do
+  [[ -f "$work/$model.pb" ]] || "$parallax" models export "$model" -o "$work/$model.pb" >/dev/null
+  "$parallax" transform "$work/$model.pb" --cluster "$work/paper.yaml" -o "$work/$model-48" >/dev/null
+  /usr/bin/python3 - "$work/$model-48/plan.yaml" "$model" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+model = sys.argv[2]
+variables = re.findall(r'  - name: "([^"]+)"\n    method: (\w+)\n    sparse: (\w+)\n(?:.*\n)*?'
+                       r'    bytes: (\d+)\n(?:.*\n)*?    bytes_per_step: (\d+)', text)
+reduced = [(int(size), int(sent)) for _, m, _, size, sent in variables if m == "allreduce"]
+algorithm = re.search(r'^allreduce:\n  algorithm: "(\w+)"\n  off_host_bytes_per_step: (\d+)', text, re.M)
+print(f"workloads.{model}.plan_48gpu_allreduce: {sum(s for s, _ in reduced) / 2**20:.1f} MiB/step "
+      f"(gradients of {len(reduced)} variables; {sum(t for _, t in reduced) / 2**20:.1f} MiB sent per "
+      f"rank; {algorithm.group(1)}: {int(algorithm.group(2)) / 2**20:.1f} MiB off each host; "
+      f"8 hosts x 6 GPUs, 56 Gb/s)")
+for name, method, sparse, size, sent in variables:
+    if sparse == "true":
+        print(f"workloads.{model}.plan_48gpu_sparse: {int(sent) / 2**20:.1f} MiB/step "
+              f"({name}, {int(size) / 2**20:.1f} MiB: {method}; sent per rank)")
+PY
 done
 echo "workloads_bench: load average $(cut -d' ' -f1-3 /proc/loadavg) at the end"
