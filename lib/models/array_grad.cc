@@ -5,7 +5,9 @@
 // slices its gradient back: ConcatOffset of the inputs' shapes (Consts when static,
 // ShapeN otherwise), then one Slice per input. Squeeze reshapes its gradient back;
 // Pad/PadV2 slice it: the before-pads (column 0 of the paddings) are the begin, the
-// input's shape the size.
+// input's shape the size. Slice pads it back to the input's shape: paddings
+// [[begin], [shape - size - begin]] assembled as TF's _SliceGrad does (Rank, Shape,
+// stack, Reshape, sub, concat).
 #include <fmt/format.h>
 
 #include "lib/models/gradients.h"
@@ -177,6 +179,38 @@ StatusOr<std::vector<Gradient>> PadGrad(const GradientContext& ctx) {
   return grads;
 }
 
+// TF's _SliceGrad: Pad(grad, concat([Reshape(begin, [rank, 1]),
+// Reshape(Shape(input) - Shape(output) - begin, [rank, 1])], 1)).
+StatusOr<std::vector<Gradient>> SliceGrad(const GradientContext& ctx) {
+  PX_ASSIGN_OR_RETURN(Output grad, ctx.DenseGrad(0));
+  const GraphBuilder& b = ctx.builder();
+  const Output& input = ctx.input(0);
+  const Output& begin = ctx.input(1);
+  if (!input.shape.known_rank) {
+    return UnimplementedError("gradient of '{}' (Slice): input of unknown rank", ctx.node().name());
+  }
+  const DataType index = BaseType(begin.dtype);
+  const int64_t rank = input.shape.rank();
+  const Output input_rank = b.IntVector("Rank", DT_INT32, {rank}, /*scalar=*/true);
+  const Output slice_size = b.ShapeOf(ctx.output(0), index, "Shape");
+  const Output stack =
+      b.AddOp({"Pack", "stack", {input_rank, b.WithScope("stack").Int32Scalar("1", 1)},
+               {{"T", TypeAttr(DT_INT32)}, {"N", IntAttr(2)}, {"axis", IntAttr(0)}}},
+              {{DT_INT32, StaticShape{2}}})[0];
+  Output before = b.Reshape(begin, stack, "Reshape");
+  b.SetShape(&before, StaticShape{rank, 1});
+  const Output input_shape = b.ShapeOf(input, index, "Shape_1");
+  Output after = b.Reshape(b.Sub(b.Sub(input_shape, slice_size, "sub"), begin, "sub_1"), stack,
+                           "Reshape_1");
+  b.SetShape(&after, StaticShape{rank, 1});
+  const Output paddings = b.ConcatV2({before, after}, 1, "concat");
+  const DataType t = BaseType(grad.dtype);
+  const Output dx = b.AddOp({"Pad", "Pad", {grad, paddings},
+                             {{"T", TypeAttr(t)}, {"Tpaddings", TypeAttr(index)}}},
+                            {{t, input.shape}})[0];
+  return std::vector<Gradient>{Gradient::Dense(dx), Gradient(), Gradient()};
+}
+
 PX_REGISTER_GRADIENT("Identity", IdentityGrad);
 PX_REGISTER_GRADIENT("Reshape", ReshapeGrad);
 PX_REGISTER_GRADIENT("ExpandDims", ReshapeGrad);  // TF's _ExpandDimsGrad: the same reshape
@@ -188,6 +222,7 @@ PX_REGISTER_GRADIENT("Squeeze", [](const GradientContext& ctx) -> StatusOr<std::
 });
 PX_REGISTER_GRADIENT("Pad", PadGrad);
 PX_REGISTER_GRADIENT("PadV2", PadGrad);
+PX_REGISTER_GRADIENT("Slice", SliceGrad);
 PX_REGISTER_GRADIENT("GatherV2", GatherV2Grad);
 PX_REGISTER_GRADIENT("ConcatV2", ConcatV2Grad);
 PX_REGISTER_GRADIENT("StopGradient", NoGradient);

@@ -9,7 +9,8 @@
 // _SoftmaxCrossEntropyWithLogitsGrad: the logits get ExpandDims(upstream, -1) x backprop
 // (the forward's output 1), the labels ExpandDims(upstream, -1) x -LogSoftmax(logits); a
 // gradient reaching the backprop output itself (a second derivative) is Unimplemented,
-// except the zeros_like TF's IsZero skips.
+// except the zeros_like TF's IsZero skips. Softmax: (grad - Sum(grad · y, -1, keep_dims))
+// · y on the op's output (TF's _SoftmaxGrad).
 #include "lib/models/gradients.h"
 
 namespace parallax::models {
@@ -162,6 +163,17 @@ StatusOr<std::vector<Gradient>> L2LossGrad(const GradientContext& ctx) {
   return std::vector<Gradient>{Gradient::Dense(ctx.builder().Mul(ctx.input(0), grad, "mul"))};
 }
 
+// TF's _SoftmaxGrad.
+StatusOr<std::vector<Gradient>> SoftmaxGrad(const GradientContext& ctx) {
+  PX_ASSIGN_OR_RETURN(Output grad, ctx.DenseGrad(0));
+  const GraphBuilder& b = ctx.builder();
+  const Output& softmax = ctx.output(0);
+  const Output last = b.WithScope("Sum").Int32Scalar("reduction_indices", -1);
+  const Output sum_channels = b.Sum(b.Mul(grad, softmax, "mul"), last, true, "Sum");
+  Output dx = b.Mul(b.Sub(grad, sum_channels, "sub"), softmax, "mul_1");
+  return std::vector<Gradient>{Gradient::Dense(dx)};
+}
+
 PX_REGISTER_GRADIENT("BiasAdd", BiasAddGrad);
 PX_REGISTER_GRADIENT("L2Loss", L2LossGrad);
 PX_REGISTER_GRADIENT("Relu", ReluGrad);
@@ -172,6 +184,7 @@ PX_REGISTER_GRADIENT("FusedBatchNormV2", [](const GradientContext& ctx) { return
 PX_REGISTER_GRADIENT("FusedBatchNormV3", [](const GradientContext& ctx) { return FusedBatchNormGrad(ctx, 3); });
 PX_REGISTER_GRADIENT("SparseSoftmaxCrossEntropyWithLogits", SparseSoftmaxXentGrad);
 PX_REGISTER_GRADIENT("SoftmaxCrossEntropyWithLogits", SoftmaxXentGrad);
+PX_REGISTER_GRADIENT("Softmax", SoftmaxGrad);
 
 }  // namespace
 }  // namespace parallax::models
