@@ -585,27 +585,60 @@ Status BasicPartitionable(const Graph& graph, const TrainingAnalysis& analysis,
   return Status::Ok();
 }
 
+// The ids in tensor `ref`, and how they were counted: a static shape, found through
+// pass-through ops (Identity, Reshape, Cast, Unique, ...); a candidate sampler's sampled
+// candidates (its num_sampled attr); or a concatenation of such tensors (the labels and
+// the sampled classes of tf.nn.sampled_softmax_loss), summed. nullopt when unknown.
+std::optional<int64_t> CountIdsAt(const Graph& graph, OutputRef ref, int depth, std::string* how) {
+  for (; depth < 16 && ref.node != kNoNode && graph.IsLive(ref.node); ++depth) {
+    const Node& node = graph.node(ref.node);
+    if (std::optional<TensorShapeInfo> shape = StaticShape(node, ref.port)) {
+      std::string dims;
+      for (int64_t d : shape->dims) dims += fmt::format("{}{}", dims.empty() ? "" : ",", d < 0 ? "?" : std::to_string(d));
+      *how = fmt::format("ids '{}' [{}]", node.name(), dims);
+      return CountIds(*shape);
+    }
+    if (node.op().ends_with("CandidateSampler") && ref.port == 0) {
+      if (const auto sampled = node.FindAttr("num_sampled"); sampled && sampled->i() > 0) {
+        *how = fmt::format("{} sampled by '{}'", sampled->i(), node.name());
+        return sampled->i();
+      }
+      return std::nullopt;
+    }
+    if (node.op() == "ConcatV2" || node.op() == "Concat") {
+      // ConcatV2's axis is its last input, Concat's its first.
+      const int first = node.op() == "Concat" ? 1 : 0;
+      const int last = node.op() == "Concat" ? node.num_data_inputs() : node.num_data_inputs() - 1;
+      int64_t total = 0;
+      std::string parts;
+      for (int i = first; i < last; ++i) {
+        std::string part;
+        const std::optional<int64_t> count = CountIdsAt(graph, node.input(i), depth + 1, &part);
+        if (!count) return std::nullopt;
+        total += *count;
+        parts += (parts.empty() ? "" : " + ") + part;
+      }
+      *how = parts;
+      return total;
+    }
+    if (!kIdsPassThrough.count(node.op()) || node.num_data_inputs() == 0) return std::nullopt;
+    ref = node.input(0);
+  }
+  return std::nullopt;
+}
+
 int64_t EstimateIdsPerStep(const Graph& graph, const TrainingAnalysis& analysis,
                            const Variable& variable, std::string* how) {
   int64_t best = -1;
   for (int u : variable.updates) {
     const GradientUpdate& update = analysis.updates[static_cast<size_t>(u)];
     if (!update.sparse) continue;
-    OutputRef ref = update.raw_indices.node != kNoNode ? update.raw_indices : update.indices;
-    for (int step = 0; step < 16 && ref.node != kNoNode && graph.IsLive(ref.node); ++step) {
-      const Node& node = graph.node(ref.node);
-      if (std::optional<TensorShapeInfo> shape = StaticShape(node, ref.port)) {
-        const int64_t count = CountIds(*shape);
-        if (count > best) {
-          best = count;
-          std::string dims;
-          for (int64_t d : shape->dims) dims += fmt::format("{}{}", dims.empty() ? "" : ",", d < 0 ? "?" : std::to_string(d));
-          *how = fmt::format("ids '{}' [{}]", node.name(), dims);
-        }
-        break;
-      }
-      if (!kIdsPassThrough.count(node.op()) || node.num_data_inputs() == 0) break;
-      ref = node.input(0);
+    const OutputRef ref = update.raw_indices.node != kNoNode ? update.raw_indices : update.indices;
+    std::string counted;
+    const std::optional<int64_t> count = CountIdsAt(graph, ref, 0, &counted);
+    if (count && *count > best) {
+      best = *count;
+      *how = counted;
     }
   }
   if (best < 0) {

@@ -115,7 +115,9 @@ Status BasicPartitionable(const Graph& graph, const TrainingAnalysis& analysis,
 
 // The number of ids one rank looks up in `variable` per step, from the static shape of
 // the ids that reach its sparse updates (traced back through Identity, Reshape, Cast,
-// ...); unknown dimensions count as kAssumedUnknownDim. `how` says where it came from.
+// ...), a candidate sampler's num_sampled, and the sum over a concatenation of such ids
+// (sampled softmax's labels and sampled classes); unknown dimensions count as
+// kAssumedUnknownDim. `how` says where it came from.
 int64_t EstimateIdsPerStep(const Graph& graph, const TrainingAnalysis& analysis,
                            const Variable& variable, std::string* how);
 

@@ -171,6 +171,32 @@ TEST_CASE("state: batch norm's moving statistics are kept per rank, global_step 
   CHECK(Var(plan, "global_step").reason == "state (no gradient): updated identically on every rank");
 }
 
+TEST_CASE("sampled softmax: the rows a step touches are the labels plus the sampled classes") {
+  // lm1b: softmax_w's ids are concat(labels [B*T], sampled [S]) — B*T + S; the embedding's
+  // are the input ids [B, T].
+  models::ModelOptions options;
+  options.batch = 4;
+  options.seq = 5;
+  options.vocab = 1000;
+  options.dim = 4;
+  options.hidden = 6;
+  options.samples = 64;
+  StatusOr<models::Model> model = models::BuildModel("lm1b", options);
+  REQUIRE(model.status().message() == "");
+  StatusOr<TrainingAnalysis> analysis = AnalyzeTraining(model->graph);
+  REQUIRE(analysis.ok());
+  Loaded in{std::move(model->graph), std::move(*analysis)};
+  Plan plan = MakePlan(in, Cluster(2, 2));
+  const VariablePlan& softmax = Var(plan, "model/softmax_w_0");
+  INFO(softmax.reason);
+  CHECK(softmax.reason.find("; 84 of 1000 rows touched per rank (ids 'y' [4,5] + 64 sampled by '") !=
+        std::string::npos);
+  const VariablePlan& embedding = Var(plan, "model/emb_0");
+  INFO(embedding.reason);
+  CHECK(embedding.reason.find("; 20 of 1000 rows touched per rank (ids 'ids' [4,5])") !=
+        std::string::npos);
+}
+
 TEST_CASE("auto: a variable PS cannot partition goes to the cheaper of the others") {
   Loaded in = Load("sparse_momentum.pbtxt");
   TransformOptions options;
