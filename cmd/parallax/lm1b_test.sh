@@ -4,12 +4,15 @@
 #  1. inspect: 6 trainable variables, three of them (the embedding, the sampled
 #     softmax's weights and biases) with sparse (IndexedSlices) gradients updated by
 #     SparseApplyAdagrad;
-#  2. transform on 2 ranks: the three sparse variables and their Adagrad slots on
-#     parameter servers, the LSTM's three all-reduced;
+#  2. transform on 2 ranks, with a vocabulary of 1000 (a step touches 160 target rows and
+#     8 sampled ones: at 50 it touches them all and the planner rightly densifies): the
+#     three sparse variables and their Adagrad slots on parameter servers, the LSTM's
+#     three all-reduced, softmax_w priced for the targets plus the sampled classes;
 #  3. 50 steps of `run --synthetic` (Zipf ids, next-word targets): the loss falls (the
 #     mean of steps 41-50 below 0.9 of steps 1-10's; the sampled loss is noisy step to
 #     step, as every step draws new candidates);
-#  4. `verify --ranks 2 --accumulate`: PASS (the one device draws rank r's candidates
+#  4. `verify --ranks 2 --accumulate` of the vocabulary-1000 model: PASS, the three
+#     sparse variables on parameter servers (the one device draws rank r's candidates
 #     for micro-batch r).
 #   lm1b_test.sh PARALLAX
 set -u
@@ -26,6 +29,8 @@ fail() { echo "FAIL $1"; failed=$((failed + 1)); }
 
 "$parallax" models export lm1b --vocab 50 --dim 4 --hidden 6 --seq 10 --samples 8 --batch 16 \
   --lr 0.5 -o lm.pb >/dev/null || exit 1
+"$parallax" models export lm1b --vocab 1000 --dim 4 --hidden 6 --seq 10 --samples 8 --batch 16 \
+  -o lm1000.pb >/dev/null || exit 1
 
 # 1. inspect.
 "$parallax" inspect lm.pb >inspect.txt 2>&1 || { cat inspect.txt; exit 1; }
@@ -41,7 +46,8 @@ fi
 
 # 2. transform on 2 ranks.
 printf 'hosts:\n  - name: localhost\n    cpus: 2\n' >local.yaml
-if "$parallax" transform lm.pb --cluster local.yaml -o job >transform.out 2>&1 &&
+if "$parallax" transform lm1000.pb --cluster local.yaml -o job >transform.out 2>&1 &&
+  grep -q "168 of 1000 rows touched per rank (ids 'y' \[16,10\] + 8 sampled by" job/report.txt &&
   python3 - job/plan.yaml <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
@@ -55,7 +61,7 @@ print({v: methods.get(v) for v in sparse + dense})
 sys.exit(0 if ok else 1)
 PY
 then
-  pass "transform: the three sparse variables and their slots on ps, the LSTM all-reduced"
+  pass "transform: the three sparse variables and their slots on ps, the LSTM all-reduced, softmax_w priced for 160 + 8 rows"
 else
   cat transform.out
   fail "transform"
@@ -79,7 +85,7 @@ else
 fi
 
 # 4. verify.
-if timeout 600 "$parallax" verify lm.pb --ranks 2 --accumulate --synthetic --steps 3 >verify.out 2>&1 &&
+if timeout 600 "$parallax" verify lm1000.pb --ranks 2 --accumulate --synthetic --steps 3 >verify.out 2>&1 &&
   tail -1 verify.out | grep -q ': PASS' &&
   [[ $(grep -cE '^  model/(emb_0|softmax_w_0|softmax_b) .* ps \(rows\) .* PASS' verify.out) -eq 3 ]]; then
   pass "verify --ranks 2 --accumulate: PASS, the three sparse variables partitioned"
