@@ -21,11 +21,10 @@ A step is zero_grad, forward, mean cross entropy, backward and optimizer.step on
 batch; the first --warmup steps are not timed. torch.set_num_threads(--threads).
 """
 import argparse
-import statistics
-import time
-
 import torch
 import torch.nn as nn
+
+from step_time_torch import median_step_ms  # bench/step_time_torch.py, beside this file
 
 
 class Bottleneck(nn.Module):
@@ -84,20 +83,6 @@ class Bert(nn.Module):
         x = self.word(ids) + self.position(positions) + self.token_type(torch.zeros_like(ids))
         x = self.encoder(self.dropout(self.norm(x)))
         return self.classifier(torch.tanh(self.pooler(x[:, 0])))
-
-
-def median_step_ms(model, x, y, optimizer, warmup, steps):
-    loss_fn = nn.CrossEntropyLoss()
-    times = []
-    for i in range(warmup + steps):
-        start = time.perf_counter()
-        optimizer.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        optimizer.step()
-        if i >= warmup:
-            times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
 
 
 def main():

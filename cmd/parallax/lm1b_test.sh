@@ -17,15 +17,8 @@
 #   lm1b_test.sh PARALLAX
 set -u
 parallax=$(realpath "$1")
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-TMPDIR=$(mktemp -d /tmp/parallax-lm1b.XXXXXX)
-export TMPDIR
-trap 'rm -rf "$TMPDIR"' EXIT
-cd "$TMPDIR" || exit 1
-passed=0
-failed=0
-pass() { echo "PASS $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1"; failed=$((failed + 1)); }
+source "$TEST_SRCDIR/$TEST_WORKSPACE/lib/testing/shell_test.sh"
+shell_test_begin lm1b
 
 "$parallax" models export lm1b --vocab 50 --dim 4 --hidden 6 --seq 10 --samples 8 --batch 16 \
   --lr 0.5 -o lm.pb >/dev/null || exit 1
@@ -94,5 +87,4 @@ else
   fail "verify --ranks 2 --accumulate"
 fi
 
-echo "lm1b_test: $passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+shell_test_end

@@ -19,15 +19,8 @@
 set -u
 parallax=$(realpath "$1")
 diff_tool=$(realpath "$2")
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-TMPDIR=$(mktemp -d /tmp/parallax-resnet.XXXXXX)
-export TMPDIR
-trap 'rm -rf "$TMPDIR"' EXIT
-cd "$TMPDIR" || exit 1
-passed=0
-failed=0
-pass() { echo "PASS $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1"; failed=$((failed + 1)); }
+source "$TEST_SRCDIR/$TEST_WORKSPACE/lib/testing/shell_test.sh"
+shell_test_begin resnet
 
 small=(--image-size 32 --filters 8 --blocks 1,1,1,1 --batch 4)
 "$parallax" models export resnet50 "${small[@]}" -o nhwc.pb >/dev/null || exit 1
@@ -123,5 +116,4 @@ else
   fail "verify --ranks 2 --accumulate (NCHW)"
 fi
 
-echo "resnet_test: $passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+shell_test_end

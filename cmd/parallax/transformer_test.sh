@@ -17,15 +17,8 @@
 #   transformer_test.sh PARALLAX
 set -u
 parallax=$(realpath "$1")
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-TMPDIR=$(mktemp -d /tmp/parallax-transformer.XXXXXX)
-export TMPDIR
-trap 'rm -rf "$TMPDIR"' EXIT
-cd "$TMPDIR" || exit 1
-passed=0
-failed=0
-pass() { echo "PASS $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1"; failed=$((failed + 1)); }
+source "$TEST_SRCDIR/$TEST_WORKSPACE/lib/testing/shell_test.sh"
+shell_test_begin transformer
 
 small=(--layers 2 --hidden 32 --heads 4 --seq 8 --vocab 50 --batch 0 --lr 1e-3)
 "$parallax" models export transformer "${small[@]}" --dropout 0 -o bert.pb >/dev/null || exit 1
@@ -109,5 +102,5 @@ else
   fail "verify with dropout: exit status $rc"
 fi
 
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+shell_test_end
+
