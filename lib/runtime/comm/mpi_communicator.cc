@@ -93,7 +93,7 @@ MPI_Op ReduceOperation(ReduceOp op) {
 
 // Large all-reduces and broadcasts go in parts of at most this many bytes, each watched
 // as if it were a call of its own (Watch::Transfer): a call that waits 20 ms plus its
-// bytes' time at 0.5 GB/s is parked (the header), so parking catches ranks that wait for
+// bytes' time at 0.1 GB/s is parked (the header), so parking catches ranks that wait for
 // another, not transfers under way.
 constexpr int64_t kWatchedPartBytes = 4 << 20;
 
@@ -176,9 +176,11 @@ constexpr int64_t kParkAfterNs = 20'000'000;
 constexpr int64_t kMinParkNs = 1'000'000;
 constexpr int64_t kMaxParkNs = 20'000'000;
 constexpr int64_t kParkWindowNs = 200'000;
-// A transfer of B bytes may take B / kParkBytesPerNs ns (0.5 GB/s) more before it is
-// parked (Watch::Transfer).
-constexpr int64_t kParkBytesPerNs = 2;
+// A transfer of B bytes may take B * kParkNsPerByte ns (0.1 GB/s) more before it is
+// parked (Watch::Transfer). 0.5 GB/s was too fast a floor: two ranks sharing two cores
+// scattered the LM-1B's 1.6 GB table partitions over shared memory more slowly than
+// that, and the scatter, parked mid-transfer, crawled.
+constexpr int64_t kParkNsPerByte = 10;
 int ParkSignal() { return SIGRTMAX - 3; }
 
 // The handler's state, process-wide (a signal handler sees only globals); lock-free
@@ -295,9 +297,9 @@ struct MpiCommunicator::Impl {
     // The call starts moving `bytes` (a part of an all-reduce, the rows of an all-gather
     // once every rank's count is known): the wait that parks the thread, and the timeout,
     // count from now, and the thread is parked only after the time those bytes take at
-    // kParkBytesPerNs on top of kParkAfterNs.
+    // kParkNsPerByte on top of kParkAfterNs.
     void Transfer(int64_t bytes) {
-      impl_.park_grace_ns.store(bytes / kParkBytesPerNs, std::memory_order_relaxed);
+      impl_.park_grace_ns.store(bytes * kParkNsPerByte, std::memory_order_relaxed);
       impl_.started_ns.store(NowNs(), std::memory_order_relaxed);
     }
 

@@ -85,9 +85,9 @@
 // (1 to 20 ms), and then lets the thread poll MPI for ~0.2 ms before the next park. A
 // parked transfer crawls, so the wait counts from the start of the data's transfer (after
 // the counts' exchange of the V collectives; per 4 MiB part of large all-reduces and
-// broadcasts), and is parked only after 20 ms plus the bytes' time at 0.5 GB/s: calls
+// broadcasts), and is parked only after 20 ms plus the bytes' time at 0.1 GB/s: calls
 // waiting for a rank that has not arrived, not transfers under way (on links slower than
-// 0.5 GB/s, use spin below). A long wait W is lengthened by at most W/8 (never more than
+// 0.1 GB/s, use spin below). A long wait W is lengthened by at most W/8 (never more than
 // 20 ms); a rank waiting for seconds uses ~1-2% of a core. The collective timeout counts
 // from the same point. The handler only sleeps (nanosleep: async-
 // signal-safe; errno kept; SA_RESTART), as if the scheduler had run another thread, and
