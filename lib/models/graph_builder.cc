@@ -513,6 +513,20 @@ Output GraphBuilder::Unary(std::string_view op, const Output& x, std::string_vie
   return AddOp({std::string(op), std::string(name), {x}, {{"T", TypeAttr(t)}}}, {{t, x.shape}})[0];
 }
 
+Output GraphBuilder::Transpose(const Output& x, const std::vector<int64_t>& perm,
+                               std::string_view name) const {
+  const Output p = WithScope(name).Int32s("perm", perm);
+  StaticShape shape = StaticShape::Unknown();
+  if (x.shape.known_rank && x.shape.rank() == static_cast<int>(perm.size())) {
+    shape = StaticShape{};
+    for (int64_t axis : perm) shape.dims.push_back(x.shape.dims[static_cast<size_t>(axis)]);
+  }
+  const DataType t = BaseType(x.dtype);
+  return AddOp({"Transpose", std::string(name), {x, p},
+                {{"T", TypeAttr(t)}, {"Tperm", TypeAttr(tensorflow::DT_INT32)}}},
+               {{t, shape}})[0];
+}
+
 Output GraphBuilder::Identity(const Output& x, std::string_view name) const {
   return Unary("Identity", x, name);
 }

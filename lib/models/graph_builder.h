@@ -221,6 +221,12 @@ class GraphBuilder {
 
   // ---- Ops (default names as TF's Python wrappers write them) ----
   Output Identity(const Output& x, std::string_view name = "Identity") const;
+  // A one-input op `op` with attr T whose output has x's dtype and shape (Square, Exp,
+  // Log, Rsqrt, Erf, Softmax, Tanh, StopGradient, ...).
+  Output Unary(std::string_view op, const Output& x, std::string_view name) const;
+  // Transpose with the permutation as a Const `<name>/perm`.
+  Output Transpose(const Output& x, const std::vector<int64_t>& perm,
+                   std::string_view name = "transpose") const;
   Output MatMul(const Output& a, const Output& b, bool transpose_a = false,
                 bool transpose_b = false, std::string_view name = "MatMul") const;
   // Element-wise binaries with NumPy broadcasting.
@@ -315,7 +321,6 @@ class GraphBuilder {
 
   Output Binary(std::string_view op, const Output& x, const Output& y,
                 std::string_view name, std::optional<DataType> out = std::nullopt) const;
-  Output Unary(std::string_view op, const Output& x, std::string_view name) const;
   Output Reduction(std::string_view op, const Output& x, const Output& axes, bool keep_dims,
                    std::string_view name) const;
   Output ScatterOp(std::string_view op, const Output& ref, const Output& indices,

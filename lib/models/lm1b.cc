@@ -45,11 +45,6 @@ Output Stack(const GraphBuilder& b, const std::vector<Output>& xs, std::string_v
                  {{DT_INT32, StaticShape{static_cast<int64_t>(xs.size())}}})[0];
 }
 
-Output Unary(const GraphBuilder& b, std::string_view op, const Output& x, std::string_view name) {
-  const DataType t = BaseType(x.dtype);
-  return b.AddOp({std::string(op), std::string(name), {x}, {{"T", TypeAttr(t)}}}, {{t, x.shape}})[0];
-}
-
 // array_ops.ones_like / zeros_like in graph mode: a Const below 1000 elements, a Fill of
 // a Const shape above, when x's shape is static; Fill(Shape(x), 1) / ZerosLike(x) else.
 Output FilledLike(const GraphBuilder& b, const Output& x, double value, std::string_view name) {
@@ -170,8 +165,8 @@ Output SampledSoftmaxLoss(const GraphBuilder& s, const VariableInfo& weights,
     true_expected = s.Cast(true_expected, t, "Cast_2");
     sampled_expected = s.Cast(sampled_expected, t, "Cast_3");
   }
-  true_logits = s.Sub(true_logits, Unary(s, "Log", true_expected, "Log"), "sub");
-  sampled_logits = s.Sub(sampled_logits, Unary(s, "Log", sampled_expected, "Log_1"), "sub_1");
+  true_logits = s.Sub(true_logits, s.Unary("Log", true_expected, "Log"), "sub");
+  sampled_logits = s.Sub(sampled_logits, s.Unary("Log", sampled_expected, "Log_1"), "sub_1");
 
   // The true class is column 0 of [N, 1+S]; labels one there, zero elsewhere.
   const Output out_logits = s.ConcatV2({true_logits, sampled_logits}, 1, "concat_4");

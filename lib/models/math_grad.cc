@@ -257,13 +257,6 @@ Output SumTo(const GraphBuilder& b, const Output& g, const Output& axes, const O
   return r;
 }
 
-Output UnaryOp(const GraphBuilder& b, std::string_view op, const Output& x,
-               std::vector<NodeId> controls = {}) {
-  const DataType t = BaseType(x.dtype);
-  return b.AddOp({std::string(op), std::string(op), {x}, {{"T", TypeAttr(t)}}, std::move(controls)},
-                 {{t, x.shape}})[0];
-}
-
 // TF's _ErfGrad.
 StatusOr<std::vector<Gradient>> ErfGrad(const GradientContext& ctx) {
   PX_ASSIGN_OR_RETURN(Output grad, ctx.DenseGrad(0));
@@ -271,8 +264,9 @@ StatusOr<std::vector<Gradient>> ErfGrad(const GradientContext& ctx) {
   const DataType t = BaseType(grad.dtype);
   const Output two_over_root_pi = b.Scalar("Const", t, 2.0 / std::sqrt(std::numbers::pi));
   const Output scaled = b.Mul(grad, two_over_root_pi, "mul");
-  const Output square = UnaryOp(b, "Square", ctx.input(0), {grad.node()});
-  const Output exp = UnaryOp(b, "Exp", b.Neg(square, "Neg"));
+  const Output square =
+      b.WithControlDependencies({grad.node()}).Unary("Square", ctx.input(0), "Square");
+  const Output exp = b.Unary("Exp", b.Neg(square, "Neg"), "Exp");
   return std::vector<Gradient>{Gradient::Dense(b.Mul(scaled, exp, "mul_1"))};
 }
 

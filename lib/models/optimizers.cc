@@ -62,11 +62,6 @@ Output Densify(const GraphBuilder& b, const Gradient& g, std::string_view name) 
   return dense;
 }
 
-Output UnaryOp(const GraphBuilder& b, std::string_view op, const Output& x, std::string_view name) {
-  return b.AddOp({std::string(op), std::string(name), {x}, {{"T", TypeAttr(BaseType(x.dtype))}}, {}},
-                 {{BaseType(x.dtype), x.shape}})[0];
-}
-
 struct Slots {
   std::vector<VariableInfo> vars;  // in the apply op's slot input order
 };
@@ -120,7 +115,7 @@ NodeId OptimizerWriter::Update(const GraphBuilder& opt, const VariableInfo& var,
     const Output next_m = u.AddV2(m_scaled, g_scaled, "add");
     const Output v_scaled = u.Mul(hyper_.beta2, slots[1].read, "Mul");
     const Output g_dense2 = grad.is_sparse() ? Densify(u, grad, "Square") : grad.dense;
-    const Output g2 = UnaryOp(u, "Square", g_dense2, "Square");
+    const Output g2 = u.Unary("Square", g_dense2, "Square");
     const Output g2_scaled = u.Mul(hyper_.one_minus_beta2, g2, "Mul");
     const Output next_v = u.AddV2(v_scaled, g2_scaled, "add");
     const Output root = u.Sqrt(next_v, "Sqrt");

@@ -153,13 +153,7 @@ Output ResnetForward(const GraphBuilder& b, const ModelOptions& o, Model* m, Out
   Net net{b.WithScope("resnet_model"), *o.data_format == "NCHW", m};
   const GraphBuilder& r = net.b;
   Output x = images;
-  if (net.nchw) {
-    const OpScope op = UniqueOp(r, "transpose");
-    const Output perm = op.root.Int32s(op.name + "/perm", {0, 3, 1, 2});
-    x = op.root.AddOp({"Transpose", op.name, {x, perm},
-                       {{"T", TypeAttr(BaseType(x.dtype))}, {"Tperm", TypeAttr(DT_INT32)}}},
-                      {{BaseType(x.dtype), StaticShape{batch, 3, size, size}}})[0];
-  }
+  if (net.nchw) x = r.Transpose(x, {0, 3, 1, 2}, "transpose");
   x = r.Identity(Conv(net, x, *o.filters, 7, 2), "initial_conv");
   x = BatchNorm(net, x, true);
   x = r.WithUniqueScope("max_pooling2d")
@@ -184,7 +178,9 @@ Output ResnetForward(const GraphBuilder& b, const ModelOptions& o, Model* m, Out
   return r.Identity(DenseLayer(r, "dense", x, kResnetClasses), "final_dense");
 }
 
-Output ResnetWeightDecay(const GraphBuilder& b, const ModelOptions& o) {
+Output ResnetLoss(const GraphBuilder& b, const ModelOptions& o, const Output& logits,
+                  const Output& labels) {
+  const Output cross_entropy = MeanCrossEntropy(b, logits, labels, "cross_entropy");
   std::vector<Output> losses;
   for (const VariableInfo& v : b.trainable_variables()) {
     if (v.name.find("batch_normalization") != std::string::npos) continue;
@@ -193,7 +189,8 @@ Output ResnetWeightDecay(const GraphBuilder& b, const ModelOptions& o) {
                              {{t, StaticShape{}}})[0]);
   }
   const Output sum = b.AddN(losses, "AddN");
-  return b.Mul(b.Scalar("mul/x", o.dtype, kResnetWeightDecay), sum, "mul");
+  return b.AddV2(cross_entropy, b.Mul(b.Scalar("mul/x", o.dtype, kResnetWeightDecay), sum, "mul"),
+                 "loss");
 }
 
 }  // namespace parallax::models

@@ -38,8 +38,10 @@ inline constexpr double kResnetWeightDecay = 1e-4;
 Output ResnetForward(const GraphBuilder& b, const ModelOptions& options, Model* model,
                      Output* labels);
 
-// weight_decay * AddN(L2Loss(v) for the trainable variables outside batch norm).
-Output ResnetWeightDecay(const GraphBuilder& b, const ModelOptions& options);
+// `loss` = `cross_entropy` (MeanCrossEntropy of the logits) + weight_decay *
+// AddN(L2Loss(v) for the trainable variables outside batch norm).
+Output ResnetLoss(const GraphBuilder& b, const ModelOptions& options, const Output& logits,
+                  const Output& labels);
 
 }  // namespace parallax::models
 

@@ -40,16 +40,6 @@ Output Range(const GraphBuilder& b, const Output& limit, int64_t static_size) {
                  {{DT_INT32, StaticShape{static_size}}})[0];
 }
 
-Output Transpose(const GraphBuilder& b, const Output& x, std::string_view name) {
-  const Output perm = b.WithScope(name).Int32s("perm", {1, 0, 2});
-  const DataType t = BaseType(x.dtype);
-  StaticShape shape = x.shape;
-  if (shape.known_rank && shape.rank() == 3) std::swap(shape.dims[0], shape.dims[1]);
-  return b.AddOp({"Transpose", std::string(name), {x, perm},
-                  {{"T", TypeAttr(t)}, {"Tperm", TypeAttr(DT_INT32)}}},
-                 {{t, shape}})[0];
-}
-
 // TensorArrayV3(size) -> (handle, flow).
 std::pair<Output, Output> NewTensorArray(const GraphBuilder& b, std::string_view name,
                                          const Output& size, DataType dtype,
@@ -121,7 +111,7 @@ Output DynamicRnn(const GraphBuilder& b, const LstmWeights& w, const Output& x) 
   }
   const DataType t = BaseType(x.dtype);
   const int64_t batch = x.shape.dims[0], steps = x.shape.dims[1], depth = x.shape.dims[2];
-  const Output inputs = Transpose(b, x, "transpose");  // [T, B, D]
+  const Output inputs = b.Transpose(x, {1, 0, 2}, "transpose");  // [T, B, D]
   const Output c0 = ZeroState(b, x, batch, w.hidden, "LSTMCellZeroState/zeros");
   const Output h0 = ZeroState(b, x, batch, w.output_size(), "LSTMCellZeroState/zeros_1");
   const Output max_time = b.Int32Scalar("max_time", steps);
@@ -170,7 +160,7 @@ Output DynamicRnn(const GraphBuilder& b, const LstmWeights& w, const Output& x) 
       stack.AddOp({"TensorArrayGatherV3", "TensorArrayGatherV3", {out_ta, all, exits[1]},
                    {{"dtype", TypeAttr(t)}, {"element_shape", ShapeAttr(StaticShape{batch, w.output_size()})}}},
                   {{t, StaticShape{steps, batch, w.output_size()}}})[0];
-  return Transpose(b, gathered, "transpose_1");
+  return b.Transpose(gathered, {1, 0, 2}, "transpose_1");
 }
 
 std::vector<Output> StaticRnn(const GraphBuilder& b, const LstmWeights& w, const Output& x) {

@@ -80,31 +80,10 @@ Output ExpandDims(const GraphBuilder& b, const Output& x, int64_t axis) {
                  {{t, out}})[0];
 }
 
-Output Transpose(const GraphBuilder& b, const Output& x, const std::vector<int64_t>& perm,
-                 std::string_view name) {
-  const Output p = b.WithScope(name).Int32s("perm", perm);
-  StaticShape out;
-  for (int64_t axis : perm) out.dims.push_back(x.shape.dims[static_cast<size_t>(axis)]);
-  const DataType t = BaseType(x.dtype);
-  return b.AddOp({"Transpose", std::string(name), {x, p},
-                  {{"T", TypeAttr(t)}, {"Tperm", TypeAttr(DT_INT32)}}},
-                 {{t, out}})[0];
-}
-
-Output Unary(const GraphBuilder& b, std::string_view op, const Output& x, std::string_view name) {
-  const DataType t = BaseType(x.dtype);
-  return b.AddOp({std::string(op), std::string(name), {x}, {{"T", TypeAttr(t)}}}, {{t, x.shape}})[0];
-}
-
-// tf.layers.dense with BERT's initializer; the input is 2-D.
-Output Dense(const GraphBuilder& b, std::string_view scope, const Output& x, int64_t units) {
-  const GraphBuilder s = b.WithScope(scope);
-  const DataType t = BaseType(x.dtype);
-  const VariableInfo kernel = s.Variable("kernel", StaticShape{x.shape.dims[1], units}, t,
-                                         Initializer::TruncatedNormal(kInitializerRange));
-  const VariableInfo bias = s.Variable("bias", StaticShape{units}, t, Initializer::Zeros());
-  const Output product = s.MatMul(x, kernel.read, false, false, "MatMul");
-  return s.BiasAdd(product, bias.read, "BiasAdd");
+// tf.layers.dense with BERT's initializer (truncated normal, stddev 0.02); the input is 2-D.
+Output BertDense(const GraphBuilder& b, std::string_view scope, const Output& x, int64_t units) {
+  return DenseLayer(b, scope, x, units, /*relu=*/false,
+                    Initializer::TruncatedNormal(kInitializerRange));
 }
 
 // tf.contrib.layers.layer_norm(x, begin_norm_axis=-1, begin_params_axis=-1, scope="LayerNorm").
@@ -117,14 +96,14 @@ Output LayerNorm(const GraphBuilder& b, const Output& x) {
   const VariableInfo gamma = s.Variable("gamma", params, t, Initializer::Ones());
   const GraphBuilder moments = s.WithScope("moments");
   const Output mean = moments.Mean(x, {axis}, /*keep_dims=*/true, "mean");
-  const Output stopped = Unary(moments, "StopGradient", mean, "StopGradient");
+  const Output stopped = moments.Unary("StopGradient", mean, "StopGradient");
   const Output squared = moments.AddOp({"SquaredDifference", "SquaredDifference", {x, stopped},
                                         {{"T", TypeAttr(t)}}},
                                        {{t, x.shape}})[0];
   const Output variance = moments.Mean(squared, {axis}, /*keep_dims=*/true, "variance");
   const GraphBuilder norm = s.WithScope("batchnorm");
   const Output epsilon = norm.WithScope("add").Scalar("y", t, kLayerNormEpsilon);
-  const Output inv = Unary(norm, "Rsqrt", norm.AddV2(variance, epsilon, "add"), "Rsqrt");
+  const Output inv = norm.Unary("Rsqrt", norm.AddV2(variance, epsilon, "add"), "Rsqrt");
   const Output scale = norm.Mul(inv, gamma.read, "mul");
   const Output scaled = norm.Mul(x, scale, "mul_1");
   const Output shifted_mean = norm.Mul(mean, scale, "mul_2");
@@ -170,7 +149,7 @@ Output Gelu(const GraphBuilder& s, const Output& x) {
   const Output two = s.WithScope("Sqrt").Scalar("x", t, 2.0);
   const Output root_two = s.Sqrt(two, "Sqrt");
   const Output scaled = s.RealDiv(x, root_two, "truediv");
-  const Output erf = Unary(s, "Erf", scaled, "Erf");
+  const Output erf = s.Unary("Erf", scaled, "Erf");
   const Output one = s.WithScope("add").Scalar("x", t, 1.0);
   const Output one_plus = s.AddV2(one, erf, "add");
   const Output half = s.WithScope("mul").Scalar("x", t, 0.5);
@@ -224,11 +203,11 @@ Output SelfAttention(const GraphBuilder& s, const Output& x, const Output& mask,
   const DataType t = c.dtype;
   const std::vector<int64_t> split = {c.batch, c.seq, c.heads, c.head_size};
   const std::vector<int64_t> perm = {0, 2, 1, 3};
-  const Output query = Dense(s, "query", x, c.hidden);
-  const Output key = Dense(s, "key", x, c.hidden);
-  const Output value = Dense(s, "value", x, c.hidden);
-  const Output q = Transpose(s, s.Reshape(query, split, "Reshape"), perm, "transpose");
-  const Output k = Transpose(s, s.Reshape(key, split, "Reshape_1"), perm, "transpose_1");
+  const Output query = BertDense(s, "query", x, c.hidden);
+  const Output key = BertDense(s, "key", x, c.hidden);
+  const Output value = BertDense(s, "value", x, c.hidden);
+  const Output q = s.Transpose(s.Reshape(query, split, "Reshape"), perm, "transpose");
+  const Output k = s.Transpose(s.Reshape(key, split, "Reshape_1"), perm, "transpose_1");
   const StaticShape scores_shape{c.batch, c.heads, c.seq, c.seq};
   const Output scores = s.AddOp({"BatchMatMulV2", "MatMul", {q, k},
                                  {{"T", TypeAttr(t)}, {"adj_x", BoolAttr(false)}, {"adj_y", BoolAttr(true)}}},
@@ -241,12 +220,12 @@ Output SelfAttention(const GraphBuilder& s, const Output& x, const Output& mask,
   const Output adder_value = s.WithScope("mul_1").Scalar("y", t, kMaskAdder);
   const Output adder = s.Mul(masked, adder_value, "mul_1");
   const Output biased = s.AddV2(scaled, adder, "add");
-  const Output probs = Dropout(s, Unary(s, "Softmax", biased, "Softmax"), c);
-  const Output v = Transpose(s, s.Reshape(value, split, "Reshape_2"), perm, "transpose_2");
+  const Output probs = Dropout(s, s.Unary("Softmax", biased, "Softmax"), c);
+  const Output v = s.Transpose(s.Reshape(value, split, "Reshape_2"), perm, "transpose_2");
   const Output context = s.AddOp({"BatchMatMulV2", "MatMul_1", {probs, v},
                                   {{"T", TypeAttr(t)}, {"adj_x", BoolAttr(false)}, {"adj_y", BoolAttr(false)}}},
                                  {{t, StaticShape{c.batch, c.heads, c.seq, c.head_size}}})[0];
-  const Output merged = Transpose(s, context, perm, "transpose_3");
+  const Output merged = s.Transpose(context, perm, "transpose_3");
   const int64_t rows = c.batch < 0 ? -1 : c.batch * c.seq;
   return s.Reshape(merged, std::vector<int64_t>{rows, c.hidden}, "Reshape_3");
 }
@@ -256,14 +235,14 @@ Output EncoderLayer(const GraphBuilder& l, const Output& input, const Output& ma
   const GraphBuilder attention = l.WithScope("attention");
   const Output heads = SelfAttention(attention.WithScope("self"), input, mask, c);
   const GraphBuilder attention_out = attention.WithScope("output");
-  const Output projected = Dropout(attention_out, Dense(attention_out, "dense", heads, c.hidden), c);
+  const Output projected = Dropout(attention_out, BertDense(attention_out, "dense", heads, c.hidden), c);
   const Output attention_output =
       LayerNorm(attention_out, attention_out.AddV2(projected, input, "add"));
   const GraphBuilder intermediate = l.WithScope("intermediate");
-  const Output expanded = Dense(intermediate, "dense", attention_output, c.intermediate);
+  const Output expanded = BertDense(intermediate, "dense", attention_output, c.intermediate);
   const Output activated = Gelu(intermediate.WithScope("dense"), expanded);
   const GraphBuilder out = l.WithScope("output");
-  const Output layer_output = Dropout(out, Dense(out, "dense", activated, c.hidden), c);
+  const Output layer_output = Dropout(out, BertDense(out, "dense", activated, c.hidden), c);
   return LayerNorm(out, out.AddV2(layer_output, attention_output, "add"));
 }
 
@@ -312,7 +291,7 @@ Output Pooler(const GraphBuilder& p, const Output& sequence, const Config& c) {
                                    {{"T", TypeAttr(t)}, {"squeeze_dims", IntListAttr({1})}}},
                                   {{t, StaticShape{c.batch, c.hidden}}})[0];
   const GraphBuilder dense = p.WithScope("dense");
-  return Unary(dense, "Tanh", Dense(p, "dense", squeezed, c.hidden), "Tanh");
+  return dense.Unary("Tanh", BertDense(p, "dense", squeezed, c.hidden), "Tanh");
 }
 
 }  // namespace

@@ -100,11 +100,8 @@ Output EmbeddingForward(const GraphBuilder& b, const ModelOptions& o, Model* m, 
 using Train = std::function<StatusOr<TrainOps>(const GraphBuilder& b, const Output& loss,
                                                const ModelOptions& o)>;
 
-// A term added to the mean cross entropy to make the loss (weight decay); unset: none.
-using Regularizer = std::function<Output(const GraphBuilder& b, const ModelOptions& o)>;
-
 // The model's own loss `loss` from the forward's output and the labels (lm1b's sampled
-// softmax); unset: the mean sparse softmax cross entropy of the forward's logits [B, 10].
+// softmax, resnet50's weight decay); unset: MeanCrossEntropy of the forward's logits.
 using Loss = std::function<Output(const GraphBuilder& b, const ModelOptions& o,
                                   const Output& forward, const Output& labels)>;
 
@@ -112,7 +109,6 @@ struct ModelEntry {
   ModelSpec spec;
   Forward forward;
   Train train = nullptr;
-  Regularizer regularizer = nullptr;
   Loss loss = nullptr;
 };
 
@@ -200,7 +196,7 @@ const std::vector<ModelEntry>& Entries() {
                      "norm in training mode and moving averages -> mean -> dense 1001; Momentum with "
                      "L2 weight decay 1e-4 (--data-format NHWC or NCHW)",
                      {"image_size", "data_format", "filters", "blocks"}, d},
-                    ResnetForward, nullptr, ResnetWeightDecay});
+                    ResnetForward, nullptr, ResnetLoss});
     }
     {
       // BERT-Base; BERT's pre-training rate (fine-tuning uses 2e-5 to 5e-5).
@@ -235,7 +231,7 @@ const std::vector<ModelEntry>& Entries() {
                      "sampled softmax (samples candidates) against the next words; three sparse "
                      "(IndexedSlices) gradients",
                      {"vocab", "dim", "hidden", "seq", "samples"}, d},
-                    Lm1bForward, Lm1bTrainOps, nullptr, Lm1bLoss});
+                    Lm1bForward, Lm1bTrainOps, Lm1bLoss});
     }
     return e;
   }();
@@ -414,19 +410,8 @@ StatusOr<Model> BuildModel(std::string_view name, const ModelOptions& options) {
   GraphBuilder b(&model.graph, o.seed);
   Output labels;
   const Output logits = entry->forward(b, o, &model, &labels);
-  Output loss;
-  if (entry->loss) {
-    loss = entry->loss(b, o, logits, labels);
-  } else {
-    const auto [xent, backprop] = b.WithScope("SparseSoftmaxCrossEntropyWithLogits")
-                                      .SparseSoftmaxCrossEntropyWithLogits(logits, labels);
-    if (entry->regularizer) {
-      const Output cross_entropy = b.ReduceMeanAll(xent, "cross_entropy");
-      loss = b.AddV2(cross_entropy, entry->regularizer(b, o), "loss");
-    } else {
-      loss = b.ReduceMeanAll(xent, "loss");
-    }
-  }
+  const Output loss = entry->loss ? entry->loss(b, o, logits, labels)
+                                  : MeanCrossEntropy(b, logits, labels, "loss");
   PX_RETURN_IF_ERROR(b.status());
 
   TrainOps train;
