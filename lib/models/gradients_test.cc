@@ -149,6 +149,23 @@ Output XentLoss(const GraphBuilder& b, const Output& logits, const Output& label
   return b.ReduceMeanAll(xent, "loss");
 }
 
+TEST_CASE("GraphBuilder errors name the node: a bad data_format, a Const its values do not fill") {
+  {
+    Graph g;
+    GraphBuilder b(&g, 1);
+    const Output x = b.Placeholder("x", DT_FLOAT, {1, 4, 4, 2});
+    const Output f = b.Placeholder("f", DT_FLOAT, {3, 3, 2, 2});
+    CHECK(!b.WithScope("conv").Conv2D(x, f, {1, 1, 1, 1}, "SAME", "Conv2D", "NCWH").valid());
+    CHECK(b.status().message() == "building conv/Conv2D: data_format must be NHWC or NCHW, got 'NCWH'");
+  }
+  {
+    Graph g;
+    GraphBuilder b(&g, 1);
+    CHECK(!b.IntTensor("paddings", tensorflow::DT_INT32, StaticShape{2, 2}, {0, 1, 2}).valid());
+    CHECK(b.status().message() == "building paddings: 3 values for a Const of shape [2,2]");
+  }
+}
+
 TEST_CASE("golden: dense layer, relu, softmax cross entropy, mean loss") {
   Graph g;
   GraphBuilder b(&g, 1);
