@@ -385,6 +385,8 @@ grep -q '^step 8/16  loss [0-9.]*  [0-9.]* examples/s  epoch 1.00  50%  elapsed 
   && pass || fail "progress line: $(grep '^step 8/' "$tmp/out")"
 grep -q '^trained steps 0 -> 16 (batch 8): loss [0-9.]* -> [0-9.]*, [0-9.]* examples/s in [0-9.]*s$' "$tmp/out" \
   && pass || fail "run's summary: $(grep '^trained' "$tmp/out")"
+grep -A1 '^trained steps 0 -> 16' "$tmp/out" | grep -q '^peak memory (resident): [0-9.]* MiB$' \
+  && pass || fail "run's peak memory line: $(grep '^peak' "$tmp/out")"
 run_accuracy=$(grep -o 'accuracy [0-9.]*' "$tmp/out" | awk '{print $2}')
 python3 - "$tmp/ev.jsonl" "$run_accuracy" <<'PY' && pass || fail "metrics with the evaluation: $(tail -n 2 "$tmp/ev.jsonl")"
 import json, sys

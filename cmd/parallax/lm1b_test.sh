@@ -13,7 +13,10 @@
 #     step, as every step draws new candidates);
 #  4. `verify --ranks 2 --accumulate` of the vocabulary-1000 model: PASS, the three
 #     sparse variables on parameter servers (the one device draws rank r's candidates
-#     for micro-batch r).
+#     for micro-batch r);
+#  5. the full-size model planned for one host of 24 GB (docs/transform.md, Memory): on
+#     parameter servers the report's memory line, each rank holding half the tables;
+#     densified on 4 ranks, refused (exit 2, the exact line, no job written).
 #   lm1b_test.sh PARALLAX
 set -u
 parallax=$(realpath "$1")
@@ -85,6 +88,30 @@ if timeout 600 "$parallax" verify lm1000.pb --ranks 2 --accumulate --synthetic -
 else
   tail -5 verify.out
   fail "verify --ranks 2 --accumulate"
+fi
+
+# 5. memory at the full size.
+"$parallax" models export lm1b -o full.pb >/dev/null || exit 1
+printf 'hosts:\n  - name: localhost\n    cpus: 2\n    memory_gb: 24\n' >c.yaml
+expected_memory='memory: 3.2 GiB on rank 0, the most of any rank by the estimate (3.1 GiB of variables and slots, 124.5 MiB of gradient buffers; activations not counted)'
+if "$parallax" transform full.pb --cluster c.yaml --sparse ps -o full-ps >full-ps.out 2>&1 &&
+  grep -qxF "$expected_memory" full-ps/report.txt &&
+  grep -qx '  state_bytes: \[3328790008, 3328790008\]' full-ps/plan.yaml; then
+  pass "full size on parameter servers: $expected_memory"
+else
+  cat full-ps.out
+  grep -A2 '^memory' full-ps/report.txt full-ps/plan.yaml
+  fail "full size on parameter servers: the memory estimate"
+fi
+printf 'hosts:\n  - name: localhost\n    cpus: 4\n    memory_gb: 24\n' >c.yaml
+expected_error="parallax: error: full.pb: the plan does not fit in memory: the 4 ranks of host 'localhost' need 49.1 GiB by the transform's estimate, more than the 22.4 GiB it has (memory_gb in c.yaml); rank 0 holds 6.1 GiB of state and 6.1 GiB of gradient buffers, most of it model/emb_0 (densify) with 4.5 GiB; use --sparse ps (tables partitioned over the ranks), fewer ranks per host, or set the host's memory_gb if the figure is wrong"
+"$parallax" transform full.pb --cluster c.yaml --sparse dense -o full-dense >full-dense.out 2>&1
+status=$?
+if [[ $status -eq 2 && "$(cat full-dense.out)" == "$expected_error" && ! -e full-dense ]]; then
+  pass "full size densified on 4 ranks of 24 GB: refused with the estimate, nothing written"
+else
+  cat full-dense.out
+  fail "full size densified: exit $status, expected 2 and the line above"
 fi
 
 shell_test_end

@@ -40,6 +40,13 @@ for r in 0 1; do
   fi
 done
 if grep -q "trained steps 0 -> 2 (batch 8)" <<<"$out"; then pass "rank 0 trained 2 steps"; else fail "rank 0's summary"; fi
+# Rank 0 reports every rank's peak resident memory (gathered at the end); no other rank does.
+if [[ $(grep -c 'peak memory' <<<"$out") -eq 1 ]] &&
+  grep -Eq '^\[1,0\]<stdout>:peak memory \(resident\) per rank: [0-9.]+ MiB, [0-9.]+ MiB$' <<<"$out"; then
+  pass "rank 0 reports both ranks' peak memory"
+else
+  fail "peak memory per rank: $(grep 'peak memory' <<<"$out")"
+fi
 
 # --- 2. a failing Assert ends the job; the newest checkpoint stays ------------------------
 {

@@ -18,6 +18,8 @@
 #include <spdlog/spdlog.h>
 
 #include "cmd/parallax/command.h"
+#include "lib/base/file.h"
+#include "lib/base/machine.h"
 #include "lib/graph/graph_io.h"
 #include "lib/runtime/checkpoint/checkpoint.h"
 #include "lib/runtime/comm/communicator.h"
@@ -182,6 +184,15 @@ Status TrainAndReport(const Graph& graph, const TrainerOptions& options, const R
                 static_cast<long long>(comm->messages_sent()), per_step.c_str());
     std::fflush(stdout);
   }
+  // Peak resident memory of every rank: a collective (every rank ends after the same
+  // step), gathered even when quiet.
+  std::vector<int64_t> peaks = {PeakResidentBytes()};
+  if (comm != nullptr && comm->size() > 1) {
+    Tensor mine = Tensor::FromVector<int64_t>(peaks, TensorShape({1}));
+    Tensor all;
+    PX_RETURN_IF_ERROR(options.communicator->AllGatherV(mine, &all));
+    peaks.assign(all.data<int64_t>(), all.data<int64_t>() + all.num_elements());
+  }
   if (out.quiet) return Status::Ok();
 
   const char* prefix = out.prefix.c_str();
@@ -204,6 +215,12 @@ Status TrainAndReport(const Graph& graph, const TrainerOptions& options, const R
               rank0 ? summary->global_examples_per_sec : summary->examples_per_sec,
               world > 1 && rank0 ? " over all ranks" : "",
               DurationText(summary->elapsed_seconds).c_str());
+  if (rank0) {
+    std::vector<std::string> each;
+    for (int64_t bytes : peaks) each.push_back(HumanBytes(static_cast<uint64_t>(bytes)));
+    std::printf("peak memory (resident)%s: %s\n", peaks.size() > 1 ? " per rank" : "",
+                fmt::format("{}", fmt::join(each, ", ")).c_str());
+  }
   if (!summary->last_checkpoint.empty()) {
     std::printf("%scheckpoint %s\n", prefix, summary->last_checkpoint.c_str());
   }

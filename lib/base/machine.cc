@@ -6,6 +6,8 @@
 #include <sstream>
 #include <thread>
 
+#include <sys/resource.h>
+
 
 namespace parallax {
 namespace {
@@ -45,12 +47,14 @@ std::string MachineCpuModel() {
   return "unknown CPU";
 }
 
-std::optional<int64_t> MemAvailableOf(const std::string& meminfo_text) {
+std::optional<int64_t> MeminfoBytesOf(const std::string& meminfo_text, std::string_view field) {
   std::istringstream lines(meminfo_text);
   std::string line;
   while (std::getline(lines, line)) {
-    if (!line.starts_with("MemAvailable:")) continue;
-    std::string_view rest = std::string_view(line).substr(13);
+    if (!line.starts_with(field) || line.size() <= field.size() || line[field.size()] != ':') {
+      continue;
+    }
+    std::string_view rest = std::string_view(line).substr(field.size() + 1);
     const size_t unit = rest.find("kB");
     if (unit == std::string_view::npos) return std::nullopt;
     std::optional<int64_t> kib = ParseInt(rest.substr(0, unit));
@@ -60,9 +64,15 @@ std::optional<int64_t> MemAvailableOf(const std::string& meminfo_text) {
   return std::nullopt;
 }
 
-std::optional<int64_t> CgroupRoomOf(const std::string& cgroup_root,
-                                    const std::string& proc_self_cgroup_text) {
-  // cgroup v2: one line "0::/path".
+namespace {
+
+// memory.max and memory.current of the process's cgroup (v2: one line "0::/path").
+struct CgroupMemory {
+  std::optional<int64_t> limit;  // nullopt: "max", no limit
+  std::optional<int64_t> used;
+};
+std::optional<CgroupMemory> CgroupMemoryOf(const std::string& cgroup_root,
+                                           const std::string& proc_self_cgroup_text) {
   std::istringstream lines(proc_self_cgroup_text);
   std::string line;
   while (std::getline(lines, line)) {
@@ -71,18 +81,31 @@ std::optional<int64_t> CgroupRoomOf(const std::string& cgroup_root,
     std::optional<std::string> max = Read(dir + "/memory.max");
     std::optional<std::string> current = Read(dir + "/memory.current");
     if (!max || !current) return std::nullopt;
-    std::optional<int64_t> limit = ParseInt(*max);  // "max": no limit
-    std::optional<int64_t> used = ParseInt(*current);
-    if (!limit || !used) return std::nullopt;
-    return std::max<int64_t>(0, *limit - *used);
+    return CgroupMemory{.limit = ParseInt(*max), .used = ParseInt(*current)};
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<int64_t> CgroupRoomOf(const std::string& cgroup_root,
+                                    const std::string& proc_self_cgroup_text) {
+  std::optional<CgroupMemory> memory = CgroupMemoryOf(cgroup_root, proc_self_cgroup_text);
+  if (!memory || !memory->limit || !memory->used) return std::nullopt;
+  return std::max<int64_t>(0, *memory->limit - *memory->used);
+}
+
+std::optional<int64_t> CgroupLimitOf(const std::string& cgroup_root,
+                                     const std::string& proc_self_cgroup_text) {
+  std::optional<CgroupMemory> memory = CgroupMemoryOf(cgroup_root, proc_self_cgroup_text);
+  if (!memory) return std::nullopt;
+  return memory->limit;
 }
 
 std::optional<int64_t> AvailableMemoryBytes() {
   std::optional<std::string> meminfo = Read("/proc/meminfo");
   if (!meminfo) return std::nullopt;
-  std::optional<int64_t> available = MemAvailableOf(*meminfo);
+  std::optional<int64_t> available = MeminfoBytesOf(*meminfo, "MemAvailable");
   if (!available) return std::nullopt;
   if (std::optional<std::string> cgroup = Read("/proc/self/cgroup")) {
     if (std::optional<int64_t> room = CgroupRoomOf("/sys/fs/cgroup", *cgroup)) {
@@ -90,6 +113,25 @@ std::optional<int64_t> AvailableMemoryBytes() {
     }
   }
   return available;
+}
+
+std::optional<int64_t> TotalMemoryBytes() {
+  std::optional<std::string> meminfo = Read("/proc/meminfo");
+  if (!meminfo) return std::nullopt;
+  std::optional<int64_t> total = MeminfoBytesOf(*meminfo, "MemTotal");
+  if (!total) return std::nullopt;
+  if (std::optional<std::string> cgroup = Read("/proc/self/cgroup")) {
+    if (std::optional<int64_t> limit = CgroupLimitOf("/sys/fs/cgroup", *cgroup)) {
+      total = std::min(*total, *limit);
+    }
+  }
+  return total;
+}
+
+int64_t PeakResidentBytes() {
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // kilobytes on Linux
 }
 
 }  // namespace parallax

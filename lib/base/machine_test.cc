@@ -1,6 +1,7 @@
 #include "lib/base/machine.h"
 
 #include <filesystem>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -10,12 +11,14 @@
 namespace parallax {
 namespace {
 
-TEST_CASE("MemAvailable is read from /proc/meminfo's text") {
-  CHECK(MemAvailableOf("MemTotal:       24576000 kB\nMemFree:  100 kB\n"
-                       "MemAvailable:   20000000 kB\nBuffers: 5 kB\n") ==
-        int64_t{20000000} * 1024);
-  CHECK_FALSE(MemAvailableOf("MemTotal: 5 kB\n").has_value());
-  CHECK_FALSE(MemAvailableOf("MemAvailable: lots kB\n").has_value());
+TEST_CASE("MemAvailable and MemTotal are read from /proc/meminfo's text") {
+  const std::string meminfo = "MemTotal:       24576000 kB\nMemFree:  100 kB\n"
+                              "MemAvailable:   20000000 kB\nBuffers: 5 kB\n";
+  CHECK(MeminfoBytesOf(meminfo, "MemAvailable") == int64_t{20000000} * 1024);
+  CHECK(MeminfoBytesOf(meminfo, "MemTotal") == int64_t{24576000} * 1024);
+  CHECK(MeminfoBytesOf("MemTotalX: 5 kB\nMemTotal: 7 kB\n", "MemTotal") == 7 * 1024);
+  CHECK_FALSE(MeminfoBytesOf("MemTotal: 5 kB\n", "MemAvailable").has_value());
+  CHECK_FALSE(MeminfoBytesOf("MemAvailable: lots kB\n", "MemAvailable").has_value());
 }
 
 TEST_CASE("a cgroup v2 limit lowers what is available") {
@@ -24,8 +27,10 @@ TEST_CASE("a cgroup v2 limit lowers what is available") {
   REQUIRE(WriteFileAtomically(root + "/job/step/memory.max", "1073741824\n").ok());
   REQUIRE(WriteFileAtomically(root + "/job/step/memory.current", "73741824\n").ok());
   CHECK(CgroupRoomOf(root, "0::/job/step\n") == int64_t{1000000000});
+  CHECK(CgroupLimitOf(root, "0::/job/step\n") == int64_t{1073741824});
   REQUIRE(WriteFileAtomically(root + "/job/step/memory.max", "max\n").ok());
   CHECK_FALSE(CgroupRoomOf(root, "0::/job/step\n").has_value());
+  CHECK_FALSE(CgroupLimitOf(root, "0::/job/step\n").has_value());
   CHECK_FALSE(CgroupRoomOf(root, "0::/nowhere\n").has_value());
   CHECK_FALSE(CgroupRoomOf(root, "12:memory:/job\n").has_value());  // cgroup v1: not read
 }
@@ -35,6 +40,12 @@ TEST_CASE("this machine: cores and some memory") {
   std::optional<int64_t> available = AvailableMemoryBytes();
   REQUIRE(available.has_value());  // Linux
   CHECK(*available > 0);
+  std::optional<int64_t> total = TotalMemoryBytes();
+  REQUIRE(total.has_value());
+  CHECK(*total >= *available);
+  // This process holds at least the 64 MiB it has just touched.
+  std::vector<char> touched(size_t{64} << 20, 1);
+  CHECK(PeakResidentBytes() >= static_cast<int64_t>(touched.size()));
 }
 
 }  // namespace

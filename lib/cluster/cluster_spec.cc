@@ -383,7 +383,7 @@ class SpecParser {
 
   StatusOr<std::string> Word(const Field& field, std::string_view what) const;
   StatusOr<int> PositiveInt(const Field& field, std::string_view what, int max) const;
-  StatusOr<double> Bandwidth(const Field& field) const;
+  StatusOr<double> PositiveNumber(const Field& field, std::string_view unit) const;
   StatusOr<bool> Bool(const Field& field) const;
   StatusOr<int> Partitions(const Field& field) const;
   StatusOr<DenseMethod> Dense(const Field& field) const;
@@ -474,14 +474,15 @@ StatusOr<int> SpecParser::PositiveInt(const Field& field, std::string_view what,
   return static_cast<int>(*value);
 }
 
-StatusOr<double> SpecParser::Bandwidth(const Field& field) const {
-  PX_ASSIGN_OR_RETURN(std::string word, Word(field, "a number of Gb/s"));
+StatusOr<double> SpecParser::PositiveNumber(const Field& field, std::string_view unit) const {
+  const std::string what = fmt::format("a number of {}", unit);
+  PX_ASSIGN_OR_RETURN(std::string word, Word(field, what));
   std::optional<double> value = ParseNumber(word);
   if (!value) {
-    return Error(field.line, field.path, fmt::format("expected a number of Gb/s, got {}", Quoted(word)));
+    return Error(field.line, field.path, fmt::format("expected {}, got {}", what, Quoted(word)));
   }
   if (*value <= 0) {
-    return Error(field.line, field.path, fmt::format("must be more than 0 Gb/s, got {}", word));
+    return Error(field.line, field.path, fmt::format("must be more than 0 {}, got {}", unit, word));
   }
   return *value;
 }
@@ -623,7 +624,8 @@ Status SpecParser::ParseHost(const YAML::Node& node, const std::string& path,
                              Describe(node)));
   }
   PX_ASSIGN_OR_RETURN(std::vector<Field> fields,
-                      Fields(node, line, path, {"name", "gpus", "cpus"}, DottedPath));
+                      Fields(node, line, path,
+                             {"name", "gpus", "cpus", "memory_gb", "gpu_memory_gb"}, DottedPath));
   host.line = line;
   const Field* name = FindField(fields, "name");
   if (name == nullptr) return Error(line, path, "missing required key 'name'");
@@ -638,6 +640,16 @@ Status SpecParser::ParseHost(const YAML::Node& node, const std::string& path,
   if (gpus == nullptr && cpus == nullptr) {
     return Error(line, path,
                  "give 'gpus' (a list of GPU ids) or 'cpus' (a number of CPU ranks)");
+  }
+  if (const Field* memory = FindField(fields, "memory_gb")) {
+    PX_ASSIGN_OR_RETURN(host.memory_gb, PositiveNumber(*memory, "GB"));
+  }
+  if (const Field* gpu_memory = FindField(fields, "gpu_memory_gb")) {
+    if (gpus == nullptr) {
+      return Error(gpu_memory->line, gpu_memory->path, "a host of 'cpus' has no GPU memory; "
+                                                       "give 'memory_gb'");
+    }
+    PX_ASSIGN_OR_RETURN(host.gpu_memory_gb, PositiveNumber(*gpu_memory, "GB"));
   }
   if (gpus != nullptr) {
     host.device = DeviceKind::kGpu;
@@ -695,7 +707,7 @@ Status SpecParser::ParseNetwork(const Field& field, NetworkSpec& network) const 
                       Fields(field.value, field.line, field.path,
                              {"bandwidth_gbps", "intra_host_bandwidth_gbps"}, DottedPath));
   for (const Field& entry : fields) {
-    PX_ASSIGN_OR_RETURN(double gbps, Bandwidth(entry));
+    PX_ASSIGN_OR_RETURN(double gbps, PositiveNumber(entry, "Gb/s"));
     if (entry.key == "bandwidth_gbps") {
       network.bandwidth_gbps = gbps;
     } else {
@@ -851,6 +863,8 @@ std::string FormatClusterSpec(const ClusterSpec& spec) {
     } else {
       out += fmt::format("    cpus: {}\n", host.cpus);
     }
+    if (host.memory_gb > 0) out += fmt::format("    memory_gb: {}\n", host.memory_gb);
+    if (host.gpu_memory_gb > 0) out += fmt::format("    gpu_memory_gb: {}\n", host.gpu_memory_gb);
   }
   out += fmt::format("network:\n  bandwidth_gbps: {}\n  intra_host_bandwidth_gbps: {}\n",
                      spec.network.bandwidth_gbps, spec.network.intra_host_bandwidth_gbps);

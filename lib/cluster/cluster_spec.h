@@ -55,6 +55,11 @@ struct HostSpec {
   std::vector<int> gpus;                 // GPU ids in the order listed (kGpu only)
   int cpus = 0;                          // CPU ranks (kCpu only)
   int line = 0;                          // 1-based line of the entry; 0 when built in code
+  // The host's memory in GB (10^9 bytes), which its CPU ranks share, and each GPU's (a GPU
+  // rank's state lives there); 0 when the spec does not say. The transform refuses a plan
+  // whose ranks would not fit (lib/transform/memory_estimate.h).
+  double memory_gb = 0;
+  double gpu_memory_gb = 0;
 
   // Ranks this host runs: one per GPU, or `cpus`.
   int num_ranks() const { return device == DeviceKind::kGpu ? static_cast<int>(gpus.size()) : cpus; }

@@ -94,6 +94,8 @@ void CheckSameSpec(const ClusterSpec& a, const ClusterSpec& b) {
     CHECK(a.hosts[i].device == b.hosts[i].device);
     CHECK(a.hosts[i].gpus == b.hosts[i].gpus);
     CHECK(a.hosts[i].cpus == b.hosts[i].cpus);
+    CHECK(a.hosts[i].memory_gb == b.hosts[i].memory_gb);
+    CHECK(a.hosts[i].gpu_memory_gb == b.hosts[i].gpu_memory_gb);
   }
   CHECK(a.network.bandwidth_gbps == b.network.bandwidth_gbps);
   CHECK(a.network.intra_host_bandwidth_gbps == b.network.intra_host_bandwidth_gbps);
@@ -116,8 +118,10 @@ TEST_CASE("FormatClusterSpec writes what ParseClusterSpec reads back to the same
 hosts:
   - name: node1
     gpus: [0, 1, 2, 3]
+    gpu_memory_gb: 141
   - name: cpu-box
     cpus: 2
+    memory_gb: 12.8
 network:
   bandwidth_gbps: 12.5
   intra_host_bandwidth_gbps: 2.5e2
@@ -154,6 +158,10 @@ strategy:
   StatusOr<ClusterSpec> long_again = ParseClusterSpec(long_text, "long.yaml");
   REQUIRE(long_again.ok());
   CheckSameSpec(long_pattern, *long_again);
+
+  CHECK(again->hosts[0].gpu_memory_gb == 141);
+  CHECK(again->hosts[1].memory_gb == 12.8);
+  CHECK(again->hosts[0].memory_gb == 0);  // not given
 
   const ClusterSpec minimal = Parse("hosts:\n  - {name: localhost, cpus: 1}\n");
   StatusOr<ClusterSpec> minimal_again = ParseClusterSpec(FormatClusterSpec(minimal), "m.yaml");
@@ -314,7 +322,8 @@ TEST_CASE("errors give the file, line and key path on one line") {
   CHECK(ErrorOf("hosts:\n  - name: a\n    gpus: [0]\n    gpu: [1]\n") ==
         "cluster.yaml:4: hosts[0].gpu: unknown key (did you mean 'gpus'?)");
   CHECK(ErrorOf("hosts:\n  - name: a\n    colour: red\n    gpus: [0]\n") ==
-        "cluster.yaml:3: hosts[0].colour: unknown key (expected name, gpus or cpus)");
+        "cluster.yaml:3: hosts[0].colour: unknown key (expected name, gpus, cpus, memory_gb or "
+        "gpu_memory_gb)");
   CHECK(ErrorOf("hosts:\n  - name:\n    gpus: [0]\n") ==
         "cluster.yaml:2: hosts[0].name: expected a host name, got nothing");
   CHECK(ErrorOf("hosts:\n  - name: [a, b]\n    gpus: [0]\n") ==
@@ -349,6 +358,13 @@ TEST_CASE("errors give the file, line and key path on one line") {
   CHECK(ErrorOf("hosts: [{name: a, cpus: 1}]\nstrategy:\n  variables: [w]\n") ==
         "cluster.yaml:3: strategy.variables: expected a mapping from variable names or "
         "patterns to settings, got a list");
+  CHECK(ErrorOf("hosts:\n  - {name: a, cpus: 1, memory_gb: 0}\n") ==
+        "cluster.yaml:2: hosts[0].memory_gb: must be more than 0 GB, got 0");
+  CHECK(ErrorOf("hosts:\n  - {name: a, cpus: 1, memory_gb: 16GB}\n") ==
+        "cluster.yaml:2: hosts[0].memory_gb: expected a number of GB, got '16GB'");
+  CHECK(ErrorOf("hosts:\n  - {name: a, cpus: 1, gpu_memory_gb: 80}\n") ==
+        "cluster.yaml:2: hosts[0].gpu_memory_gb: a host of 'cpus' has no GPU memory; give "
+        "'memory_gb'");
   CHECK(ErrorOf("hosts:\n  - node1\n") ==
         "cluster.yaml:2: hosts[0]: expected a mapping with 'name' and 'gpus' or 'cpus', got "
         "'node1'");

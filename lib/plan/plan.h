@@ -113,6 +113,16 @@ struct AllReducePlan {
   std::string reason;                   // why: the two algorithms' costs, what decided
 };
 
+// What one rank holds by the transform's memory estimate (lib/transform/memory_estimate.h):
+// variables and slots (its partitions of parameter-server ones), and a step's gradient
+// buffers as the plan synchronises them. Activations are not counted.
+struct RankMemory {
+  int64_t state_bytes = 0;
+  int64_t gradient_bytes = 0;
+  int64_t total() const { return state_bytes + gradient_bytes; }
+  friend bool operator==(const RankMemory&, const RankMemory&) = default;
+};
+
 // The bucket limit when none is given: 25 MiB, PyTorch DDP's bucket_cap_mb.
 inline constexpr int64_t kDefaultBucketBytes = int64_t{25} << 20;
 
@@ -141,6 +151,7 @@ struct Plan {
   int64_t bucket_bytes = 0;
   std::vector<GradientBucket> buckets;
   AllReducePlan allreduce;
+  std::vector<RankMemory> memory;  // per rank, in rank order; empty in plans from before it
   // Set when the partition count was measured (transform --search): the
   // parameter-server variables it searched have `chosen` partitions.
   std::optional<MeasuredSearch> partition_search;

@@ -24,6 +24,7 @@
 #include "lib/graph/algorithm.h"
 #include "lib/graph/graph_io.h"
 #include "lib/ops/dtypes.h"
+#include "lib/runtime/buffer_cache.h"
 #include "lib/runtime/checkpoint/job_checkpoint.h"
 #include "lib/runtime/checkpoint/named_tensors.h"
 #include "lib/runtime/checkpoint/safetensors.h"
@@ -1243,6 +1244,10 @@ StatusOr<std::optional<double>> Trainer::JobLoss(std::optional<double> loss) {
 StatusOr<TrainSummary> Trainer::Run(const std::function<void(const StepReport&)>& on_report,
                                     const std::function<void()>& on_start) {
   PX_RETURN_IF_ERROR(Initialize());
+  // The initial values' temporaries (a whole table drawn and scaled, rows received
+  // before they are assigned) are not what the steps allocate: return them to the
+  // system rather than keep them cached for the whole run.
+  BufferCache::Global().Trim();
   if (on_start) on_start();
   TrainSummary summary;
   summary.start_step = step_;

@@ -153,6 +153,17 @@ std::string PlanToYaml(const Plan& plan) {
       << plan.allreduce.off_host_bytes_per_step;
   Quoted(out, "reason", plan.allreduce.reason);
   out << YAML::EndMap;
+  if (!plan.memory.empty()) {
+    std::vector<int64_t> state, gradient;
+    for (const RankMemory& m : plan.memory) {
+      state.push_back(m.state_bytes);
+      gradient.push_back(m.gradient_bytes);
+    }
+    out << YAML::Key << "memory" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "state_bytes" << YAML::Value << YAML::Flow << state;
+    out << YAML::Key << "gradient_bytes" << YAML::Value << YAML::Flow << gradient;
+    out << YAML::EndMap;
+  }
   WriteSearch(out, "partition_search", "partitions", plan.partition_search);
   WriteSearch(out, "bucket_search", "bucket_bytes", plan.bucket_search);
   out << YAML::EndMap;
@@ -270,7 +281,7 @@ class PlanReader {
                                  // the searches: only after transform --search and
                                  // --bucket-mb auto.
                                  {"bucket_bytes", "buckets", "allreduce", "partition_search",
-                                  "bucket_search"}));
+                                  "bucket_search", "memory"}));
     PX_ASSIGN_OR_RETURN(int64_t version, Int(root["version"], "version", 0));
     if (version != Plan::kVersion) {
       return Error(root["version"], "version",
@@ -352,6 +363,23 @@ class PlanReader {
                           Int(allreduce["off_host_bytes_per_step"],
                               "allreduce.off_host_bytes_per_step", 0));
       PX_ASSIGN_OR_RETURN(plan.allreduce.reason, String(allreduce["reason"], "allreduce.reason"));
+    }
+    if (const YAML::Node memory = root["memory"]) {
+      PX_RETURN_IF_ERROR(CheckKeys(memory, "memory", {"state_bytes", "gradient_bytes"}));
+      for (const char* key : {"state_bytes", "gradient_bytes"}) {
+        const YAML::Node list = memory[key];
+        const std::string path = fmt::format("memory.{}", key);
+        if (!list.IsSequence() || list.size() != plan.ranks.size()) {
+          return Error(list, path, fmt::format("expected a list of {} byte counts, one per rank",
+                                               plan.ranks.size()));
+        }
+        plan.memory.resize(plan.ranks.size());
+        for (size_t r = 0; r < list.size(); ++r) {
+          PX_ASSIGN_OR_RETURN(int64_t bytes, Int(list[r], fmt::format("{}[{}]", path, r), 0));
+          RankMemory& m = plan.memory[r];
+          (std::string_view(key) == "state_bytes" ? m.state_bytes : m.gradient_bytes) = bytes;
+        }
+      }
     }
     if (root["partition_search"]) {
       PX_ASSIGN_OR_RETURN(plan.partition_search,
@@ -649,6 +677,14 @@ std::string PlanToJson(const Plan& plan, std::string_view output_dir) {
       .Field("off_host_bytes_per_step", plan.allreduce.off_host_bytes_per_step)
       .Field("reason", plan.allreduce.reason)
       .EndObject();
+  json.Key("memory").BeginArray();
+  for (const RankMemory& m : plan.memory) {
+    json.BeginObject()
+        .Field("state_bytes", m.state_bytes)
+        .Field("gradient_bytes", m.gradient_bytes)
+        .EndObject();
+  }
+  json.EndArray();
   auto search = [&](std::string_view key, std::string_view value_key,
                     const std::optional<MeasuredSearch>& found) {
     json.Key(key);

@@ -216,6 +216,44 @@ TEST_CASE("plan.yaml: the all-reduce algorithm round trips; plans without it are
   CHECK(before->allreduce.algorithm == "flat");
 }
 
+TEST_CASE("plan.yaml: the memory estimate round trips; bad lists are refused") {
+  Plan plan = SamplePlan();
+  plan.memory = {RankMemory{64000, 7616}, RankMemory{0, 7616}, RankMemory{32008, 0}};
+  const std::string yaml = PlanToYaml(plan);
+  INFO(yaml);
+  CHECK(yaml.find("memory:\n  state_bytes: [64000, 0, 32008]\n  gradient_bytes: [7616, 7616, "
+                  "0]\n") != std::string::npos);
+  StatusOr<Plan> back = ParsePlanYaml(yaml, "plan.yaml");
+  REQUIRE(back.ok());
+  CHECK(back->memory == plan.memory);
+  CHECK(PlanToJson(*back, "job").find(R"("memory": [
+    {
+      "state_bytes": 64000,
+      "gradient_bytes": 7616
+    },)") != std::string::npos);
+  // A plan without the estimate (written before it) loads without one.
+  CHECK(ParsePlanYaml(PlanToYaml(SamplePlan()), "plan.yaml")->memory.empty());
+
+  struct Case {
+    std::string from, to, error;
+  };
+  const Case cases[] = {
+      {"state_bytes: [64000, 0, 32008]", "state_bytes: [64000, 0]",
+       "memory.state_bytes: expected a list of 3 byte counts, one per rank"},
+      {"gradient_bytes: [7616, 7616, 0]", "gradient_bytes: [7616, -1, 0]",
+       "memory.gradient_bytes[1]: must be at least 0, got -1"},
+      {"  gradient_bytes:", "  gradients:", "memory.gradients: unknown key"},
+  };
+  for (const Case& c : cases) {
+    std::string edited = yaml;
+    edited.replace(edited.find(c.from), c.from.size(), c.to);
+    StatusOr<Plan> bad = ParsePlanYaml(edited, "plan.yaml");
+    REQUIRE_FALSE(bad.ok());
+    const std::string message = bad.status().message();
+    CHECK(message.substr(message.find(": ") + 2) == c.error);
+  }
+}
+
 TEST_CASE("plan.yaml: bad gradient buckets name the bucket and the variable") {
   const std::string yaml = PlanToYaml(BucketedPlan());
   struct Case {

@@ -146,6 +146,21 @@ std::string RenderReport(const Plan& plan, std::string_view output_dir) {
     }
     out += fmt::format(" ({})\n", plan.allreduce.reason);
   }
+  if (!plan.memory.empty()) {
+    size_t largest = 0;
+    for (size_t r = 1; r < plan.memory.size(); ++r) {
+      if (plan.memory[r].total() > plan.memory[largest].total()) largest = r;
+    }
+    const RankMemory& m = plan.memory[largest];
+    out += fmt::format("\nmemory: {} on {} by the estimate ({} of variables and slots, {} of "
+                       "gradient buffers; activations not counted)\n",
+                       HumanBytes(static_cast<uint64_t>(m.total())),
+                       plan.memory.size() == 1 ? std::string("the rank")
+                                               : fmt::format("rank {}, the most of any rank",
+                                                             largest),
+                       HumanBytes(static_cast<uint64_t>(m.state_bytes)),
+                       HumanBytes(static_cast<uint64_t>(m.gradient_bytes)));
+  }
 
   if (!plan.buckets.empty()) {
     size_t gradients = 0;

@@ -10,6 +10,7 @@
 #include "lib/analysis/rank_local.h"
 #include "lib/base/file.h"
 #include "lib/passes/partition_sparse.h"
+#include "lib/transform/memory_estimate.h"
 #include "lib/transform/cost_model.h"
 
 namespace parallax {
@@ -248,6 +249,8 @@ class PlanBuilder {
                                       ? fmt::format(" (and {} more warnings)", plan.warnings.size() - 1)
                                       : "");
     }
+    plan.memory = EstimateRankMemory(plan);
+    PX_RETURN_IF_ERROR(CheckPlanFitsMemory(plan, cluster_));
     return plan;
   }
 
