@@ -1,5 +1,7 @@
 #include "lib/runtime/executor.h"
 
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 #include "lib/graph/graph_io.h"
@@ -42,6 +44,33 @@ TEST_CASE("variables persist across runs and are read after initialisation") {
   REQUIRE(read.ok());
   CHECK(read->at(0).DebugString() == "float[2] {1.5, 1.5}");
   CHECK(executor.variables().Find("w")->DebugString() == "float[2] {1.5, 1.5}");
+}
+
+TEST_CASE("a large splat Const is made each run, not held; a small one is shared") {
+  // 512 x 1024 floats of 0.25 (2 MiB from a proto of a few bytes), and a [2] constant.
+  Graph g = Parse(R"pb(
+    node { name: "ones" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+           attr { key: "value" value { tensor { dtype: DT_FLOAT
+             tensor_shape { dim { size: 512 } dim { size: 1024 } } float_val: 0.25 } } } }
+    node { name: "small" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+           attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 2 } }
+                                                float_val: 1 float_val: 2 } } } }
+  )pb");
+  CpuDevice device(1);
+  Executor executor(g, device);
+  StatusOr<std::vector<Tensor>> first = executor.Run({.fetches = {"ones", "small"}});
+  StatusOr<std::vector<Tensor>> second = executor.Run({.fetches = {"ones", "small"}});
+  REQUIRE(first.ok());
+  REQUIRE(second.ok());
+  for (const std::vector<Tensor>* run : {&*first, &*second}) {
+    const Tensor& ones = run->at(0);
+    REQUIRE(ones.num_elements() == 512 * 1024);
+    CHECK(std::all_of(ones.data<float>(), ones.data<float>() + ones.num_elements(),
+                      [](float v) { return v == 0.25f; }));
+    CHECK(run->at(1).DebugString() == "float[2] {1, 2}");
+  }
+  CHECK_FALSE(first->at(0).SharesBufferWith(second->at(0)));
+  CHECK(first->at(1).SharesBufferWith(second->at(1)));
 }
 
 TEST_CASE("feeds replace placeholders; an unfed placeholder is an error") {

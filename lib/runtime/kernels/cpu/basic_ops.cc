@@ -6,8 +6,16 @@ namespace {
 
 constexpr DeviceType kCpu = DeviceType::kCpu;
 
+// The value is made once and shared by every run — unless it is large and its proto
+// small (a splat: one value for a whole shape, as TF's constant_initializer writes the
+// initial value of an optimizer slot). Such a value is an initial value that runs once:
+// holding it for the process's life would double the memory of the variable it
+// initialises (lm1b's two Adagrad tables: 3 GiB), so the kernel keeps the small proto
+// and makes the value again each time it runs.
 class ConstOp : public OpKernel {
  public:
+  static constexpr size_t kRebuiltAboveBytes = size_t{1} << 20;
+
   ConstOp(const KernelInit& init, Status* status) {
     const tensorflow::TensorProto* proto = nullptr;
     *status = init.GetAttr("value", &proto);
@@ -17,15 +25,26 @@ class ConstOp : public OpKernel {
       *status = value.status().WithPrefix("attr 'value'");
       return;
     }
-    value_ = std::move(value).value();
+    if (value->bytes() > kRebuiltAboveBytes && proto->ByteSizeLong() < value->bytes() / 16) {
+      proto_ = *proto;
+    } else {
+      value_ = std::move(value).value();
+    }
   }
   Status Compute(KernelContext& context) const override {
+    if (!value_.initialized()) {
+      StatusOr<Tensor> value = Tensor::FromProto(proto_);  // checked at construction
+      if (!value.ok()) return value.status().WithPrefix("attr 'value'");
+      context.set_output(0, std::move(value).value());
+      return Status::Ok();
+    }
     context.set_output(0, value_);  // shared, never written: kernels allocate their outputs
     return Status::Ok();
   }
 
  private:
-  Tensor value_;
+  tensorflow::TensorProto proto_;  // when the value is made each run
+  Tensor value_;                   // otherwise
 };
 PX_REGISTER_KERNEL(ConstOp, "Const", kCpu);
 
