@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -21,8 +23,9 @@ int64_t RowsBytes(const VariablePlan& v, int64_t rows) {
                               static_cast<double>(all_rows));
 }
 
+// The gradient buffers of trainable variable `v` (not a slot).
 int64_t GradientBytes(const Plan& plan, const VariablePlan& v) {
-  if (plan.FindSlotOwner(v.name) != nullptr) return 0;
+  if (v.bytes <= 0) return 0;
   if (plan.world_size() == 1) {
     // The single-device graph, unchanged: a dense gradient; sparse rows not counted.
     const bool trainable = v.method != SyncMethod::kLocal && v.method != SyncMethod::kNone;
@@ -42,6 +45,13 @@ int64_t GradientBytes(const Plan& plan, const VariablePlan& v) {
   return 0;
 }
 
+// The names of the plan's optimizer slots.
+std::unordered_set<std::string_view> SlotNames(const Plan& plan) {
+  std::unordered_set<std::string_view> slots;
+  for (const VariablePlan& v : plan.variables) slots.insert(v.slots.begin(), v.slots.end());
+  return slots;
+}
+
 bool IsThisMachine(const std::string& name) {
   if (name == "localhost" || name == "127.0.0.1") return true;
   char host[256] = {};
@@ -54,18 +64,13 @@ bool IsThisMachine(const std::string& name) {
 
 int64_t GigabytesToBytes(double gb) { return static_cast<int64_t>(std::llround(gb * 1e9)); }
 
-// Each rank's bytes of `v`: its state there and its gradient buffers.
-std::vector<int64_t> BytesOnRanks(const Plan& plan, const VariablePlan& v) {
-  std::vector<int64_t> bytes(static_cast<size_t>(plan.world_size()), 0);
-  if (v.bytes <= 0) return bytes;
-  if (v.method == SyncMethod::kParameterServer) {
-    for (const Partition& p : v.partitions) {
-      if (p.owner >= 0 && p.owner < plan.world_size()) {
-        bytes[static_cast<size_t>(p.owner)] += RowsBytes(v, p.rows());
-      }
-    }
-  } else {
-    std::fill(bytes.begin(), bytes.end(), v.bytes);
+// `rank`'s state bytes of `v`: all of it, or its partitions' rows on parameter servers.
+int64_t StateBytesOnRank(const VariablePlan& v, int rank) {
+  if (v.bytes <= 0) return 0;
+  if (v.method != SyncMethod::kParameterServer) return v.bytes;
+  int64_t bytes = 0;
+  for (const Partition& p : v.partitions) {
+    if (p.owner == rank) bytes += RowsBytes(v, p.rows());
   }
   return bytes;
 }
@@ -73,23 +78,35 @@ std::vector<int64_t> BytesOnRanks(const Plan& plan, const VariablePlan& v) {
 }  // namespace
 
 std::vector<RankMemory> EstimateRankMemory(const Plan& plan) {
+  const std::unordered_set<std::string_view> slots = SlotNames(plan);
   std::vector<RankMemory> ranks(static_cast<size_t>(plan.world_size()));
+  int64_t replicated = 0, gradients = 0;  // the same on every rank
   for (const VariablePlan& v : plan.variables) {
-    const std::vector<int64_t> state = BytesOnRanks(plan, v);
-    const int64_t gradient = v.bytes > 0 ? GradientBytes(plan, v) : 0;
-    for (size_t r = 0; r < ranks.size(); ++r) {
-      ranks[r].state_bytes += state[r];
-      ranks[r].gradient_bytes += gradient;
+    if (v.bytes <= 0) continue;
+    if (v.method == SyncMethod::kParameterServer) {
+      for (const Partition& p : v.partitions) {
+        if (p.owner >= 0 && p.owner < plan.world_size()) {
+          ranks[static_cast<size_t>(p.owner)].state_bytes += RowsBytes(v, p.rows());
+        }
+      }
+    } else {
+      replicated += v.bytes;
     }
+    if (!slots.contains(v.name)) gradients += GradientBytes(plan, v);
+  }
+  for (RankMemory& rank : ranks) {
+    rank.state_bytes += replicated;
+    rank.gradient_bytes = gradients;
   }
   return ranks;
 }
 
 std::pair<std::string, int64_t> LargestOnRank(const Plan& plan, int rank) {
+  const std::unordered_set<std::string_view> slots = SlotNames(plan);
   std::pair<std::string, int64_t> largest{"", 0};
   for (const VariablePlan& v : plan.variables) {
-    const int64_t bytes = BytesOnRanks(plan, v)[static_cast<size_t>(rank)] +
-                          (v.bytes > 0 ? GradientBytes(plan, v) : 0);
+    const int64_t bytes =
+        StateBytesOnRank(v, rank) + (slots.contains(v.name) ? 0 : GradientBytes(plan, v));
     if (bytes > largest.second) {
       largest = {fmt::format("{} ({})", v.name, SyncMethodName(v.method)), bytes};
     }
