@@ -245,28 +245,73 @@ Status CheckPositive(std::string_view flag, int64_t value, int64_t min = 1) {
   return Status::Ok();
 }
 
+// A model-specific option: its key in ModelSpec::options, its flag, and how to tell
+// whether it was given, take its default and describe it ("vocab=1000").
+struct OptionField {
+  std::string_view key;
+  std::string_view flag;
+  std::function<bool(const ModelOptions&)> given;
+  std::function<void(ModelOptions&, const ModelOptions&)> take_default;
+  std::function<std::string(const ModelOptions&)> describe;
+};
+
+std::string DescribeValue(int64_t v) { return std::to_string(v); }
+std::string DescribeValue(double v) { return fmt::format("{}", v); }
+std::string DescribeValue(const std::string& v) { return v; }
+std::string DescribeValue(const std::vector<int64_t>& v) { return fmt::format("{}", fmt::join(v, ",")); }
+
+template <typename T>
+OptionField Field(std::string_view key, std::string_view flag, std::optional<T> ModelOptions::*member) {
+  return OptionField{
+      .key = key,
+      .flag = flag,
+      .given = [member](const ModelOptions& o) { return (o.*member).has_value(); },
+      .take_default =
+          [member](ModelOptions& o, const ModelOptions& d) {
+            if (!(o.*member)) o.*member = d.*member;
+          },
+      .describe =
+          [key, member](const ModelOptions& o) {
+            return o.*member ? fmt::format(" {}={}", key, DescribeValue(*(o.*member))) : "";
+          }};
+}
+
+// Every model-specific option, in the order an option a model does not take is reported.
+const std::vector<OptionField>& OptionFields() {
+  static const auto* fields = new std::vector<OptionField>{
+      Field("widths", "widths", &ModelOptions::widths),
+      Field("vocab", "vocab", &ModelOptions::vocab),
+      Field("dim", "dim", &ModelOptions::dim),
+      Field("seq", "seq", &ModelOptions::seq),
+      Field("hidden", "hidden", &ModelOptions::hidden),
+      OptionField{.key = "unroll",
+                  .flag = "unroll",
+                  .given = [](const ModelOptions& o) { return o.unroll; },
+                  .take_default = [](ModelOptions&, const ModelOptions&) {},
+                  .describe = [](const ModelOptions& o) { return o.unroll ? " unroll" : ""; }},
+      Field("layers", "layers", &ModelOptions::layers),
+      Field("heads", "heads", &ModelOptions::heads),
+      Field("dropout", "dropout", &ModelOptions::dropout),
+      Field("image_size", "image-size", &ModelOptions::image_size),
+      Field("data_format", "data-format", &ModelOptions::data_format),
+      Field("filters", "filters", &ModelOptions::filters),
+      Field("blocks", "blocks", &ModelOptions::blocks),
+      Field("samples", "samples", &ModelOptions::samples),
+  };
+  return *fields;
+}
+
 // Fills unset fields from the defaults and rejects options the model does not take.
 StatusOr<ModelOptions> Resolve(const ModelSpec& spec, const ModelOptions& given) {
   auto takes = [&](std::string_view opt) {
     return std::find(spec.options.begin(), spec.options.end(), opt) != spec.options.end();
   };
-  auto reject = [&](std::string_view opt) {
-    return InvalidArgumentError("option --{} does not apply to model '{}'", opt, spec.name);
-  };
-  if (given.widths && !takes("widths")) return reject("widths");
-  if (given.vocab && !takes("vocab")) return reject("vocab");
-  if (given.dim && !takes("dim")) return reject("dim");
-  if (given.seq && !takes("seq")) return reject("seq");
-  if (given.hidden && !takes("hidden")) return reject("hidden");
-  if (given.unroll && !takes("unroll")) return reject("unroll");
-  if (given.layers && !takes("layers")) return reject("layers");
-  if (given.heads && !takes("heads")) return reject("heads");
-  if (given.dropout && !takes("dropout")) return reject("dropout");
-  if (given.image_size && !takes("image_size")) return reject("image-size");
-  if (given.data_format && !takes("data_format")) return reject("data-format");
-  if (given.filters && !takes("filters")) return reject("filters");
-  if (given.blocks && !takes("blocks")) return reject("blocks");
-  if (given.samples && !takes("samples")) return reject("samples");
+  for (const OptionField& field : OptionFields()) {
+    if (field.given(given) && !takes(field.key)) {
+      return InvalidArgumentError("option --{} does not apply to model '{}'", field.flag,
+                                  spec.name);
+    }
+  }
   ModelOptions o = given;
   const ModelOptions& d = spec.defaults;
   if (!o.batch) o.batch = d.batch;
@@ -276,19 +321,9 @@ StatusOr<ModelOptions> Resolve(const ModelSpec& spec, const ModelOptions& given)
     o.learning_rate = *o.optimizer == *d.optimizer && d.learning_rate ? *d.learning_rate
                                                                       : DefaultLearningRate(*o.optimizer);
   }
-  if (takes("widths") && !o.widths) o.widths = d.widths;
-  if (takes("vocab") && !o.vocab) o.vocab = d.vocab;
-  if (takes("dim") && !o.dim) o.dim = d.dim;
-  if (takes("seq") && !o.seq) o.seq = d.seq;
-  if (takes("hidden") && !o.hidden) o.hidden = d.hidden;
-  if (takes("layers") && !o.layers) o.layers = d.layers;
-  if (takes("heads") && !o.heads) o.heads = d.heads;
-  if (takes("dropout") && !o.dropout) o.dropout = d.dropout;
-  if (takes("image_size") && !o.image_size) o.image_size = d.image_size;
-  if (takes("data_format") && !o.data_format) o.data_format = d.data_format;
-  if (takes("filters") && !o.filters) o.filters = d.filters;
-  if (takes("blocks") && !o.blocks) o.blocks = d.blocks;
-  if (takes("samples") && !o.samples) o.samples = d.samples;
+  for (const OptionField& field : OptionFields()) {
+    if (takes(field.key)) field.take_default(o, d);
+  }
   PX_RETURN_IF_ERROR(CheckPositive("batch", *o.batch, 0));
   if (!(*o.learning_rate > 0)) {
     return InvalidArgumentError("--lr must be positive, got {}", *o.learning_rate);
@@ -372,22 +407,10 @@ std::string DescribeOptions(const ModelSpec& spec, const ModelOptions& o) {
                                 OptimizerFlagName(o.optimizer.value_or(OptimizerKind::kSgd)),
                                 o.learning_rate.value_or(0));
   if (o.clip_norm) out += fmt::format(" clip_norm={}", *o.clip_norm);
-  auto join = [](const std::vector<int64_t>& v) { return fmt::format("{}", fmt::join(v, ",")); };
   for (const std::string& opt : spec.options) {
-    if (opt == "widths" && o.widths) out += " widths=" + join(*o.widths);
-    if (opt == "vocab" && o.vocab) out += fmt::format(" vocab={}", *o.vocab);
-    if (opt == "dim" && o.dim) out += fmt::format(" dim={}", *o.dim);
-    if (opt == "seq" && o.seq) out += fmt::format(" seq={}", *o.seq);
-    if (opt == "hidden" && o.hidden) out += fmt::format(" hidden={}", *o.hidden);
-    if (opt == "unroll" && o.unroll) out += " unroll";
-    if (opt == "layers" && o.layers) out += fmt::format(" layers={}", *o.layers);
-    if (opt == "heads" && o.heads) out += fmt::format(" heads={}", *o.heads);
-    if (opt == "dropout" && o.dropout) out += fmt::format(" dropout={}", *o.dropout);
-    if (opt == "image_size" && o.image_size) out += fmt::format(" image_size={}", *o.image_size);
-    if (opt == "data_format" && o.data_format) out += " data_format=" + *o.data_format;
-    if (opt == "filters" && o.filters) out += fmt::format(" filters={}", *o.filters);
-    if (opt == "blocks" && o.blocks) out += " blocks=" + join(*o.blocks);
-    if (opt == "samples" && o.samples) out += fmt::format(" samples={}", *o.samples);
+    for (const OptionField& field : OptionFields()) {
+      if (field.key == opt) out += field.describe(o);
+    }
   }
   return out;
 }
