@@ -208,6 +208,12 @@ StatusOr<bool> InsertAllReducePass::RunImpl(Graph& graph, PassContext& context) 
       }
     }
   }
+  // A gradient that depends on a bucket-mate's update would wait for itself: searched
+  // forward from the bucket's readers (in a training graph the update ops, followed by
+  // little), not backward from its gradients (all of backprop, once per bucket).
+  std::vector<int64_t> gradient_of_bucket(static_cast<size_t>(graph.id_limit()), -1);
+  std::vector<int64_t> visited_in_bucket(static_cast<size_t>(graph.id_limit()), -1);
+  std::vector<NodeId> stack;
   for (size_t b = 0; b < bucket_members.size(); ++b) {
     for (const std::string& name : plan->buckets[b].variables) {
       const VariablePlan* v = plan->FindVariable(name);
@@ -217,13 +223,33 @@ StatusOr<bool> InsertAllReducePass::RunImpl(Graph& graph, PassContext& context) 
                              b, name);
       }
     }
-    // A gradient that depends on a bucket-mate's update would wait for itself.
-    std::vector<NodeId> gradients;
-    for (const Reduction* r : bucket_members[b]) gradients.push_back(r->grad_input.node);
-    const std::vector<bool> upstream = NeededNodes(graph, gradients);
+    const int64_t bucket = static_cast<int64_t>(b);
+    for (const Reduction* r : bucket_members[b]) {
+      gradient_of_bucket[static_cast<size_t>(r->grad_input.node)] = bucket;
+    }
+    // Whether `from` leads to one of the bucket's gradients (nodes seen from an earlier
+    // reader of the bucket do not: they are not searched again).
+    auto leads_to_gradient = [&](NodeId from) {
+      stack.assign(1, from);
+      visited_in_bucket[static_cast<size_t>(from)] = bucket;
+      while (!stack.empty()) {
+        const NodeId id = stack.back();
+        stack.pop_back();
+        if (gradient_of_bucket[static_cast<size_t>(id)] == bucket) return true;
+        for (const InputRef& consumer : graph.node(id).fanout()) {
+          int64_t& seen = visited_in_bucket[static_cast<size_t>(consumer.node)];
+          if (seen != bucket) {
+            seen = bucket;
+            stack.push_back(consumer.node);
+          }
+        }
+      }
+      return false;
+    };
     for (const Reduction* r : bucket_members[b]) {
       for (const InputRef& reader : ReadersOf(graph, *r).inputs) {
-        if (upstream[static_cast<size_t>(reader.node)]) {
+        if (visited_in_bucket[static_cast<size_t>(reader.node)] != bucket &&
+            leads_to_gradient(reader.node)) {
           return InternalError("gradient bucket {}: the gradient of one of its variables "
                                "depends on node '{}', which reads the all-reduced gradient "
                                "of '{}'; transform with --bucket-mb 0",

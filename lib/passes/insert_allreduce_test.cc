@@ -157,6 +157,31 @@ TEST_CASE("insert-allreduce: each update of a variable gets its own all-reduce")
   CHECK(NodeNamed(graph, "w/parallax/allreduce_1/instance_key").FindAttr("value")->tensor().int_val(0) == 2);
 }
 
+TEST_CASE("insert-allreduce: a bucket whose gradient waits on a bucket-mate's update is refused") {
+  Graph graph = LoadAnalysisGraph("sgd_mlp");
+  // b's gradient made to wait (a control edge) for w's update, which reads w's reduced
+  // gradient: in one bucket, the all-reduce would wait for itself.
+  REQUIRE(graph
+              .AddControlInput(graph.FindNode("gradients/add_grad/tuple/control_dependency_1"),
+                               graph.FindNode("GradientDescent/update_w/ApplyGradientDescent"))
+              .ok());
+  Plan plan = PlanForTests(graph, 2);
+  plan.bucket_bytes = 1 << 20;
+  plan.buckets = {GradientBucket{"float", {"b", "w"}, 0}};
+  PassRunnerForTests runner(graph, plan, 0);
+  auto pass = CreateInsertAllReducePass();
+  const StatusOr<bool> result = runner.Run(*pass);
+  CHECK(result.status().code() == StatusCode::kInternal);
+  CHECK(result.status().message() ==
+        "insert-allreduce: gradient bucket 0: the gradient of one of its variables depends on "
+        "node 'GradientDescent/update_w/ApplyGradientDescent', which reads the all-reduced "
+        "gradient of 'w'; transform with --bucket-mb 0");
+
+  // Without the edge, the same bucket is made.
+  Graph plain = LoadAnalysisGraph("sgd_mlp");
+  CHECK(RunPassOrFail(CreateInsertAllReducePass, plain, plan, 0));
+}
+
 TEST_CASE("insert-allreduce: a sparse variable planned for all-reduce is an internal error") {
   Graph graph = LoadAnalysisGraph("sparse_adagrad");
   const std::string before = SerializeGraphDef(graph);
