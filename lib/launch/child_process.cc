@@ -1,5 +1,8 @@
 #include "lib/launch/child_process.h"
 
+#include <algorithm>
+#include <string_view>
+
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +24,18 @@ StatusOr<pid_t> StartChild(const std::vector<std::string>& argv, const ChildIo& 
   std::vector<char*> args;
   for (const std::string& word : argv) args.push_back(const_cast<char*>(word.c_str()));
   args.push_back(nullptr);
+  // The child's environment, made before fork (nothing allocates between fork and exec).
+  std::vector<char*> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    const bool replaced = std::any_of(io.env.begin(), io.env.end(), [&](const std::string& set) {
+      const size_t equals = set.find('=');
+      return entry.size() > equals && entry.substr(0, equals + 1) == set.substr(0, equals + 1);
+    });
+    if (!replaced) env.push_back(*e);
+  }
+  for (const std::string& set : io.env) env.push_back(const_cast<char*>(set.c_str()));
+  env.push_back(nullptr);
   // The child writes its exec error here; a successful exec closes it (O_CLOEXEC).
   int error_pipe[2];
   if (::pipe2(error_pipe, O_CLOEXEC) != 0) {
@@ -45,7 +60,7 @@ StatusOr<pid_t> StartChild(const std::vector<std::string>& argv, const ChildIo& 
       ::_exit(127);
     }
     if (output < 0 && io.stderr_fd >= 0 && ::dup2(io.stderr_fd, STDERR_FILENO) < 0) ::_exit(127);
-    ::execvp(args[0], args.data());
+    ::execvpe(args[0], args.data(), env.data());
     const int err = errno;
     (void)!::write(error_pipe[1], &err, sizeof(err));
     ::_exit(127);

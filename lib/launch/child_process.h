@@ -20,6 +20,8 @@ struct ChildIo {
   std::string output_path;  // stdout and stderr to this file (created or truncated); "": inherited
   int stderr_fd = -1;       // else stderr to this descriptor; -1: inherited
   bool stdin_null = false;  // stdin from /dev/null instead of inherited
+  // Variables set for the child ("TMPDIR=/tmp/x"), over the inherited environment.
+  std::vector<std::string> env;
 };
 
 // Starts argv and returns its pid once it runs the program. Errors: the output file

@@ -48,6 +48,9 @@ std::string FirstLine(std::string_view text) {
 struct RunningProbe {
   pid_t pid = -1;
   std::optional<TemporaryFile> output;
+  // The probe's own TMPDIR: OpenMPI makes its session directory there, so probes started
+  // together (and other mpiruns of this machine) do not race on a shared one.
+  std::optional<TempDir> session;
   bool done = false;
   int status = 0;
   bool timed_out = false;
@@ -84,9 +87,16 @@ StatusOr<std::vector<HostProbe>> ProbeOnce(const std::vector<std::string>& hosts
       break;
     }
     probes[i].output.emplace(*std::move(output));
+    StatusOr<TempDir> session = TempDir::Make("parallax-probe-session");
+    if (!session.ok()) {
+      start_error = session.status();
+      break;
+    }
+    probes[i].session.emplace(*std::move(session));
     StatusOr<pid_t> pid = StartChild(ProbeArgv(hosts[i], options),
                                      ChildIo{.output_path = probes[i].output->path(),
-                                             .stdin_null = true});
+                                             .stdin_null = true,
+                                             .env = {"TMPDIR=" + probes[i].session->path()}});
     if (!pid.ok()) {
       start_error = pid.status();
     } else {

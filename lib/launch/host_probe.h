@@ -10,9 +10,10 @@
 // run at the same time; one still running at the timeout is stopped (SIGTERM, which
 // mpirun passes on to its daemons, then SIGKILL 2 s later). A host whose probe failed
 // (not timed out) is probed once more after 1 s, and only the second failure counts: one
-// failed start can be OpenMPI's own, such as concurrent mpiruns on one machine racing on
-// their session directory ("A call to mkdir was unable to create the desired
-// directory"). A probe costs about what an mpirun start costs (a fraction of a second on
+// failed start can be OpenMPI's own. Each probe's mpirun gets a TMPDIR of its own, where
+// OpenMPI makes its session directory, so that probes started together (and other
+// mpiruns of this machine) do not race on a shared one ("A call to mkdir was unable to
+// create the desired directory"). A probe costs about what an mpirun start costs (a fraction of a second on
 // a live host).
 #ifndef PARALLAX_LIB_LAUNCH_HOST_PROBE_H_
 #define PARALLAX_LIB_LAUNCH_HOST_PROBE_H_

@@ -48,6 +48,9 @@ case "$4" in
         echo "ORTE was unable to reliably start one or more daemons." >&2; exit 1 ;;
   quiet) echo "" >&2; echo "  ----------" >&2; exit 1 ;;
   hung) exec sleep 60 ;;
+  own-tmpdir) echo "$TMPDIR" >> "$dir/tmpdirs.log"
+              case "$TMPDIR" in */parallax-probe-session.*) [ -d "$TMPDIR" ] && { echo "parallax 0.1.0"; exit 0; } ;; esac
+              echo "no TMPDIR of its own: $TMPDIR" >&2; exit 1 ;;
 esac
 exit 2
 )sh")
@@ -82,6 +85,28 @@ TEST_CASE("probing hosts: which answer, and why the others did not") {
   // The bound is scaled by PARALLAX_TEST_SLOWDOWN (set by the sanitizer build, .bazelrc).
   const char* slowdown = std::getenv("PARALLAX_TEST_SLOWDOWN");
   CHECK(seconds < 5 * (slowdown != nullptr ? std::atof(slowdown) : 1.0));
+}
+
+TEST_CASE("each probe's mpirun has a TMPDIR of its own, removed after it") {
+  MpirunOptions options;
+  options.mpirun = FakeMpirun();
+  options.forward_env = {};
+  StatusOr<std::vector<HostProbe>> probes =
+      ProbeHosts({"own-tmpdir", "own-tmpdir"}, options, std::chrono::seconds(10));
+  REQUIRE(probes.ok());
+  for (const HostProbe& probe : *probes) {
+    INFO(probe.problem);
+    CHECK(probe.answered);
+  }
+  const std::string dir = options.mpirun.substr(0, options.mpirun.rfind('/'));
+  StatusOr<std::string> logged = ReadFileToString(dir + "/tmpdirs.log", 1 << 20);
+  REQUIRE(logged.ok());
+  const std::string first = logged->substr(0, logged->find('\n'));
+  const std::string second = logged->substr(first.size() + 1, logged->find('\n', first.size() + 1) - first.size() - 1);
+  CHECK(first != second);
+  struct stat info {};
+  CHECK(::stat(first.c_str(), &info) != 0);  // gone with its probe
+  CHECK(::stat(second.c_str(), &info) != 0);
 }
 
 // The hosts probed through the fake mpirun at `mpirun`, sorted, from its probes.log.
