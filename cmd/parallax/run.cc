@@ -216,10 +216,12 @@ Status TrainAndReport(const Graph& graph, const TrainerOptions& options, const R
               world > 1 && rank0 ? " over all ranks" : "",
               DurationText(summary->elapsed_seconds).c_str());
   if (rank0) {
-    std::vector<std::string> each;
-    for (int64_t bytes : peaks) each.push_back(HumanBytes(static_cast<uint64_t>(bytes)));
+    std::string each;
+    for (int64_t bytes : peaks) {
+      each += (each.empty() ? "" : ", ") + HumanBytes(static_cast<uint64_t>(bytes));
+    }
     std::printf("peak memory (resident)%s: %s\n", peaks.size() > 1 ? " per rank" : "",
-                fmt::format("{}", fmt::join(each, ", ")).c_str());
+                each.c_str());
   }
   if (!summary->last_checkpoint.empty()) {
     std::printf("%scheckpoint %s\n", prefix, summary->last_checkpoint.c_str());

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include <sys/resource.h>
-
+#include <unistd.h>
 
 namespace parallax {
 namespace {
@@ -102,30 +102,46 @@ std::optional<int64_t> CgroupLimitOf(const std::string& cgroup_root,
   return memory->limit;
 }
 
-std::optional<int64_t> AvailableMemoryBytes() {
+namespace {
+
+// `field` of /proc/meminfo, lowered to what `cgroup_bound` says of the process's cgroup
+// when it says something.
+std::optional<int64_t> MeminfoWithinCgroup(
+    std::string_view field,
+    std::optional<int64_t> (*cgroup_bound)(const std::string&, const std::string&)) {
   std::optional<std::string> meminfo = Read("/proc/meminfo");
   if (!meminfo) return std::nullopt;
-  std::optional<int64_t> available = MeminfoBytesOf(*meminfo, "MemAvailable");
-  if (!available) return std::nullopt;
+  std::optional<int64_t> bytes = MeminfoBytesOf(*meminfo, field);
+  if (!bytes) return std::nullopt;
   if (std::optional<std::string> cgroup = Read("/proc/self/cgroup")) {
-    if (std::optional<int64_t> room = CgroupRoomOf("/sys/fs/cgroup", *cgroup)) {
-      available = std::min(*available, *room);
+    if (std::optional<int64_t> bound = cgroup_bound("/sys/fs/cgroup", *cgroup)) {
+      bytes = std::min(*bytes, *bound);
     }
   }
-  return available;
+  return bytes;
 }
 
-std::optional<int64_t> TotalMemoryBytes() {
-  std::optional<std::string> meminfo = Read("/proc/meminfo");
-  if (!meminfo) return std::nullopt;
-  std::optional<int64_t> total = MeminfoBytesOf(*meminfo, "MemTotal");
-  if (!total) return std::nullopt;
-  if (std::optional<std::string> cgroup = Read("/proc/self/cgroup")) {
-    if (std::optional<int64_t> limit = CgroupLimitOf("/sys/fs/cgroup", *cgroup)) {
-      total = std::min(*total, *limit);
-    }
-  }
-  return total;
+}  // namespace
+
+std::optional<int64_t> AvailableMemoryBytes() {
+  return MeminfoWithinCgroup("MemAvailable", CgroupRoomOf);
+}
+
+std::optional<int64_t> TotalMemoryBytes() { return MeminfoWithinCgroup("MemTotal", CgroupLimitOf); }
+
+std::string MachineHostName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return "";
+  return name;
+}
+
+bool NamesThisMachine(std::string_view name) {
+  if (name == "localhost" || name == "127.0.0.1") return true;
+  const std::string mine = MachineHostName();
+  if (mine.empty() || name.empty()) return false;
+  // "node1" and "node1.cluster.example" name the same machine.
+  auto short_name = [](std::string_view n) { return n.substr(0, n.find('.')); };
+  return name == mine || short_name(name) == short_name(mine);
 }
 
 int64_t PeakResidentBytes() {

@@ -38,9 +38,15 @@ std::optional<int64_t> TotalMemoryBytes();
 // Peak resident memory of this process in bytes, so far.
 int64_t PeakResidentBytes();
 
-// The parts, for tests: a field ("MemAvailable", "MemTotal") from /proc/meminfo's text; the cgroup v2 room from
-// the process's cgroup line ("0::/user.slice/x") under `cgroup_root`, nullopt when it
-// sets no limit ("max") or the files are not there.
+// This machine's host name (gethostname), "" where it has none.
+std::string MachineHostName();
+// Whether `name` is this machine: localhost, 127.0.0.1, its host name, or the host name
+// with or without a domain ("node1" for "node1.cluster.example").
+bool NamesThisMachine(std::string_view name);
+
+// The parts, for tests: a field ("MemAvailable", "MemTotal") from /proc/meminfo's text;
+// the cgroup v2 room from the process's cgroup line ("0::/user.slice/x") under
+// `cgroup_root`, nullopt when it sets no limit ("max") or the files are not there.
 std::optional<int64_t> MeminfoBytesOf(const std::string& meminfo_text, std::string_view field);
 std::optional<int64_t> CgroupRoomOf(const std::string& cgroup_root,
                                     const std::string& proc_self_cgroup_text);

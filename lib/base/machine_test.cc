@@ -35,6 +35,18 @@ TEST_CASE("a cgroup v2 limit lowers what is available") {
   CHECK_FALSE(CgroupRoomOf(root, "12:memory:/job\n").has_value());  // cgroup v1: not read
 }
 
+TEST_CASE("the names of this machine") {
+  CHECK(NamesThisMachine("localhost"));
+  CHECK(NamesThisMachine("127.0.0.1"));
+  CHECK_FALSE(NamesThisMachine("far-away-node"));
+  CHECK_FALSE(NamesThisMachine(""));
+  const std::string mine = MachineHostName();
+  REQUIRE_FALSE(mine.empty());  // Linux gives every machine one
+  CHECK(NamesThisMachine(mine));
+  const std::string short_name = mine.substr(0, mine.find('.'));
+  CHECK(NamesThisMachine(short_name + ".cluster.example"));
+}
+
 TEST_CASE("this machine: cores and some memory") {
   CHECK(MachineCores() >= 1);
   std::optional<int64_t> available = AvailableMemoryBytes();

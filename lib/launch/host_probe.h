@@ -13,8 +13,8 @@
 // failed start can be OpenMPI's own. Each probe's mpirun gets a TMPDIR of its own, where
 // OpenMPI makes its session directory, so that probes started together (and other
 // mpiruns of this machine) do not race on a shared one ("A call to mkdir was unable to
-// create the desired directory"). A probe costs about what an mpirun start costs (a fraction of a second on
-// a live host).
+// create the desired directory"). A probe costs about what an mpirun start costs (a
+// fraction of a second on a live host).
 #ifndef PARALLAX_LIB_LAUNCH_HOST_PROBE_H_
 #define PARALLAX_LIB_LAUNCH_HOST_PROBE_H_
 

@@ -59,6 +59,22 @@ exit 2
   return path;
 }
 
+// The lines the fake mpirun at `mpirun` wrote to `log` beside it (none when it wrote none).
+std::vector<std::string> LoggedLines(const std::string& mpirun, const std::string& log) {
+  StatusOr<std::string> text =
+      ReadFileToString(mpirun.substr(0, mpirun.rfind('/')) + "/" + log, 1 << 20);
+  std::vector<std::string> lines;
+  if (text.ok()) {
+    std::string_view rest = *text;
+    while (!rest.empty()) {
+      const size_t end = rest.find('\n');
+      lines.emplace_back(rest.substr(0, end));
+      rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);
+    }
+  }
+  return lines;
+}
+
 TEST_CASE("probing hosts: which answer, and why the others did not") {
   MpirunOptions options;
   options.mpirun = FakeMpirun();
@@ -98,30 +114,17 @@ TEST_CASE("each probe's mpirun has a TMPDIR of its own, removed after it") {
     INFO(probe.problem);
     CHECK(probe.answered);
   }
-  const std::string dir = options.mpirun.substr(0, options.mpirun.rfind('/'));
-  StatusOr<std::string> logged = ReadFileToString(dir + "/tmpdirs.log", 1 << 20);
-  REQUIRE(logged.ok());
-  const std::string first = logged->substr(0, logged->find('\n'));
-  const std::string second = logged->substr(first.size() + 1, logged->find('\n', first.size() + 1) - first.size() - 1);
-  CHECK(first != second);
+  const std::vector<std::string> tmpdirs = LoggedLines(options.mpirun, "tmpdirs.log");
+  REQUIRE(tmpdirs.size() == 2);
+  CHECK(tmpdirs[0] != tmpdirs[1]);
   struct stat info {};
-  CHECK(::stat(first.c_str(), &info) != 0);  // gone with its probe
-  CHECK(::stat(second.c_str(), &info) != 0);
+  CHECK(::stat(tmpdirs[0].c_str(), &info) != 0);  // gone with its probe
+  CHECK(::stat(tmpdirs[1].c_str(), &info) != 0);
 }
 
 // The hosts probed through the fake mpirun at `mpirun`, sorted, from its probes.log.
 std::vector<std::string> ProbesLogged(const std::string& mpirun) {
-  const std::string log = mpirun.substr(0, mpirun.rfind('/')) + "/probes.log";
-  StatusOr<std::string> text = ReadFileToString(log, 1 << 20);
-  std::vector<std::string> hosts;
-  if (text.ok()) {
-    std::string_view rest = *text;
-    while (!rest.empty()) {
-      const size_t end = rest.find('\n');
-      hosts.emplace_back(rest.substr(0, end));
-      rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);
-    }
-  }
+  std::vector<std::string> hosts = LoggedLines(mpirun, "probes.log");
   std::sort(hosts.begin(), hosts.end());
   return hosts;
 }

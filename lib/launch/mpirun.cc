@@ -17,6 +17,7 @@
 #include <map>
 #include <thread>
 
+#include "lib/base/machine.h"
 #include "lib/base/test_hooks.h"
 #include "lib/launch/child_process.h"
 
@@ -37,10 +38,7 @@ MpirunOptions MpirunOptionsForThisMachine() {
   MpirunOptions options;
   options.as_root = ::geteuid() == 0;
   options.local_cores = std::max(1u, std::thread::hardware_concurrency());
-  char host[HOST_NAME_MAX + 1] = {};
-  if (::gethostname(host, sizeof(host) - 1) == 0 && host[0] != '\0') {
-    options.local_hosts.push_back(host);
-  }
+  if (std::string host = MachineHostName(); !host.empty()) options.local_hosts.push_back(host);
   char self[PATH_MAX] = {};
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
   if (n > 0) options.parallax = std::string(self, static_cast<size_t>(n));

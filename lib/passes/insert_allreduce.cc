@@ -4,7 +4,6 @@
 #include <string>
 #include <vector>
 
-#include "lib/graph/algorithm.h"
 #include "lib/graph/attr_values.h"
 #include "lib/ops/op_registry.h"
 #include "lib/passes/collective_builder.h"

@@ -18,6 +18,13 @@ using testing::LoadAnalysisGraph;
 using testing::NodeNamed;
 using testing::RunPassOrFail;
 
+// The pass on rank 0's graph: whether it changed it, or its error.
+StatusOr<bool> RunOnRank0(Graph& graph, const Plan& plan) {
+  PassRunnerForTests runner(graph, plan, 0);
+  auto pass = CreateInsertAllReducePass();
+  return runner.Run(*pass);
+}
+
 TEST_CASE("insert-allreduce: the pass's name and factory") {
   auto pass = CreateInsertAllReducePass();
   CHECK(pass->name() == "insert-allreduce");
@@ -168,9 +175,7 @@ TEST_CASE("insert-allreduce: a bucket whose gradient waits on a bucket-mate's up
   Plan plan = PlanForTests(graph, 2);
   plan.bucket_bytes = 1 << 20;
   plan.buckets = {GradientBucket{"float", {"b", "w"}, 0}};
-  PassRunnerForTests runner(graph, plan, 0);
-  auto pass = CreateInsertAllReducePass();
-  const StatusOr<bool> result = runner.Run(*pass);
+  const StatusOr<bool> result = RunOnRank0(graph, plan);
   CHECK(result.status().code() == StatusCode::kInternal);
   CHECK(result.status().message() ==
         "insert-allreduce: gradient bucket 0: the gradient of one of its variables depends on "
@@ -186,9 +191,7 @@ TEST_CASE("insert-allreduce: a sparse variable planned for all-reduce is an inte
   Graph graph = LoadAnalysisGraph("sparse_adagrad");
   const std::string before = SerializeGraphDef(graph);
   const Plan plan = PlanForTests(graph, 2, SyncMethod::kAllReduce);
-  PassRunnerForTests runner(graph, plan, 0);
-  auto pass = CreateInsertAllReducePass();
-  const StatusOr<bool> result = runner.Run(*pass);
+  const StatusOr<bool> result = RunOnRank0(graph, plan);
   CHECK(result.status().code() == StatusCode::kInternal);
   CHECK(result.status().message() ==
         "insert-allreduce: variable 'emb': its update 'Adagrad/update_emb/SparseApplyAdagrad' "
@@ -201,9 +204,7 @@ TEST_CASE("insert-allreduce: a plan variable the graph lacks is an internal erro
   Graph graph = LoadAnalysisGraph("sgd_mlp");
   Plan plan = PlanForTests(graph, 2);
   plan.variables[0].name = "gone";
-  PassRunnerForTests runner(graph, plan, 0);
-  auto pass = CreateInsertAllReducePass();
-  CHECK(runner.Run(*pass).status().message() ==
+  CHECK(RunOnRank0(graph, plan).status().message() ==
         "insert-allreduce: variable 'gone': the plan all-reduces it, but the graph has no such "
         "variable");
 }

@@ -1,7 +1,5 @@
 #include "lib/transform/memory_estimate.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <string_view>
@@ -50,16 +48,6 @@ std::unordered_set<std::string_view> SlotNames(const Plan& plan) {
   std::unordered_set<std::string_view> slots;
   for (const VariablePlan& v : plan.variables) slots.insert(v.slots.begin(), v.slots.end());
   return slots;
-}
-
-bool IsThisMachine(const std::string& name) {
-  if (name == "localhost" || name == "127.0.0.1") return true;
-  char host[256] = {};
-  if (gethostname(host, sizeof(host) - 1) != 0) return false;
-  const std::string mine(host);
-  // "node1" and "node1.cluster.example" name the same machine.
-  auto short_name = [](const std::string& n) { return n.substr(0, n.find('.')); };
-  return name == mine || short_name(name) == short_name(mine);
 }
 
 int64_t GigabytesToBytes(double gb) { return static_cast<int64_t>(std::llround(gb * 1e9)); }
@@ -126,7 +114,7 @@ std::optional<HostMemory> MemoryOfHost(const HostSpec& host, const std::string& 
     return HostMemory{.bytes = GigabytesToBytes(host.memory_gb),
                       .source = fmt::format("memory_gb{}", in)};
   }
-  if (!IsThisMachine(host.name)) return std::nullopt;
+  if (!NamesThisMachine(host.name)) return std::nullopt;
   std::optional<int64_t> total = TotalMemoryBytes();
   if (!total) return std::nullopt;
   return HostMemory{.bytes = *total, .source = "this machine's memory"};

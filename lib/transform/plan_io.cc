@@ -366,6 +366,7 @@ class PlanReader {
     }
     if (const YAML::Node memory = root["memory"]) {
       PX_RETURN_IF_ERROR(CheckKeys(memory, "memory", {"state_bytes", "gradient_bytes"}));
+      plan.memory.resize(plan.ranks.size());
       for (const char* key : {"state_bytes", "gradient_bytes"}) {
         const YAML::Node list = memory[key];
         const std::string path = fmt::format("memory.{}", key);
@@ -373,7 +374,6 @@ class PlanReader {
           return Error(list, path, fmt::format("expected a list of {} byte counts, one per rank",
                                                plan.ranks.size()));
         }
-        plan.memory.resize(plan.ranks.size());
         for (size_t r = 0; r < list.size(); ++r) {
           PX_ASSIGN_OR_RETURN(int64_t bytes, Int(list[r], fmt::format("{}[{}]", path, r), 0));
           RankMemory& m = plan.memory[r];

@@ -104,6 +104,19 @@ std::string Edited(const std::string& from, const std::string& to) {
   return yaml.replace(at, from.size(), to);
 }
 
+// The error ParsePlanYaml gives for `yaml` with its last `from` replaced by `to`, without
+// its "plan.yaml:<line>: " prefix.
+std::string ErrorAfterEdit(std::string yaml, const std::string& from, const std::string& to) {
+  const size_t at = yaml.rfind(from);
+  REQUIRE(at != std::string::npos);
+  yaml.replace(at, from.size(), to);
+  INFO(yaml);
+  StatusOr<Plan> plan = ParsePlanYaml(yaml, "plan.yaml");
+  REQUIRE_FALSE(plan.ok());
+  const std::string message = plan.status().message();
+  return message.substr(message.find(": ") + 2);
+}
+
 TEST_CASE("plan.yaml errors name the line and key") {
   struct Case {
     std::string from, to, error;
@@ -244,14 +257,7 @@ TEST_CASE("plan.yaml: the memory estimate round trips; bad lists are refused") {
        "memory.gradient_bytes[1]: must be at least 0, got -1"},
       {"  gradient_bytes:", "  gradients:", "memory.gradients: unknown key"},
   };
-  for (const Case& c : cases) {
-    std::string edited = yaml;
-    edited.replace(edited.find(c.from), c.from.size(), c.to);
-    StatusOr<Plan> bad = ParsePlanYaml(edited, "plan.yaml");
-    REQUIRE_FALSE(bad.ok());
-    const std::string message = bad.status().message();
-    CHECK(message.substr(message.find(": ") + 2) == c.error);
-  }
+  for (const Case& c : cases) CHECK(ErrorAfterEdit(yaml, c.from, c.to) == c.error);
 }
 
 TEST_CASE("plan.yaml: bad gradient buckets name the bucket and the variable") {
@@ -276,18 +282,7 @@ TEST_CASE("plan.yaml: bad gradient buckets name the bucket and the variable") {
       {"bucket_bytes: 1048576", "bucket_bytes: -1",
        "bucket_bytes: must be at least 0, got -1"},
   };
-  for (const Case& c : cases) {
-    const size_t at = yaml.rfind(c.from);
-    REQUIRE(at != std::string::npos);
-    std::string edited = yaml;
-    edited.replace(at, c.from.size(), c.to);
-    INFO(edited);
-    StatusOr<Plan> plan = ParsePlanYaml(edited, "plan.yaml");
-    REQUIRE_FALSE(plan.ok());
-    const std::string message = plan.status().message();
-    // "plan.yaml:<line>: <error>"
-    CHECK(message.substr(message.find(": ") + 2) == c.error);
-  }
+  for (const Case& c : cases) CHECK(ErrorAfterEdit(yaml, c.from, c.to) == c.error);
 }
 
 TEST_CASE("plan.yaml: a partition search round trips; a chosen count not probed is refused") {

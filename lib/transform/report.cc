@@ -147,11 +147,11 @@ std::string RenderReport(const Plan& plan, std::string_view output_dir) {
     out += fmt::format(" ({})\n", plan.allreduce.reason);
   }
   if (!plan.memory.empty()) {
-    size_t largest = 0;
-    for (size_t r = 1; r < plan.memory.size(); ++r) {
-      if (plan.memory[r].total() > plan.memory[largest].total()) largest = r;
-    }
-    const RankMemory& m = plan.memory[largest];
+    const auto most = std::max_element(
+        plan.memory.begin(), plan.memory.end(),
+        [](const RankMemory& a, const RankMemory& b) { return a.total() < b.total(); });
+    const RankMemory& m = *most;
+    const auto largest = most - plan.memory.begin();
     out += fmt::format("\nmemory: {} on {} by the estimate ({} of variables and slots, {} of "
                        "gradient buffers; activations not counted)\n",
                        HumanBytes(static_cast<uint64_t>(m.total())),

@@ -1,20 +1,19 @@
 #include "lib/runtime/summary/event_file.h"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <system_error>
+
+#include "lib/base/machine.h"
 
 namespace parallax {
 
 namespace {
 
 std::string Hostname() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "localhost";
-  return name;
+  std::string name = MachineHostName();
+  return name.empty() ? "localhost" : name;
 }
 
 }  // namespace
