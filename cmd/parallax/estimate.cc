@@ -21,6 +21,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <string>
 #include <vector>
@@ -35,6 +36,7 @@
 #include "lib/base/machine.h"
 #include "lib/cluster/cluster_spec.h"
 #include "lib/cluster/rank_layout.h"
+#include "lib/estimate/device_model.h"
 #include "lib/estimate/op_profile.h"
 #include "lib/estimate/step_estimate.h"
 #include "lib/graph/graph_io.h"
@@ -58,6 +60,7 @@ struct EstimateFlags {
   bool overlap = false;
   std::string profile;
   std::string save_profile;
+  std::string device;  // a device model file: node times from the profile's work
   int profile_steps = 30;
   std::string strategy;
   std::string sparse;
@@ -169,6 +172,12 @@ StatusOr<OpProfile> MeasureProfile(const EstimateFlags& flags, const ProfileSour
     profile.step_us += one.step_us / n;
     profile.overhead_us += one.overhead_us / n;
     for (const auto& [name, us] : one.node_us) profile.node_us[name] += us / n;
+    for (const auto& [name, work] : one.node_work) {
+      OpWorkPerStep& mean = profile.node_work[name];
+      mean.flops += work.flops / n;
+      mean.memory_bytes += work.memory_bytes / n;
+      mean.runs += work.runs / n;
+    }
   }
   PX_ASSIGN_OR_RETURN(profile.batch, RunBatch(log, flags.graph));
   profile.device = fmt::format("{} ({} core{})", MachineCpuModel(), MachineCores(),
@@ -207,11 +216,16 @@ StatusOr<OpProfile> GetProfile(const EstimateFlags& flags, const ProfileSource& 
     StatusOr<std::string> text = ReadFileToString(cache, int64_t{256} << 20);
     StatusOr<OpProfile> profile =
         text.ok() ? ParseOpProfile(*text, cache) : StatusOr<OpProfile>(text.status());
-    if (profile.ok()) {
+    if (profile.ok() && !flags.device.empty() && profile->node_work.empty()) {
+      spdlog::warn("{}: the cached profile records no work per node (an older parallax wrote "
+                   "it); measuring the profile again",
+                   cache);
+    } else if (profile.ok()) {
       *where = cache + " (cached)";
       return profile;
+    } else {
+      spdlog::warn("{}; measuring the profile again", profile.status().message());
     }
-    spdlog::warn("{}; measuring the profile again", profile.status().message());
   }
   PX_ASSIGN_OR_RETURN(OpProfile profile, MeasureProfile(flags, source, threads, processes));
   std::error_code ec;
@@ -256,14 +270,23 @@ Status RunEstimate(const EstimateFlags& flags) {
   // A host's ranks share its cores and memory: profiled side by side (at most as many as
   // this machine has cores).
   const int processes = std::clamp(network.max_ranks_per_host, 1, MachineCores());
+  std::optional<DeviceModel> device;
+  if (!flags.device.empty()) {
+    PX_ASSIGN_OR_RETURN(const std::string text, ReadFileToString(flags.device, int64_t{1} << 20));
+    PX_ASSIGN_OR_RETURN(device, ParseDeviceModel(text, flags.device));
+  }
   std::string where;
-  PX_ASSIGN_OR_RETURN(const OpProfile profile,
+  PX_ASSIGN_OR_RETURN(const OpProfile measured,
                       GetProfile(flags,
                                  ProfileSource{.graph = &graph,
                                                .analysis = &analysis,
                                                .options = &options,
                                                .fingerprint = fingerprint},
                                  threads, processes, &where));
+  OpProfile profile = measured;
+  if (device.has_value()) {
+    PX_ASSIGN_OR_RETURN(profile, ProfileOnDevice(measured, where, *device));
+  }
   // CPU ranks of one host pass data through shared memory: each byte is copied in and
   // out, at half the copy bandwidth when that is slower than the spec's link.
   const bool cpu_ranks = std::all_of(layout.ranks().begin(), layout.ranks().end(),
@@ -273,7 +296,7 @@ Status RunEstimate(const EstimateFlags& flags) {
         std::min(network.intra_host_bytes_per_s, profile.copy_bytes_per_s / 2);
   }
   if (!flags.save_profile.empty()) {
-    PX_RETURN_IF_ERROR(WriteFileAtomically(flags.save_profile, OpProfileToJson(profile)));
+    PX_RETURN_IF_ERROR(WriteFileAtomically(flags.save_profile, OpProfileToJson(measured)));
   }
 
   // Rank 0's graph stands for every rank's (step_estimate.h).
@@ -308,6 +331,7 @@ Status RunEstimate(const EstimateFlags& flags) {
     json.Field("ranks", n).Field("hosts", network.num_hosts);
     json.Field("batch_per_rank", profile.batch).Field("threads_per_rank", profile.threads);
     json.Field("profile", where).Field("device", profile.device);
+    json.Field("device_file", flags.device);
     json.Field("overlap", flags.overlap);
     json.Key("step_seconds").Double(step.step_seconds);
     json.Key("compute_seconds").Double(step.compute_seconds);
@@ -332,13 +356,23 @@ Status RunEstimate(const EstimateFlags& flags) {
     json.EndObject();
     out = json.str() + "\n";
   } else {
+    const std::string per_rank =
+        device.has_value()
+            ? fmt::format("one {} per rank", device->name)
+            : fmt::format("{} thread{} per rank", profile.threads, profile.threads == 1 ? "" : "s");
     out += fmt::format("estimate: {} on {} rank{} ({} host{}, up to {} per host), batch {} per "
-                       "rank, {} thread{} per rank{}\n",
+                       "rank, {}{}\n",
                        flags.graph, n, n == 1 ? "" : "s", network.num_hosts,
-                       network.num_hosts == 1 ? "" : "s", local, profile.batch, profile.threads,
-                       profile.threads == 1 ? "" : "s", flags.overlap ? ", --overlap" : "");
-    out += fmt::format("profile: {}: {}; {} of the step's {} nodes profiled\n", profile.device,
-                       where, step.profiled_nodes, step.nodes);
+                       network.num_hosts == 1 ? "" : "s", local, profile.batch, per_rank,
+                       flags.overlap ? ", --overlap" : "");
+    if (device.has_value()) {
+      out += fmt::format("profile: {} ({}): each node's work, measured in {}, at the device's "
+                         "figures; {} of the step's {} nodes profiled\n",
+                         device->name, flags.device, where, step.profiled_nodes, step.nodes);
+    } else {
+      out += fmt::format("profile: {}: {}; {} of the step's {} nodes profiled\n", profile.device,
+                         where, step.profiled_nodes, step.nodes);
+    }
     out += fmt::format("  step          {}  (compute {}, overhead {}, communication {} of which "
                        "exposed {})\n",
                        Ms(step.step_seconds), Ms(step.compute_seconds), Ms(step.overhead_seconds),
@@ -384,7 +418,11 @@ Command AddEstimateCommand(CLI::App& app) {
   sub->add_flag("--overlap", flags->overlap,
                 "schedule as run --overlap: collectives on a thread of their own");
   sub->add_option("--profile", flags->profile, "a profile file to use instead of measuring here");
-  sub->add_option("--save-profile", flags->save_profile, "also write the profile used to this file");
+  sub->add_option("--save-profile", flags->save_profile,
+                  "also write the profile used (as measured) to this file");
+  sub->add_option("--device", flags->device,
+                  "a device model (YAML: peak FLOP/s, memory bandwidth, docs/estimate.md): each "
+                  "node takes the time its measured work takes there");
   sub->add_option("--profile-steps", flags->profile_steps,
                   "steps of the profiling run; the first third are not timed (default 30)")
       ->check(AtLeast(4));

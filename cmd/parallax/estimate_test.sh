@@ -5,9 +5,11 @@
 # bucket nodes in it, the collectives out); a one-rank estimate is the profiled step (within 1 %); a
 # 4-rank job on 2 hosts of 2 has its bucket all-reduce priced, goes hierarchical, sends
 # bytes off each host and names a bottleneck, and a slow network is that bottleneck;
-# --save-profile / --profile; errors: a profile of another graph, a profile at another
-# batch, bad flags (one line, exit 2), a profiling run that fails (exit 3); an unwritable
-# cache only warns. How close estimates come to measured steps is bench/estimate_bench.sh's
+# --save-profile / --profile; --device: each node's recorded work at a device file's
+# figures (the roofline, checked node by node), a cached profile without work measured
+# again; errors: a profile of another graph, a profile at another batch, a version 1
+# profile or a bad device file with --device, bad flags (one line, exit 2), a profiling
+# run that fails (exit 3); an unwritable cache only warns. How close estimates come to measured steps is bench/estimate_bench.sh's
 # to say, not a test's.
 #   estimate_test.sh PARALLAX
 set -u
@@ -131,6 +133,60 @@ else
   cat job.err; fail "the job profile (exit $rc)"
 fi
 
+# --- a device described by its figures (--device) -----------------------------------------
+# The profile records each node's work: the first layer's MatMul is [32, 784] x [784, 64].
+if [[ $(json_field saved.json 'int(e["node_work"]["dense/MatMul"]["flops"])') == 3211264 ]]; then
+  pass "the profile records each node's work (dense/MatMul: 2 x 32 x 64 x 784 flops)"
+else
+  json_field saved.json 'e["node_work"].get("dense/MatMul")'; fail "the profile's work"
+fi
+printf 'name: Test GPU\nflops_per_second: 10e12\nmemory_bytes_per_second: 1e12\nop_overhead_us: 4\nstep_overhead_us: 50\n' >gpu.yaml
+printf 'name: Fast GPU\nflops_per_second: 100e12\nmemory_bytes_per_second: 10e12\nop_overhead_us: 4\nstep_overhead_us: 50\n' >fast.yaml
+"$parallax" estimate mlp.pb --cluster one.yaml --profile saved.json --device gpu.yaml --json >gpu.json 2>gpu.err &&
+  "$parallax" estimate mlp.pb --cluster one.yaml --profile saved.json --device fast.yaml --json >fast.json 2>>gpu.err &&
+  "$parallax" estimate mlp.pb --cluster two.yaml --profile saved.json --device gpu.yaml >gpu4.txt 2>>gpu.err
+rc=$?
+if [[ $rc -eq 0 ]] && python3 - saved.json gpu.json fast.json <<'PY'
+import json, sys
+p, e, fast = (json.load(open(f)) for f in sys.argv[1:4])
+# The roofline, node by node, at the file's figures and the default efficiencies.
+expected = 50e-6
+for w in p["node_work"].values():
+    if w["flops"] > 0 or w["memory_bytes"] > 0:
+        expected += (w["runs"] * 4 + max(w["flops"] / (10e12 * 0.7), w["memory_bytes"] / (1e12 * 0.8)) * 1e6) * 1e-6
+assert abs(e["step_seconds"] / expected - 1) < 1e-6, (e["step_seconds"], expected)
+assert e["device"] == "Test GPU" and e["device_file"] == "gpu.yaml", e
+assert abs(e["overhead_seconds"] - 50e-6) < 1e-12, e
+assert fast["compute_seconds"] < e["compute_seconds"], (fast["compute_seconds"], e["compute_seconds"])
+print(f"device: {e['step_seconds'] * 1e6:.1f} us (roofline {expected * 1e6:.1f} us); ten times faster: "
+      f"{fast['step_seconds'] * 1e6:.1f} us")
+PY
+then
+  grep -q "^estimate: mlp.pb on 4 ranks (2 hosts, up to 2 per host), batch 32 per rank, one Test GPU per rank$" gpu4.txt &&
+    grep -q "^profile: Test GPU (gpu.yaml): each node's work, measured in saved.json, at the device's figures; " gpu4.txt &&
+    pass "--device: each node at the roofline of its work, the device's step overhead" ||
+    { cat gpu4.txt; fail "--device: the text report"; }
+else
+  cat gpu.err; fail "--device (exit $rc)"
+fi
+# A version 1 profile (no work) cannot be moved onto a device; a cached one is measured again.
+python3 - saved.json v1.json <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["version"] = 1
+del p["node_work"]
+json.dump(p, open(sys.argv[2], "w"))
+PY
+cp v1.json "$cached"
+"$parallax" estimate mlp.pb --cluster one.yaml --threads 1 --profile-steps 8 --device gpu.yaml >v1.txt 2>v1.err
+if [[ $? -eq 0 ]] &&
+  grep -q "^parallax: warning: $TMPDIR/$cached: the cached profile records no work per node (an older parallax wrote it); measuring the profile again$" v1.err &&
+  [[ $(json_field "$cached" 'e["version"]') == 2 ]]; then
+  pass "a cached version 1 profile with --device: a warning, measured again"
+else
+  cat v1.err; fail "a cached version 1 profile with --device"
+fi
+
 # --- errors ------------------------------------------------------------------------------
 check_error() {  # NAME EXIT EXPECTED_REGEX ARGS...
   local name=$1 expected_rc=$2 regex=$3
@@ -157,6 +213,15 @@ check_error "--allreduce ring" 2 "^parallax: error: --allreduce: 'ring' is not a
 check_error "no --cluster" 2 "^parallax: error: estimate: --cluster is required$" mlp.pb
 check_error "a profile that is not JSON" 2 "^parallax: error: one.yaml: not a profile: " \
   mlp.pb --cluster one.yaml --profile one.yaml
+check_error "a version 1 profile with --device" 2 \
+  "^parallax: error: v1.json: the profile records no work per node \(a version 1 profile\): measure it again \(estimate without --profile\) to estimate on a device$" \
+  mlp.pb --cluster one.yaml --profile v1.json --device gpu.yaml
+printf 'name: G\nflops_per_second: 1e12\nmemory_bytes_per_second: fast\n' >bad_gpu.yaml
+check_error "a bad device file" 2 \
+  "^parallax: error: bad_gpu.yaml:3: memory_bytes_per_second: expected a number, got 'fast'$" \
+  mlp.pb --cluster one.yaml --profile saved.json --device bad_gpu.yaml
+check_error "a missing device file" 2 "^parallax: error: .*nope.yaml" \
+  mlp.pb --cluster one.yaml --profile saved.json --device nope.yaml
 check_error "a profiling run that fails" 3 \
   "^parallax: error: profiling mlp.pb: parallax run exited 2: parallax: error: .*batch" \
   mlp.pb --cluster one.yaml --batch 4000000000

@@ -13,6 +13,7 @@ StatusOr<OpProfile> ProfileFromTrace(const Trace& trace, int skip_steps) {
   profile.steps = steps.steps;
   profile.step_us = steps.step_us;
   profile.node_us = steps.op_self_us;
+  profile.node_work = steps.op_work;
   double nodes = 0;
   for (const auto& [name, us] : steps.op_self_us) nodes += us;
   profile.overhead_us = std::max(0.0, steps.step_us - nodes - steps.collective_self_us);
@@ -35,6 +36,15 @@ std::string OpProfileToJson(const OpProfile& p) {
   json.Key("node_us").BeginObject();
   for (const auto& [name, us] : p.node_us) json.Key(name).Double(us);
   json.EndObject();
+  json.Key("node_work").BeginObject();
+  for (const auto& [name, work] : p.node_work) {
+    json.Key(name).BeginObject();
+    json.Key("flops").Double(work.flops);
+    json.Key("memory_bytes").Double(work.memory_bytes);
+    json.Key("runs").Double(work.runs);
+    json.EndObject();
+  }
+  json.EndObject();
   json.EndObject();
   return json.str() + "\n";
 }
@@ -45,12 +55,18 @@ class ProfileReader {
  public:
   explicit ProfileReader(std::string_view source) : source_(source) {}
 
-  StatusOr<double> Number(const JsonValue& root, std::string_view key, double min) const {
+  // `root`'s number `key`; `within` names root in errors ("node_work[\"x\"]"), empty for
+  // the file's top level.
+  StatusOr<double> Number(const JsonValue& root, std::string_view key, double min,
+                          std::string_view within = {}) const {
+    const std::string field = within.empty() ? std::string(key) : fmt::format("{}.{}", within, key);
     const JsonValue* value = root.Find(key);
     if (value == nullptr || value->kind != JsonValue::Kind::kNumber) {
-      return Error(key, "missing or not a number");
+      return Error(field, "missing or not a number");
     }
-    if (!(value->number >= min)) return Error(key, fmt::format("{} is below {}", value->number, min));
+    if (!(value->number >= min)) {
+      return Error(field, fmt::format("{} is below {}", value->number, min));
+    }
     return value->number;
   }
   StatusOr<std::string> String(const JsonValue& root, std::string_view key) const {
@@ -75,9 +91,9 @@ StatusOr<OpProfile> ParseOpProfile(std::string_view text, std::string_view sourc
   if (!root.is_object()) return InvalidArgumentError("{}: not a profile: expected a JSON object", source);
   const ProfileReader read(source);
   PX_ASSIGN_OR_RETURN(const double version, read.Number(root, "version", 0));
-  if (version != OpProfile::kVersion) {
+  if (version != 1 && version != OpProfile::kVersion) {
     return read.Error("version", fmt::format("profile version {} is not supported (this parallax "
-                                             "reads version {})",
+                                             "reads versions 1 and {})",
                                              version, OpProfile::kVersion));
   }
   OpProfile p;
@@ -101,6 +117,18 @@ StatusOr<OpProfile> ParseOpProfile(std::string_view text, std::string_view sourc
       return read.Error(fmt::format("node_us[\"{}\"]", member.key), "not a time (a number >= 0)");
     }
     p.node_us[member.key] = member.value.number;
+  }
+  if (version == 1) return p;
+  const JsonValue* work = root.Find("node_work");
+  if (work == nullptr || !work->is_object()) return read.Error("node_work", "missing or not an object");
+  for (const JsonMember& member : work->object) {
+    const std::string key = fmt::format("node_work[\"{}\"]", member.key);
+    if (!member.value.is_object()) return read.Error(key, "not an object");
+    OpWorkPerStep node;
+    PX_ASSIGN_OR_RETURN(node.flops, read.Number(member.value, "flops", 0, key));
+    PX_ASSIGN_OR_RETURN(node.memory_bytes, read.Number(member.value, "memory_bytes", 0, key));
+    PX_ASSIGN_OR_RETURN(node.runs, read.Number(member.value, "runs", 0, key));
+    p.node_work[member.key] = node;
   }
   return p;
 }

@@ -10,7 +10,10 @@
 //    nodes' times and (a profile of a job's rank) its collectives' times, waits included:
 //    the estimate prices collectives itself;
 //  - *copy bandwidth*: the device's memory copy rate, for the data the transform adds
-//    (bucket concatenation and splits) that no node of the profiled graph did.
+//    (bucket concatenation and splits) that no node of the profiled graph did;
+//  - a node's *work* per step: the flops and memory bytes its kernel runs did (the
+//    timeline's args, lib/runtime/op_work.h), for estimates on a device described by
+//    its peak figures instead of measured (device_model.h). Version 1 files have none.
 // A profile is one graph (its file's fingerprint) at one batch per process, one thread
 // count and one number of processes run side by side (a host's ranks share its cores and
 // memory bandwidth); `parallax estimate` measures it on first use and caches it as JSON
@@ -30,7 +33,7 @@
 namespace parallax {
 
 struct OpProfile {
-  static constexpr int kVersion = 1;
+  static constexpr int kVersion = 2;  // version 1 (no node_work) is read too
   std::string device;             // "Intel(R) Xeon(R) ... (2 cores)", for the reader
   std::string graph_fingerprint;  // 16 hex digits of the graph file's FNV-1a hash
   int64_t batch = 0;              // examples per step
@@ -41,15 +44,16 @@ struct OpProfile {
   double overhead_us = 0;         // the step less its nodes' times (>= 0)
   double copy_bytes_per_s = 0;    // memory copy bandwidth
   std::map<std::string, double> node_us;  // node name -> time per step
+  std::map<std::string, OpWorkPerStep> node_work;  // node name -> work per step
 };
 
-// The profile of a measured run's trace (its first `skip_steps` steps left out); the
-// other fields are the caller's. Errors: ProfileSteps's.
+// The profile of a measured run's trace (its first `skip_steps` steps left out): times,
+// overhead and work; the other fields are the caller's. Errors: ProfileSteps's.
 StatusOr<OpProfile> ProfileFromTrace(const Trace& trace, int skip_steps);
 
 std::string OpProfileToJson(const OpProfile& profile);
 // Errors name `source` and the field: not JSON, another version, a field missing or of
-// the wrong type, a negative time.
+// the wrong type, a negative time or work.
 StatusOr<OpProfile> ParseOpProfile(std::string_view text, std::string_view source);
 
 }  // namespace parallax

@@ -11,6 +11,7 @@
 #include "lib/graph/algorithm.h"
 #include "lib/graph/verifier.h"
 #include "lib/ops/op_registry.h"
+#include "lib/runtime/op_work.h"
 #include "lib/runtime/timeline.h"
 
 namespace parallax {
@@ -769,7 +770,15 @@ Status Executor::RunNode(const Plan& plan, NodeId id, int64_t iteration, StepSta
       }
     }
     Status status = kernels_[static_cast<size_t>(id)]->Compute(context);
-    if (sent_before >= 0) span->span().sent = timeline->BytesSent() - sent_before;
+    if (span.has_value()) {
+      span->StopClock();
+      if (sent_before >= 0) span->span().sent = timeline->BytesSent() - sent_before;
+      if (!info.is_collective && status.ok()) {
+        const OpWork work = KernelWork(node, inputs, outputs);
+        span->span().flops = work.flops;
+        span->span().memory_bytes = work.memory_bytes;
+      }
+    }
     span.reset();
     if (!status.ok()) return status.WithPrefix(fmt::format("node '{}' ({})", node.name(), node.op()));
     if (info.reads_variable && helpers_ != nullptr &&

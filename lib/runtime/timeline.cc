@@ -79,7 +79,14 @@ std::string Timeline::ToJson() const {
       out += fmt::format(R"({}"bytes": {})", separator, s.bytes);
       separator = ", ";
     }
-    if (s.sent >= 0) out += fmt::format(R"({}"sent": {})", separator, s.sent);
+    if (s.sent >= 0) {
+      out += fmt::format(R"({}"sent": {})", separator, s.sent);
+      separator = ", ";
+    }
+    if (s.flops >= 0) {
+      out += fmt::format(R"({}"flops": {:.0f}, "memory_bytes": {:.0f})", separator, s.flops,
+                         s.memory_bytes);
+    }
     out += "}}";
   }
   out += fmt::format("\n],\n\"displayTimeUnit\": \"ms\",\n\"otherData\": {{\"writer\": \"parallax\", "

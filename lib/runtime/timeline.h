@@ -12,6 +12,7 @@
 //    "collective" (a kernel of an op the registry marks is_collective, or the trainer's
 //    own all-reduces; args say its payload `bytes`, the bytes of its inputs but integer
 //    scalars, and `sent`, what this rank handed the transport meanwhile), "checkpoint".
+//    An "op" span's args also say its work (op_work.h): `flops` and `memory_bytes`.
 //  - *time*: microseconds since the Unix epoch, read from a steady clock anchored to the
 //    system clock once when the timeline is made, so one file's spans never go back in
 //    time and the files of ranks on one host line up.
@@ -49,6 +50,8 @@ class Timeline {
     int64_t step = -1;   // the step a "step" span is (1-based), else -1
     int64_t bytes = -1;  // a collective's payload, else -1
     int64_t sent = -1;   // bytes this rank handed the transport during a collective, else -1
+    double flops = -1;         // an op's work (op_work.h), else -1
+    double memory_bytes = -1;  // ...
   };
 
   // `rank` becomes the trace's pid; `process_name` names it ("rank 0 of 2").
@@ -106,9 +109,15 @@ class ScopedSpan {
   }
   ~ScopedSpan() {
     if (timeline_ != nullptr) {
-      span_.end = Timeline::Clock::now();
+      if (!stopped_) span_.end = Timeline::Clock::now();
       timeline_->Add(std::move(span_));
     }
+  }
+  // Ends the span's interval now; what follows until destruction (filling in its args)
+  // is not timed.
+  void StopClock() {
+    if (timeline_ != nullptr && !stopped_) span_.end = Timeline::Clock::now();
+    stopped_ = true;
   }
   ScopedSpan(const ScopedSpan&) = delete;
   ScopedSpan& operator=(const ScopedSpan&) = delete;
@@ -119,6 +128,7 @@ class ScopedSpan {
  private:
   Timeline* timeline_;
   Timeline::Span span_;
+  bool stopped_ = false;
 };
 
 }  // namespace parallax

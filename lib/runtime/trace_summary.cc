@@ -19,6 +19,7 @@ struct RawEvent {
   std::string name, category, phase, op, pid, tid, meta_name;
   std::optional<double> ts, dur;
   int64_t bytes = -1;
+  double flops = -1, memory_bytes = -1;
 };
 
 // Collects the events of a trace file from nlohmann's SAX callbacks. Containers are
@@ -113,8 +114,10 @@ class EventReader : public nlohmann::json_sax<nlohmann::json> {
       else if (key_ == "dur") event_.dur = value;
       else if (key_ == "pid") event_.pid = text;
       else if (key_ == "tid") event_.tid = text;
-    } else if (In(Role::kArgs) && key_ == "bytes") {
-      event_.bytes = static_cast<int64_t>(value);
+    } else if (In(Role::kArgs)) {
+      if (key_ == "bytes") event_.bytes = static_cast<int64_t>(value);
+      else if (key_ == "flops") event_.flops = value;
+      else if (key_ == "memory_bytes") event_.memory_bytes = value;
     }
   }
 
@@ -139,7 +142,9 @@ TraceSpan SpanOf(const RawEvent& e, double duration) {
                    .tid = e.tid,
                    .start_us = *e.ts,
                    .duration_us = duration,
-                   .bytes = e.bytes};
+                   .bytes = e.bytes,
+                   .flops = e.flops,
+                   .memory_bytes = e.memory_bytes};
 }
 
 // Intervals [begin, end), sorted and merged.
@@ -387,8 +392,17 @@ StatusOr<StepProfile> ProfileSteps(const Trace& trace, int skip_steps) {
     if (!op && spans[i].category != "collective") continue;
     const double inside = IntersectionLength(self[i], window);
     if (inside <= 0) continue;
-    if (op) profile.op_self_us[spans[i].name] += inside / n;
-    else profile.collective_self_us += inside / n;
+    if (!op) {
+      profile.collective_self_us += inside / n;
+      continue;
+    }
+    profile.op_self_us[spans[i].name] += inside / n;
+    if (spans[i].flops >= 0) {
+      OpWorkPerStep& work = profile.op_work[spans[i].name];
+      work.flops += spans[i].flops / n;
+      work.memory_bytes += std::max(0.0, spans[i].memory_bytes) / n;
+      work.runs += 1 / n;
+    }
   }
   return profile;
 }

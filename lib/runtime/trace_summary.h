@@ -38,6 +38,8 @@ struct TraceSpan {
   double start_us = 0;
   double duration_us = 0;
   int64_t bytes = -1;     // args.bytes, when given
+  double flops = -1;         // args.flops (an op's work, op_work.h), when given
+  double memory_bytes = -1;  // args.memory_bytes, when given
 };
 
 struct Trace {
@@ -87,13 +89,20 @@ TraceSummary SummarizeTraces(const std::vector<Trace>& traces);
 // One process's steps, for a profile of its ops (lib/estimate/op_profile.h): inside its
 // "step" spans after the first `skip_steps` (by start), the mean step and each "op"
 // span's self time per step, by the span's name (a node's name; a node that runs several
-// times a step, in a loop, adds up), and the collectives' self time per step. The trace
-// must hold one process. Errors name the
-// file: several processes, no step after `skip_steps`.
+// times a step, in a loop, adds up), the work the op spans say they did (args flops and
+// memory_bytes, op_work.h) per step by name, and the collectives' self time per step.
+// The trace must hold one process. Errors name the file: several processes, no step
+// after `skip_steps`.
+struct OpWorkPerStep {
+  double flops = 0;
+  double memory_bytes = 0;
+  double runs = 0;  // kernel runs (spans) per step
+};
 struct StepProfile {
   int64_t steps = 0;  // the steps measured
   double step_us = 0;
   std::map<std::string, double> op_self_us;
+  std::map<std::string, OpWorkPerStep> op_work;  // the op spans that carry work
   double collective_self_us = 0;  // every "collective" span's self time, per step
 };
 StatusOr<StepProfile> ProfileSteps(const Trace& trace, int skip_steps);
