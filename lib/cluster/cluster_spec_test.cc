@@ -433,6 +433,8 @@ TEST_CASE("every example in configs/ parses and lays out") {
       {"local-2cpu.yaml", 2, 1, DeviceKind::kCpu},
       {"paper-3x4gpu.yaml", 12, 3, DeviceKind::kGpu},
       {"8x8gpu.yaml", 64, 8, DeviceKind::kGpu},
+      {"paper-8x6-titanxp.yaml", 48, 8, DeviceKind::kGpu},
+      {"h100-6x8.yaml", 48, 6, DeviceKind::kGpu},
   };
   for (const Example& example : examples) {
     INFO(example.file);
@@ -455,7 +457,7 @@ TEST_CASE("every example in configs/ parses and lays out") {
       ++yaml_files;
     }
   }
-  CHECK(yaml_files == 3);
+  CHECK(yaml_files == static_cast<int>(std::size(examples)));
 
   StatusOr<ClusterSpec> paper = LoadClusterSpec(testing::RepoPath("configs/paper-3x4gpu.yaml"));
   REQUIRE(paper.ok());
