@@ -22,8 +22,9 @@
 //    has a bucket of its own. Elements are reduced in the same order whether bucketed or
 //    not (the communicator's rank order), so buckets never change the bits.
 //  - a *partition* is a contiguous range of rows [row_begin, row_end) of a PS variable
-//    and its slots, stored on its owner rank. Partitions are assigned round-robin over
-//    ranks, so P may be smaller than, equal to or larger than the number of ranks.
+//    and its slots, stored on its owner rank. Partitions go to the least loaded rank
+//    (lib/transform/strategy.h), so P may be smaller than, equal to or larger than the
+//    number of ranks.
 #ifndef PARALLAX_LIB_PLAN_PLAN_H_
 #define PARALLAX_LIB_PLAN_PLAN_H_
 

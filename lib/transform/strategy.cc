@@ -378,7 +378,9 @@ class PlanBuilder {
     } else {
       vp.reason += fmt::format("; {} partitions", count);
     }
-    vp.partitions = PartitionRows(rows, count, layout_);
+    if (owner_bytes_.empty()) owner_bytes_.assign(static_cast<size_t>(layout_.world_size()), 0);
+    const double row_bytes = rows > 0 ? static_cast<double>(v.bytes) / static_cast<double>(rows) : 0;
+    vp.partitions = PartitionRows(rows, count, layout_, &owner_bytes_, row_bytes);
   }
 
   // An update synchronised at the backprop boundary (analysis: clipping or an
@@ -546,6 +548,8 @@ class PlanBuilder {
   const TrainingAnalysis& analysis_;
   const ClusterSpec& cluster_;
   const RankLayout& layout_;
+  // Bytes of partitioned variables each rank owns so far (by rank), for AssignPartitions.
+  std::vector<double> owner_bytes_;
   const TransformOptions& options_;
   const StrategyFlags flags_;
   const StrategyKind kind_;
@@ -672,7 +676,8 @@ std::vector<int> OwnerOrder(const RankLayout& layout) {
   return order;
 }
 
-std::vector<Partition> PartitionRows(int64_t rows, int count, const RankLayout& layout) {
+std::vector<Partition> PartitionRows(int64_t rows, int count, const RankLayout& layout,
+                                     std::vector<double>* owner_bytes, double row_bytes) {
   std::vector<Partition> partitions;
   if (rows <= 0 || count <= 0) return partitions;
   const std::vector<int> owners = OwnerOrder(layout);
@@ -680,8 +685,15 @@ std::vector<Partition> PartitionRows(int64_t rows, int count, const RankLayout& 
   int64_t begin = 0;
   for (int i = 0; i < count; ++i) {
     const int64_t size = base + (i < extra ? 1 : 0);
-    partitions.push_back(Partition{begin, begin + size,
-                                   owners.empty() ? 0 : owners[static_cast<size_t>(i) % owners.size()]});
+    int owner = owners.empty() ? 0 : owners[static_cast<size_t>(i) % owners.size()];
+    if (owner_bytes != nullptr && !owners.empty()) {
+      // The least loaded rank; the first in owner order among equals.
+      owner = *std::min_element(owners.begin(), owners.end(), [&](int a, int b) {
+        return (*owner_bytes)[static_cast<size_t>(a)] < (*owner_bytes)[static_cast<size_t>(b)];
+      });
+      (*owner_bytes)[static_cast<size_t>(owner)] += static_cast<double>(size) * row_bytes;
+    }
+    partitions.push_back(Partition{begin, begin + size, owner});
     begin += size;
   }
   return partitions;

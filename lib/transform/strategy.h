@@ -31,8 +31,11 @@
 //    InvalidArgument error;
 //  - partitions (auto): P = clamp(ceil(bytes / kTargetPartitionBytes), min(N, rows),
 //    min(kMaxPartitionsPerRank·N, rows)); rows split evenly (the first rows % P
-//    partitions get one more); owners round-robin over ranks taken host-interleaved
-//    (host 0's first rank, host 1's first rank, ..., host 0's second rank, ...).
+//    partitions get one more); each partition's owner is the rank that holds the fewest
+//    partitioned bytes so far (variables in analysis order), ties broken in host-interleaved
+//    order (host 0's first rank, host 1's first rank, ..., host 0's second rank, ...): one
+//    variable alone is round-robin over that order, and many small ones (a dense model
+//    under the ps preset) spread over the ranks instead of all starting at rank 0.
 #ifndef PARALLAX_LIB_TRANSFORM_STRATEGY_H_
 #define PARALLAX_LIB_TRANSFORM_STRATEGY_H_
 
@@ -131,8 +134,13 @@ std::optional<SparseTraffic> EstimateSparseTraffic(const Graph& graph,
 // The auto partition count (see the file comment).
 int AutoPartitionCount(int64_t bytes, int64_t rows, const RankLayout& layout);
 
-// Rows [0, rows) split into `count` even ranges, owners host-interleaved round-robin.
-std::vector<Partition> PartitionRows(int64_t rows, int count, const RankLayout& layout);
+// Rows [0, rows) split into `count` even ranges. Owners: with `owner_bytes` (bytes each
+// rank already holds of the plan's partitioned variables, indexed by rank; updated),
+// each partition goes to the rank holding the fewest, ties in owner order; without it,
+// owner order round-robin. Rows are `row_bytes` each.
+std::vector<Partition> PartitionRows(int64_t rows, int count, const RankLayout& layout,
+                                     std::vector<double>* owner_bytes = nullptr,
+                                     double row_bytes = 0);
 
 // The ranks in owner order: host-interleaved (see the file comment).
 std::vector<int> OwnerOrder(const RankLayout& layout);

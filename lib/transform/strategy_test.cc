@@ -534,6 +534,16 @@ TEST_CASE("partition rule") {
   CHECK(parts[0] == Partition{0, 4, 0});
   CHECK(parts[1] == Partition{4, 7, 3});
   CHECK(parts[2] == Partition{7, 10, 1});
+  // By bytes owned so far: a 10-row variable on empty owners is round-robin; the next
+  // one's partitions go to the least loaded ranks first (rank 2, then 3 and 0 by owner
+  // order among equals).
+  std::vector<double> owned(4, 0);
+  CHECK(PartitionRows(10, 3, *uneven_layout, &owned, 8) == parts);
+  CHECK(owned == std::vector<double>{32, 24, 0, 24});
+  CHECK(PartitionRows(3, 3, *uneven_layout, &owned, 8) ==
+        std::vector<Partition>{{0, 1, 2}, {1, 2, 2}, {2, 3, 2}});
+  CHECK(owned == std::vector<double>{32, 24, 24, 24});
+  CHECK(PartitionRows(2, 2, *uneven_layout, &owned, 8) == std::vector<Partition>{{0, 1, 3}, {1, 2, 1}});
 }
 
 TEST_CASE("cost model numbers") {
