@@ -699,19 +699,26 @@ Status SpecParser::ParseNetwork(const Field& field, NetworkSpec& network) const 
   if (field.value.IsNull()) return Status::Ok();  // `network:` alone: the defaults
   if (!field.value.IsMap()) {
     return Error(field.line, field.path,
-                 fmt::format("expected a mapping (bandwidth_gbps, intra_host_bandwidth_gbps), "
-                             "got {}",
+                 fmt::format("expected a mapping (bandwidth_gbps, intra_host_bandwidth_gbps, "
+                             "latency_us, intra_host_latency_us), got {}",
                              Describe(field.value)));
   }
   PX_ASSIGN_OR_RETURN(std::vector<Field> fields,
                       Fields(field.value, field.line, field.path,
-                             {"bandwidth_gbps", "intra_host_bandwidth_gbps"}, DottedPath));
+                             {"bandwidth_gbps", "intra_host_bandwidth_gbps", "latency_us",
+                              "intra_host_latency_us"},
+                             DottedPath));
   for (const Field& entry : fields) {
-    PX_ASSIGN_OR_RETURN(double gbps, PositiveNumber(entry, "Gb/s"));
+    const bool latency = entry.key.ends_with("latency_us");
+    PX_ASSIGN_OR_RETURN(double value, PositiveNumber(entry, latency ? "microseconds" : "Gb/s"));
     if (entry.key == "bandwidth_gbps") {
-      network.bandwidth_gbps = gbps;
+      network.bandwidth_gbps = value;
+    } else if (entry.key == "intra_host_bandwidth_gbps") {
+      network.intra_host_bandwidth_gbps = value;
+    } else if (entry.key == "latency_us") {
+      network.latency_us = value;
     } else {
-      network.intra_host_bandwidth_gbps = gbps;
+      network.intra_host_latency_us = value;
     }
   }
   return Status::Ok();
@@ -866,8 +873,10 @@ std::string FormatClusterSpec(const ClusterSpec& spec) {
     if (host.memory_gb > 0) out += fmt::format("    memory_gb: {}\n", host.memory_gb);
     if (host.gpu_memory_gb > 0) out += fmt::format("    gpu_memory_gb: {}\n", host.gpu_memory_gb);
   }
-  out += fmt::format("network:\n  bandwidth_gbps: {}\n  intra_host_bandwidth_gbps: {}\n",
-                     spec.network.bandwidth_gbps, spec.network.intra_host_bandwidth_gbps);
+  out += fmt::format("network:\n  bandwidth_gbps: {}\n  intra_host_bandwidth_gbps: {}\n"
+                     "  latency_us: {}\n  intra_host_latency_us: {}\n",
+                     spec.network.bandwidth_gbps, spec.network.intra_host_bandwidth_gbps,
+                     spec.network.latency_us, spec.network.intra_host_latency_us);
   const StrategySpec& strategy = spec.strategy;
   out += fmt::format("strategy:\n  default: {}\n", StrategyKindName(strategy.default_strategy));
   if (strategy.dense) out += fmt::format("  dense: {}\n", DenseMethodName(*strategy.dense));

@@ -48,6 +48,10 @@ inline constexpr int kMaxPartitions = 1 << 20;
 // path between two GPUs of one machine.
 inline constexpr double kDefaultBandwidthGbps = 10.0;
 inline constexpr double kDefaultIntraHostBandwidthGbps = 100.0;
+// Latency of one MPI call round, for `parallax estimate`: TCP over Ethernet between
+// hosts, shared memory inside one.
+inline constexpr double kDefaultLatencyUs = 30.0;
+inline constexpr double kDefaultIntraHostLatencyUs = 5.0;
 
 struct HostSpec {
   std::string name;
@@ -68,6 +72,8 @@ struct HostSpec {
 struct NetworkSpec {
   double bandwidth_gbps = kDefaultBandwidthGbps;                        // between hosts
   double intra_host_bandwidth_gbps = kDefaultIntraHostBandwidthGbps;    // between ranks of a host
+  double latency_us = kDefaultLatencyUs;                                // between hosts
+  double intra_host_latency_us = kDefaultIntraHostLatencyUs;            // between ranks of a host
 };
 
 // `strategy.default` (and the CLI's --strategy).

@@ -99,6 +99,8 @@ void CheckSameSpec(const ClusterSpec& a, const ClusterSpec& b) {
   }
   CHECK(a.network.bandwidth_gbps == b.network.bandwidth_gbps);
   CHECK(a.network.intra_host_bandwidth_gbps == b.network.intra_host_bandwidth_gbps);
+  CHECK(a.network.latency_us == b.network.latency_us);
+  CHECK(a.network.intra_host_latency_us == b.network.intra_host_latency_us);
   CHECK(a.strategy.default_strategy == b.strategy.default_strategy);
   CHECK(a.strategy.dense == b.strategy.dense);
   CHECK(a.strategy.sparse == b.strategy.sparse);
@@ -125,6 +127,8 @@ hosts:
 network:
   bandwidth_gbps: 12.5
   intra_host_bandwidth_gbps: 2.5e2
+  latency_us: 2.5
+  intra_host_latency_us: 1
 strategy:
   default: hybrid
   sparse: allgather
@@ -174,6 +178,8 @@ TEST_CASE("optional sections take their documented defaults") {
   CHECK(spec.network.bandwidth_gbps == kDefaultBandwidthGbps);
   CHECK(spec.network.bandwidth_gbps == 10.0);
   CHECK(spec.network.intra_host_bandwidth_gbps == kDefaultIntraHostBandwidthGbps);
+  CHECK(spec.network.latency_us == 30.0);
+  CHECK(spec.network.intra_host_latency_us == 5.0);
   CHECK(spec.strategy.default_strategy == StrategyKind::kAuto);
   CHECK_FALSE(spec.strategy.dense.has_value());
   CHECK_FALSE(spec.strategy.sparse.has_value());
@@ -337,8 +343,10 @@ TEST_CASE("errors give the file, line and key path on one line") {
   CHECK(ErrorOf("hosts:\n  - name: a\n    gpus: [0, 1024]\n") ==
         "cluster.yaml:3: hosts[0].gpus[1]: GPU id 1024 is out of range (0 to 1023)");
   CHECK(ErrorOf("hosts: [{name: a, cpus: 1}]\nnetwork: fast\n") ==
-        "cluster.yaml:2: network: expected a mapping (bandwidth_gbps, intra_host_bandwidth_gbps), "
-        "got 'fast'");
+        "cluster.yaml:2: network: expected a mapping (bandwidth_gbps, intra_host_bandwidth_gbps, "
+        "latency_us, intra_host_latency_us), got 'fast'");
+  CHECK(ErrorOf("hosts: [{name: a, cpus: 1}]\nnetwork: {latency_us: 0}\n") ==
+        "cluster.yaml:2: network.latency_us: must be more than 0 microseconds, got 0");
   CHECK(ErrorOf("hosts: [{name: a, cpus: 1}]\nnetwork: {intra_host_bandwidth_gbps: -1}\n") ==
         "cluster.yaml:2: network.intra_host_bandwidth_gbps: must be more than 0 Gb/s, got -1");
   CHECK(ErrorOf("hosts: [{name: a, cpus: 1}]\nnetwork: {bandwidth_gbps: .inf}\n") ==

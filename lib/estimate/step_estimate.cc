@@ -42,7 +42,7 @@ class CollectivePricer {
       : plan_(plan), network_(network), cost_(network), copy_bytes_per_s_(copy_bytes_per_s) {
     const double n = std::max(1, network.world_size);
     rounds_ = std::max(1.0, std::ceil(std::log2(n)));
-    latency_ = network.num_hosts > 1 ? kInterHostLatency : kIntraHostLatency;
+    latency_ = network.num_hosts > 1 ? network.inter_host_latency_s : network.intra_host_latency_s;
   }
 
   CollectiveEstimate Price(std::string_view name) const {
@@ -112,7 +112,7 @@ class CollectivePricer {
   CostModel cost_;
   double copy_bytes_per_s_ = 0;
   double rounds_ = 1;
-  double latency_ = kIntraHostLatency;
+  double latency_ = 0;
 };
 
 // Bytes a bucket's ConcatV2 or SplitV moves: the bucket's (the transform's names:

@@ -12,8 +12,8 @@
 //    the table is in docs/estimate.md), priced by the network: the bytes at the
 //    bandwidths the cost model uses (all-reduce by the plan's algorithm, all-gather as a
 //    ring at the slowest link, pulls and pushes point to point), plus a latency per MPI
-//    call (kIntraHostLatency inside one host, kInterHostLatency across hosts) times
-//    ceil(log2 N); a collective it cannot read from the plan costs only its latency and
+//    call (the network's intra_host_latency_s inside one host, inter_host_latency_s across
+//    hosts: the spec's latency_us keys) times ceil(log2 N); a collective it cannot read from the plan costs only its latency and
 //    is listed as unpriced; pulls and pushes add two passes over their rows at the
 //    profile's copy bandwidth (gathering or packing them, placing them on arrival);
 //  - ConcatV2 and SplitV the transform added (gradient buckets): their bytes at the
@@ -42,8 +42,6 @@
 
 namespace parallax {
 
-inline constexpr double kIntraHostLatency = 5e-6;   // seconds per MPI call round, one host
-inline constexpr double kInterHostLatency = 30e-6;  // ... across hosts (TCP over Ethernet)
 
 struct CollectiveEstimate {
   std::string node;

@@ -85,7 +85,7 @@ TEST_CASE("two ranks: the bucket's all-reduce priced by the network, its copies 
   CHECK(e.collectives[0].bytes == bytes);
   // One host of 2: 2 x 1/2 of the bytes at 100 Gb/s, then 2 MPI calls per 4 MiB part
   // (one part) at 5 us x ceil(log2 2).
-  const double seconds = static_cast<double>(bytes) / 12.5e9 + 2 * kIntraHostLatency;
+  const double seconds = static_cast<double>(bytes) / 12.5e9 + 2 * (kDefaultIntraHostLatencyUs * 1e-6);
   CHECK(e.collectives[0].seconds == Approx(seconds));
   // The bucket's concatenation and split: its bytes twice at 1 GB/s.
   const double copies = 2 * static_cast<double>(bytes) / 1e9;
@@ -122,7 +122,7 @@ TEST_CASE("hierarchical all-reduce across hosts; a slow network is the bottlenec
   // 12.5 MB/s; 4 calls at 30 us x ceil(log2 4) = 2.
   const CostModel cost(job.network);
   CHECK(e.collectives[0].seconds ==
-        Approx(cost.HierarchicalAllReduce(bytes).seconds + 4 * 2 * kInterHostLatency));
+        Approx(cost.HierarchicalAllReduce(bytes).seconds + 4 * 2 * (kDefaultLatencyUs * 1e-6)));
   CHECK(e.bottleneck.starts_with("all-reduces and all-gathers over the network between hosts (0 Gb/s)"));
 }
 
@@ -145,7 +145,7 @@ TEST_CASE("parameter servers: pulls and pushes priced point to point") {
   const CostModel cost(job.network);
   CHECK(by_kind["push"]->seconds ==
         Approx(cost.PointToPointSeconds(static_cast<double>(table->bytes_sent_per_rank_per_step / 2)) +
-               8 * 2 * kInterHostLatency +
+               8 * 2 * (kDefaultLatencyUs * 1e-6) +
                2 * static_cast<double>(table->bytes_sent_per_rank_per_step / 2) / 1e9));
   CHECK(e.bottleneck.starts_with("parameter-server pulls and pushes over the network between hosts"));
 }
@@ -157,7 +157,10 @@ TEST_CASE("a collective the plan does not name costs its latency and is listed u
   const StepEstimate e = Estimate(job, Uniform(job.single, 100));
   REQUIRE(e.collectives.size() == 1);
   CHECK(e.collectives[0].kind == "unpriced");
-  CHECK(e.collectives[0].seconds == Approx(kIntraHostLatency));
+  CHECK(e.collectives[0].seconds == Approx((kDefaultIntraHostLatencyUs * 1e-6)));
+  // The spec's latency (network.intra_host_latency_us) is the one used.
+  job.network.intra_host_latency_s = 40e-6;
+  CHECK(Estimate(job, Uniform(job.single, 100)).collectives[0].seconds == Approx(40e-6));
 }
 
 TEST_CASE("a plan with nothing the graph runs is an error") {

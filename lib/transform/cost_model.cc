@@ -23,6 +23,8 @@ NetworkModel NetworkModel::From(const NetworkSpec& network, const RankLayout& la
   }
   model.inter_host_bytes_per_s = network.bandwidth_gbps * 1e9 / kBitsPerByte;
   model.intra_host_bytes_per_s = network.intra_host_bandwidth_gbps * 1e9 / kBitsPerByte;
+  model.inter_host_latency_s = network.latency_us * 1e-6;
+  model.intra_host_latency_s = network.intra_host_latency_us * 1e-6;
   return model;
 }
 

@@ -58,6 +58,10 @@ struct NetworkModel {
   int max_ranks_per_host = 1;   // L
   double inter_host_bytes_per_s = kDefaultBandwidthGbps * 1e9 / 8;
   double intra_host_bytes_per_s = kDefaultIntraHostBandwidthGbps * 1e9 / 8;
+  // Seconds per MPI call round (the spec's latency_us), for `parallax estimate`; the
+  // cost model's choices do not use them.
+  double inter_host_latency_s = kDefaultLatencyUs * 1e-6;
+  double intra_host_latency_s = kDefaultIntraHostLatencyUs * 1e-6;
 
   static NetworkModel From(const NetworkSpec& network, const RankLayout& layout);
 };
