@@ -12,7 +12,8 @@
 # PyTorch DDP), bench/bucket_bench.sh (2-rank step time per gradient-bucket limit) and
 # bench/partition_search_bench.sh (transform --search against a full sweep of partition
 # counts, 4 ranks as 2 hosts) and bench/estimate_bench.sh (parallax estimate against
-# measured 1- and 2-rank steps) and bench/workloads_bench.sh (ResNet-50 and BERT-Base
+# measured 1- and 2-rank steps) and bench/paper_estimate_bench.sh (the seed paper's
+# comparisons at 48 GPUs, estimated from GPU figures) and bench/workloads_bench.sh (ResNet-50 and BERT-Base
 # against PyTorch, and the plans for the paper's 48 GPUs). Each must exit 0 and print each result on its own line, exactly
 #     <bench>.<metric>: <value> <unit> (<ratio> vs baseline | baseline | <note>)
 # optionally followed by the target it is held to, indented:
@@ -99,6 +100,7 @@ run distributed_bench.sh bench/distributed_bench.sh bench/distributed_bench.sh -
 run bucket_bench.sh bench/bucket_bench.sh bench/bucket_bench.sh
 run partition_search_bench.sh bench/partition_search_bench.sh bench/partition_search_bench.sh
 run estimate_bench.sh bench/estimate_bench.sh bench/estimate_bench.sh
+run paper_estimate_bench.sh bench/paper_estimate_bench.sh bench/paper_estimate_bench.sh
 run workloads_bench.sh bench/workloads_bench.sh bench/workloads_bench.sh
 
 python3 - "$log" "$out" "$load_before" <<'PY'

@@ -306,7 +306,7 @@ StatusOr<StepEstimate> EstimateStep(const StepInputs& in) {
       const double fair = total / std::max(1, in.network.world_size);
       if (hottest != owned.end() && hottest->second > 1.5 * fair) {
         out.bottleneck = fmt::format("a hot parameter-server owner: rank {} holds {:.0f}% of the "
-                                     "partitioned rows ({:.1f} ms of pulls and pushes per step)",
+                                     "partitioned bytes ({:.1f} ms of pulls and pushes per step)",
                                      hottest->first, 100 * hottest->second / total, ps * 1e3);
       } else {
         out.bottleneck = fmt::format("parameter-server pulls and pushes over {} ({:.1f} ms per step)",

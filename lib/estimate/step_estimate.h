@@ -26,7 +26,7 @@
 // Outputs per step: the step time and its parts, bytes sent per rank and leaving each
 // host, and the bottleneck: compute, or the link whose collectives take the most time
 // (inside a host, between hosts), or the parameter servers (a hot owner when one rank
-// holds more than its share of the partitioned rows).
+// holds more than 1.5 times its share of the partitioned bytes, slots included).
 #ifndef PARALLAX_LIB_ESTIMATE_STEP_ESTIMATE_H_
 #define PARALLAX_LIB_ESTIMATE_STEP_ESTIMATE_H_
 
