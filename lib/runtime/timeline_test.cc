@@ -109,7 +109,7 @@ TEST_CASE("spans become Chrome trace events: one tid per thread, args as recorde
   CHECK(events.back().Find("ts")->number > 1.5778368e15);
 }
 
-TEST_CASE("a session's timeline gets one op span per kernel the executor runs") {
+TEST_CASE("a session's timeline gets one op span per kernel the executor runs, with its work") {
   StatusOr<Graph> graph = ParseGraph(R"pb(
     node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
     node { name: "y" op: "Neg" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
@@ -128,8 +128,12 @@ TEST_CASE("a session's timeline gets one op span per kernel the executor runs") 
   std::vector<std::string> spans;
   for (const JsonValue& e : root.Find("traceEvents")->array) {
     if (e.Find("ph")->string != "X") continue;
+    const JsonValue& args = *e.Find("args");
     spans.push_back(e.Find("name")->string + " " + e.Find("cat")->string + " " +
-                    e.Find("args")->Find("op")->string);
+                    args.Find("op")->string);
+    // Each op's work (op_work.h): one float read and one written, one flop.
+    CHECK(args.Find("flops")->number == 1);
+    CHECK(args.Find("memory_bytes")->number == 8);
   }
   // The fed placeholder runs no kernel; the second run recorded nothing.
   CHECK(spans == std::vector<std::string>{"y op Neg", "z op Square"});
