@@ -9,8 +9,8 @@ namespace {
 // How an op's work is counted (the file comment of op_work.h).
 enum class WorkRule {
   kNone,                // no device work: constants, variables and their reads, shapes
-  kMatMul,              // 2 * output elements * K (transpose_a)
-  kBatchMatMul,         // 2 * output elements * K (adj_x)
+  kMatMul,              // 2 * output elements * K (a's last dimension, or the one before
+                        // when the op's transpose attr says so)
   kConv,                // 2 * output elements * filter window * input channels
   kConvBackpropInput,   // ... of out_backprop (input 2), the filter as input 1
   kConvBackpropFilter,  // ... of out_backprop (input 2), the filter as output 0
@@ -19,7 +19,8 @@ enum class WorkRule {
 struct OpRule {
   std::string_view op;
   WorkRule rule;
-  bool depthwise = false;  // the filter's last two dimensions are channels x multiplier
+  bool depthwise = false;            // the filter's last two dimensions are channels x multiplier
+  std::string_view transpose_attr;   // kMatMul: the attr that transposes a
 };
 
 constexpr OpRule kOpRules[] = {
@@ -35,10 +36,10 @@ constexpr OpRule kOpRules[] = {
     {"ShapeN", WorkRule::kNone},
     {"Size", WorkRule::kNone},
     {"Rank", WorkRule::kNone},
-    {"MatMul", WorkRule::kMatMul},
-    {"BatchMatMul", WorkRule::kBatchMatMul},
-    {"BatchMatMulV2", WorkRule::kBatchMatMul},
-    {"BatchMatMulV3", WorkRule::kBatchMatMul},
+    {"MatMul", WorkRule::kMatMul, false, "transpose_a"},
+    {"BatchMatMul", WorkRule::kMatMul, false, "adj_x"},
+    {"BatchMatMulV2", WorkRule::kMatMul, false, "adj_x"},
+    {"BatchMatMulV3", WorkRule::kMatMul, false, "adj_x"},
     {"Conv2D", WorkRule::kConv},
     {"Conv3D", WorkRule::kConv},
     {"DepthwiseConv2dNative", WorkRule::kConv, true},
@@ -164,15 +165,10 @@ OpWork KernelWork(const Node& node, const std::vector<KernelValue>& inputs,
   const Tensor* out = At(outputs, 0);
   switch (rule->rule) {
     case WorkRule::kMatMul:
-      if (const Tensor* a = At(inputs, 0); a != nullptr && out != nullptr && a->rank() == 2) {
-        const double k = static_cast<double>(a->dim(BoolAttr(node, "transpose_a") ? 0 : 1));
-        work.flops = 2 * Elements(*out) * k;
-      }
-      break;
-    case WorkRule::kBatchMatMul:
       if (const Tensor* a = At(inputs, 0); a != nullptr && out != nullptr && a->rank() >= 2) {
         const int r = a->rank();
-        const double k = static_cast<double>(a->dim(BoolAttr(node, "adj_x") ? r - 2 : r - 1));
+        const double k =
+            static_cast<double>(a->dim(BoolAttr(node, rule->transpose_attr) ? r - 2 : r - 1));
         work.flops = 2 * Elements(*out) * k;
       }
       break;
