@@ -13,4 +13,45 @@ CpuDevice::CpuDevice(int num_threads) {
   threads_ = std::make_unique<ThreadPool>(num_threads);
 }
 
+namespace {
+GpuSupport& RegisteredGpuSupport() {
+  static GpuSupport support;
+  return support;
+}
+constexpr const char* kNoCuda =
+    "this parallax was built without CUDA (build it with --config=cuda: docs/gpu.md)";
+}  // namespace
+
+void RegisterGpuSupport(GpuSupport support) { RegisteredGpuSupport() = support; }
+
+namespace {
+GpuCommunicatorMaker& RegisteredGpuCommunicator() {
+  static GpuCommunicatorMaker maker = nullptr;
+  return maker;
+}
+}  // namespace
+
+void RegisterGpuCommunicator(GpuCommunicatorMaker maker) { RegisteredGpuCommunicator() = maker; }
+
+StatusOr<std::shared_ptr<Communicator>> MakeGpuCommunicator(Communicator& host, Device& gpu) {
+  if (RegisteredGpuCommunicator() == nullptr) {
+    return FailedPreconditionError("this parallax was built without NCCL: {}'s rank cannot join a "
+                            "job (build it with --config=cuda: docs/gpu.md)",
+                            gpu.name());
+  }
+  return RegisteredGpuCommunicator()(host, gpu);
+}
+
+bool GpuSupportBuiltIn() { return RegisteredGpuSupport().open != nullptr; }
+
+StatusOr<int> GpuDeviceCount() {
+  if (!GpuSupportBuiltIn()) return FailedPreconditionError("{}", kNoCuda);
+  return RegisteredGpuSupport().device_count();
+}
+
+StatusOr<std::unique_ptr<Device>> OpenGpuDevice(int ordinal, int host_threads) {
+  if (!GpuSupportBuiltIn()) return FailedPreconditionError("{}", kNoCuda);
+  return RegisteredGpuSupport().open(ordinal, host_threads);
+}
+
 }  // namespace parallax

@@ -1,6 +1,8 @@
 // Device: where kernels run. The CPU device owns the thread pool that kernels use for
-// their inner loops; the CUDA backend will add a device with its own memory and streams
-// without changing the executor (kernels are registered per device type).
+// their inner loops. A GPU device (lib/runtime/cuda, the --config=cuda build) has its own
+// memory (memory(): tensors there are device tensors, tensor.h) and a host device for
+// the ops it has no kernel for: the executor runs those on the host and copies their
+// inputs and outputs across (executor.h). Kernels are registered per device type.
 //
 // A device of a rank in a job also carries the job's Communicator (lib/runtime/comm),
 // which the collective kernels use; it is null when the process runs alone.
@@ -11,6 +13,8 @@
 #include <string>
 #include <string_view>
 
+#include "lib/base/status.h"
+#include "lib/runtime/device_memory.h"
 #include "lib/runtime/thread_pool.h"
 
 namespace parallax {
@@ -26,6 +30,10 @@ class Device {
   virtual DeviceType type() const = 0;
   virtual const std::string& name() const = 0;  // "/device:CPU:0"
   virtual ThreadPool& threads() = 0;
+  // The device's own memory; nullptr for a device that computes in host memory (CPU).
+  virtual std::shared_ptr<DeviceMemory> memory() const { return nullptr; }
+  // Where the ops without a kernel for this device run: itself for the CPU.
+  virtual Device& host() { return *this; }
 
   // The collectives of this rank's job, or nullptr (one process, no job). Not owned: it
   // must outlive the executors that run on this device.
@@ -48,6 +56,26 @@ class CpuDevice : public Device {
   std::string name_ = "/device:CPU:0";
   std::unique_ptr<ThreadPool> threads_;
 };
+
+// GPUs. The CUDA build (--config=cuda) links lib/runtime/cuda, which registers how to
+// open one; without it OpenGpuDevice says the build has no CUDA.
+//  - GpuDeviceCount: the GPUs this process can use, or why none (no driver, no device).
+//  - OpenGpuDevice: GPU `ordinal` (0-based, of those CUDA_VISIBLE_DEVICES shows), with a
+//    host device of `host_threads` threads for the ops it has no kernel for.
+struct GpuSupport {
+  StatusOr<int> (*device_count)() = nullptr;
+  StatusOr<std::unique_ptr<Device>> (*open)(int ordinal, int host_threads) = nullptr;
+};
+void RegisterGpuSupport(GpuSupport support);
+// The job's collectives for a rank on `gpu`, over its host communicator (which must
+// outlive it): registered by the NCCL communicator (comm/nccl_communicator.h).
+using GpuCommunicatorMaker = StatusOr<std::shared_ptr<Communicator>> (*)(Communicator& host,
+                                                                          Device& gpu);
+void RegisterGpuCommunicator(GpuCommunicatorMaker maker);
+StatusOr<std::shared_ptr<Communicator>> MakeGpuCommunicator(Communicator& host, Device& gpu);
+bool GpuSupportBuiltIn();
+StatusOr<int> GpuDeviceCount();
+StatusOr<std::unique_ptr<Device>> OpenGpuDevice(int ordinal, int host_threads);
 
 }  // namespace parallax
 

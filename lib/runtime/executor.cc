@@ -243,7 +243,8 @@ Executor::Executor(const Graph& graph, Device& device, InputOptions input)
       device_(device),
       owned_session_(std::make_unique<Session>(graph, device, std::move(input))),
       session_(owned_session_.get()),
-      kernels_(static_cast<size_t>(graph.id_limit())) {
+      kernels_(static_cast<size_t>(graph.id_limit())),
+      runs_on_device_(static_cast<size_t>(graph.id_limit()), 0) {
   session_->set_root(this);
 }
 
@@ -251,7 +252,8 @@ Executor::Executor(const Graph& graph, Device& device, Session& session)
     : graph_(graph),
       device_(device),
       session_(&session),
-      kernels_(static_cast<size_t>(graph.id_limit())) {}
+      kernels_(static_cast<size_t>(graph.id_limit())),
+      runs_on_device_(static_cast<size_t>(graph.id_limit()), 0) {}
 
 Executor::~Executor() = default;
 
@@ -262,12 +264,55 @@ void Executor::set_execution(ExecutionOptions options) {
   helpers_ = helpers > 0 ? std::make_unique<Helpers>(helpers) : nullptr;
 }
 
-Status Executor::KernelFor(NodeId node, const OpKernel** kernel) {
-  std::unique_ptr<OpKernel>& slot = kernels_[static_cast<size_t>(node)];
+Status Executor::KernelFor(NodeId id, const OpKernel** kernel) {
+  std::unique_ptr<OpKernel>& slot = kernels_[static_cast<size_t>(id)];
   if (!slot) {
-    PX_ASSIGN_OR_RETURN(slot, CreateKernel(graph_.node(node), device_));
+    const Node& node = graph_.node(id);
+    // On a device with its own memory, a node runs there when the device has a kernel
+    // for it and the node updates no variable in place (a ref input: variables stay
+    // where their update kernels run); otherwise on the host, its values copied across.
+    bool on_device = device_.memory() == nullptr;
+    if (!on_device && HasKernel(node, device_.type())) {
+      const std::vector<bool> refs = RefInputMask(node);
+      on_device = std::find(refs.begin(), refs.end(), true) == refs.end();
+    }
+    PX_ASSIGN_OR_RETURN(slot, CreateKernel(node, on_device ? device_ : device_.host()));
+    runs_on_device_[static_cast<size_t>(id)] = on_device;
+    if (!on_device) host_placed_ops_.insert(std::string(node.op()));
   }
   *kernel = slot.get();
+  return Status::Ok();
+}
+
+std::vector<std::string> Executor::HostPlacedOps() const {
+  if (device_.memory() == nullptr) return {};
+  return std::vector<std::string>(host_placed_ops_.begin(), host_placed_ops_.end());
+}
+
+// On a device with its own memory: each input where the node's kernel reads it — the
+// device's memory for a node on the device (the host's for the inputs its kernel reads
+// there), the host's for a node on the host. A variable read by value is copied too.
+Status Executor::PlaceInputs(NodeId id, const std::vector<bool>& ref_inputs,
+                             std::vector<KernelValue>& inputs) const {
+  const bool on_device = runs_on_device_[static_cast<size_t>(id)];
+  const OpKernel& kernel = *kernels_[static_cast<size_t>(id)];
+  const std::shared_ptr<DeviceMemory> device_memory = device_.memory();
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    KernelValue& value = inputs[k];
+    if (ref_inputs[k]) continue;  // the variable itself, updated on the host
+    const Tensor& tensor = value.ref != nullptr ? *value.ref : value.tensor;
+    if (!tensor.initialized()) continue;
+    const bool wants_host = !on_device || kernel.HostMemoryInput(static_cast<int>(k));
+    const std::shared_ptr<DeviceMemory> wanted = wants_host ? nullptr : device_memory;
+    if (tensor.memory() == wanted.get()) continue;
+    StatusOr<Tensor> placed = tensor.CopiedTo(wanted);
+    if (!placed.ok()) {
+      return placed.status().WithPrefix(fmt::format("copying input {} {}", k,
+                                                    wants_host ? "to the host" : "to the device"));
+    }
+    value.tensor = std::move(*placed);
+    value.ref = nullptr;
+  }
   return Status::Ok();
 }
 
@@ -756,7 +801,14 @@ Status Executor::RunNode(const Plan& plan, NodeId id, int64_t iteration, StepSta
     }
     std::vector<KernelValue>& outputs = scratch.outputs;
     outputs.assign(static_cast<size_t>(num_out), KernelValue{});
-    KernelContext context(node, device_, *session_, inputs, outputs);
+    Device* kernel_device = &device_;
+    if (device_.memory() != nullptr) {
+      PX_RETURN_IF_ERROR(PlaceInputs(id, info.ref_inputs, inputs).WithPrefix(
+          fmt::format("node '{}' ({})", node.name(), node.op())));
+      if (!runs_on_device_[static_cast<size_t>(id)]) kernel_device = &device_.host();
+    }
+    KernelContext context(node, *kernel_device, *session_, inputs, outputs);
+    context.set_communicator(device_.communicator());
     context.set_step_resources(&state.step_resources);
     Timeline* timeline = session_->timeline();
     std::optional<ScopedSpan> span;
@@ -929,6 +981,11 @@ StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request) {
                                      request.fetches[i]);
     }
     const KernelValue& v = state.values[static_cast<size_t>(slot)];
+    if (v.ref == nullptr && !v.tensor.on_host()) {  // a device tensor: fetches are host values
+      PX_ASSIGN_OR_RETURN(Tensor host, v.tensor.CopiedTo(nullptr));
+      results.push_back(std::move(host));
+      continue;
+    }
     results.push_back(v.ref != nullptr ? v.ref->DeepCopy() : v.tensor);
   }
   return results;

@@ -59,6 +59,12 @@
 // span ("op", or "collective" with its payload: timeline.h).
 // Memory: a value is released as soon as its last consumer in the step has run; values
 // inside a loop when the loop ends (each iteration overwrites the last one's).
+// Placement (a device with its own memory, a GPU: device.h): a node runs on the device
+// when the device has a kernel for it and it updates no variable in place; else on the
+// device's host device (HostPlacedOps lists those ops). Each input is copied where the
+// node's kernel reads it (OpKernel::HostMemoryInput) when it is not there; fetches come
+// back in host memory. The device orders its own work (one stream), so a kernel on it
+// returns once its work is queued, and a copy to the host waits for what it reads.
 #ifndef PARALLAX_LIB_RUNTIME_EXECUTOR_H_
 #define PARALLAX_LIB_RUNTIME_EXECUTOR_H_
 
@@ -66,6 +72,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -107,6 +114,10 @@ class Executor {
   // executor only: the executors of functions run one node at a time.
   void set_execution(ExecutionOptions options);
 
+  // On a device with its own memory (a GPU): the ops of the runs so far that have no
+  // kernel there and so run on the host, sorted; empty on the CPU.
+  std::vector<std::string> HostPlacedOps() const;
+
   Session& session() { return *session_; }
   VariableStore& variables() { return session_->variables(); }
   const Graph& graph() const { return graph_; }
@@ -124,6 +135,8 @@ class Executor {
   Status BuildLoops(const std::vector<NodeId>& order, Plan* plan);
   void BuildConcurrency(const Graph& graph, Plan* plan);
   Status KernelFor(NodeId node, const OpKernel** kernel);
+  Status PlaceInputs(NodeId node, const std::vector<bool>& ref_inputs,
+                     std::vector<KernelValue>& inputs) const;
   Status RunUnits(const Plan& plan, const std::vector<Unit>& units, int64_t iteration,
                   StepState& state);
   Status RunLoop(const Plan& plan, const Loop& loop, StepState& state);
@@ -138,6 +151,8 @@ class Executor {
   std::unique_ptr<Session> owned_session_;  // set for a root executor
   Session* session_;
   std::vector<std::unique_ptr<OpKernel>> kernels_;  // by NodeId, built on first need
+  std::vector<char> runs_on_device_;  // by NodeId: the kernel is the device's, not the host's
+  std::set<std::string> host_placed_ops_;
   std::mutex plans_mutex_;  // plans_ and kernels_ (a nested run may build a plan)
   std::map<std::string, std::unique_ptr<Plan>> plans_;  // by request signature
   ExecutionOptions execution_;

@@ -101,7 +101,9 @@ class KernelContext {
   }
   void set_step_resources(StepResources* step) { step_resources_ = step; }
   // The job's collectives (the device's); nullptr when the process runs alone.
-  Communicator* communicator() { return device_.communicator(); }
+  Communicator* communicator() { return communicator_; }
+  // For a node of a GPU rank that runs on the host: the rank's communicator.
+  void set_communicator(Communicator* communicator) { communicator_ = communicator; }
 
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
   // The value of input i (for a ref input: the variable's current contents).
@@ -121,6 +123,13 @@ class KernelContext {
     out.tensor = Tensor(dtype, std::move(shape));
     return &out.tensor;
   }
+  // The same in the device's memory (the host's for the CPU): for kernels of a device
+  // with its own memory, whose allocations can fail.
+  StatusOr<Tensor*> AllocateDeviceOutput(int i, DataType dtype, TensorShape shape) {
+    KernelValue& out = outputs_[static_cast<size_t>(i)];
+    PX_ASSIGN_OR_RETURN(out.tensor, Tensor::Allocate(device_.memory(), dtype, std::move(shape)));
+    return &out.tensor;
+  }
 
  private:
   const Node& node_;
@@ -129,6 +138,7 @@ class KernelContext {
   std::vector<KernelValue>& inputs_;
   std::vector<KernelValue>& outputs_;
   StepResources* step_resources_ = nullptr;
+  Communicator* communicator_ = device_.communicator();
 };
 
 class OpKernel {
@@ -139,6 +149,10 @@ class OpKernel {
   // no axis...). The executor orders such outputs' readers with the updates of a variable
   // they may alias (executor.h); a kernel that forwards without saying so is an error there.
   virtual bool ForwardsInputs() const { return false; }
+  // For a kernel of a device with its own memory (a GPU's): true when input `index` is
+  // read by the host (a shape, an axis list), so the executor hands it over in host
+  // memory; every other input arrives in the device's memory.
+  virtual bool HostMemoryInput(int index) const { return false; }
 };
 
 using KernelFactory = std::function<StatusOr<std::unique_ptr<OpKernel>>(const KernelInit&)>;

@@ -73,7 +73,22 @@ std::shared_ptr<Buffer> Buffer::AllocateVariants(size_t count) {
   return buffer;
 }
 
+StatusOr<std::shared_ptr<Buffer>> Buffer::AllocateOn(std::shared_ptr<DeviceMemory> memory,
+                                                     size_t bytes) {
+  std::shared_ptr<Buffer> buffer(new Buffer());
+  buffer->size_ = bytes;
+  if (bytes > 0) {
+    PX_ASSIGN_OR_RETURN(buffer->data_, memory->Allocate(bytes));
+  }
+  buffer->memory_ = std::move(memory);
+  return buffer;
+}
+
 Buffer::~Buffer() {
+  if (memory_ != nullptr) {
+    memory_->Free(data_);
+    return;
+  }
   auto* strings = static_cast<std::string*>(data_);
   for (size_t i = 0; i < num_strings_; ++i) strings[i].~basic_string();
   auto* variants = static_cast<Variant*>(data_);
@@ -95,6 +110,41 @@ Tensor::Tensor(DataType dtype, TensorShape shape) : dtype_(dtype), shape_(std::m
   buffer_ = HoldsStrings(dtype)    ? Buffer::AllocateStrings(n)
             : HoldsVariants(dtype) ? Buffer::AllocateVariants(n)
                                    : Buffer::Allocate(n * static_cast<size_t>(DataTypeSize(dtype)));
+}
+
+StatusOr<Tensor> Tensor::Allocate(const std::shared_ptr<DeviceMemory>& memory, DataType dtype,
+                                  TensorShape shape) {
+  if (memory == nullptr) return Tensor(dtype, std::move(shape));
+  if (HoldsStrings(dtype) || HoldsVariants(dtype)) {
+    return InvalidArgumentError("a {} tensor cannot live in {}'s memory (host only)",
+                                DataTypeShortName(dtype), memory->name());
+  }
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  PX_ASSIGN_OR_RETURN(t.buffer_, Buffer::AllocateOn(
+                                     memory, static_cast<size_t>(t.shape_.num_elements()) *
+                                                 static_cast<size_t>(DataTypeSize(dtype))));
+  return t;
+}
+
+StatusOr<Tensor> Tensor::CopiedTo(const std::shared_ptr<DeviceMemory>& memory) const {
+  if (!initialized() || this->memory() == memory.get()) return *this;
+  if (memory == nullptr) {  // device -> host
+    Tensor host(dtype_, shape_);
+    if (bytes() > 0) PX_RETURN_IF_ERROR(this->memory()->CopyToHost(raw_data(), host.raw_data(), bytes()));
+    return host;
+  }
+  PX_ASSIGN_OR_RETURN(Tensor copy, Allocate(memory, dtype_, shape_));
+  if (bytes() == 0) return copy;
+  if (on_host()) {
+    PX_RETURN_IF_ERROR(memory->CopyFromHost(raw_data(), copy.raw_data(), bytes()));
+    return copy;
+  }
+  // Between two devices: through the host (one device per process today).
+  PX_ASSIGN_OR_RETURN(Tensor host, CopiedTo(nullptr));
+  PX_RETURN_IF_ERROR(memory->CopyFromHost(host.raw_data(), copy.raw_data(), bytes()));
+  return copy;
 }
 
 Tensor Tensor::VariantScalar(Variant value) {
@@ -126,6 +176,7 @@ StatusOr<Tensor> Tensor::Reshaped(TensorShape shape) const {
 
 Tensor Tensor::DeepCopy() const {
   if (!initialized()) return Tensor();
+  assert(on_host() && "Tensor::DeepCopy of a tensor in device memory (use CopiedTo)");
   Tensor copy(dtype_, shape_);
   if (HoldsStrings(dtype_)) {
     std::copy(data<std::string>(), data<std::string>() + num_elements(), copy.data<std::string>());
@@ -227,6 +278,7 @@ StatusOr<Tensor> Tensor::FromProto(const tensorflow::TensorProto& proto) {
 }
 
 tensorflow::TensorProto Tensor::ToProto() const {
+  assert(on_host() && "Tensor::ToProto of a tensor in device memory");
   tensorflow::TensorProto proto;
   proto.set_dtype(dtype_);
   *proto.mutable_tensor_shape() = shape_.ToProto();
@@ -261,6 +313,7 @@ void AppendValues(const Tensor& t, int max_values, std::string* out) {
 std::string Tensor::DebugString(int max_values) const {
   if (!initialized()) return "<uninitialised>";
   std::string out = DataTypeShortName(dtype_) + shape_.DebugString() + " {";
+  if (!on_host()) return out + "in " + memory()->name() + "}";
   switch (dtype_) {
     case tensorflow::DT_FLOAT: AppendValues<float>(*this, max_values, &out); break;
     case tensorflow::DT_DOUBLE: AppendValues<double>(*this, max_values, &out); break;
@@ -282,6 +335,7 @@ std::string Tensor::DebugString(int max_values) const {
 }
 
 bool TensorsBitEqual(const Tensor& a, const Tensor& b) {
+  assert(a.on_host() && b.on_host() && "TensorsBitEqual of tensors in device memory");
   if (a.dtype() != b.dtype() || !(a.shape() == b.shape())) return false;
   if (HoldsStrings(a.dtype())) {
     const auto x = a.flat<std::string>();

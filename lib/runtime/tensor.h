@@ -7,6 +7,11 @@
 // resource's name); DT_VARIANT tensors hold Variant elements: shared pointers to
 // immutable runtime objects (a tf.data dataset, ...). Shapes are fully defined: unknown
 // dimensions exist only in graphs.
+//
+// A numeric tensor may live in a device's memory (device_memory.h: a GPU's) instead of
+// the host's: then memory() names it, data() must not be called (host code never
+// dereferences device memory; assert in debug builds) and CopiedTo moves the value.
+// Strings, resources and variants live on the host only.
 #ifndef PARALLAX_LIB_RUNTIME_TENSOR_H_
 #define PARALLAX_LIB_RUNTIME_TENSOR_H_
 
@@ -20,6 +25,7 @@
 #include <vector>
 
 #include "lib/base/status.h"
+#include "lib/runtime/device_memory.h"
 #include "protos/graph.pb.h"
 
 namespace parallax {
@@ -74,12 +80,16 @@ class Buffer {
   static std::shared_ptr<Buffer> Allocate(size_t bytes);
   static std::shared_ptr<Buffer> AllocateStrings(size_t count);
   static std::shared_ptr<Buffer> AllocateVariants(size_t count);
+  // `bytes` of `memory` (a device's); its error when the device has no room.
+  static StatusOr<std::shared_ptr<Buffer>> AllocateOn(std::shared_ptr<DeviceMemory> memory,
+                                                      size_t bytes);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
 
   void* data() const { return data_; }
   size_t size() const { return size_; }
+  DeviceMemory* memory() const { return memory_.get(); }  // nullptr: host memory
 
  private:
   Buffer() = default;
@@ -88,6 +98,7 @@ class Buffer {
   size_t capacity_ = 0;  // the BufferCache size class data_ came from
   size_t num_strings_ = 0;
   size_t num_variants_ = 0;
+  std::shared_ptr<DeviceMemory> memory_;
 };
 
 // The value of one DT_VARIANT element: an object that flows along edges (a tf.data
@@ -117,6 +128,11 @@ class Tensor {
   Tensor() = default;  // uninitialised: dtype DT_INVALID, no buffer
   // Allocates (numeric: uninitialised memory; strings: empty strings).
   Tensor(DataType dtype, TensorShape shape);
+
+  // A numeric tensor in `memory` (nullptr: the host); the device's error when it has no
+  // room, InvalidArgument for a string, resource or variant dtype on a device.
+  static StatusOr<Tensor> Allocate(const std::shared_ptr<DeviceMemory>& memory, DataType dtype,
+                                   TensorShape shape);
 
   // A scalar holding `value`.
   template <typename T>
@@ -151,8 +167,16 @@ class Tensor {
   int64_t dim(int i) const { return shape_.dim(i); }
   size_t bytes() const;  // of the elements (0 for string and variant tensors)
 
+  // The device memory holding the elements; nullptr on the host.
+  DeviceMemory* memory() const { return buffer_ ? buffer_->memory() : nullptr; }
+  bool on_host() const { return memory() == nullptr; }
+  // The value in `memory` (nullptr: the host): this tensor itself when it is there
+  // already, else a copy (ordered on the device's stream).
+  StatusOr<Tensor> CopiedTo(const std::shared_ptr<DeviceMemory>& memory) const;
+
   template <typename T>
   T* data() {
+    assert(on_host() && "Tensor::data() of a tensor in device memory");
     assert(DataTypeOf<T>::value == dtype_ || (std::is_same_v<T, std::string> &&
                                                dtype_ == tensorflow::DT_RESOURCE));
     return static_cast<T*>(buffer_ ? buffer_->data() : nullptr);
@@ -169,11 +193,12 @@ class Tensor {
   std::span<const T> flat() const {
     return std::span<const T>(data<T>(), static_cast<size_t>(num_elements()));
   }
+  // The elements' address, in memory() (a device address for a device tensor).
   void* raw_data() const { return buffer_ ? buffer_->data() : nullptr; }
 
   // The same buffer seen with another shape of the same number of elements.
   StatusOr<Tensor> Reshaped(TensorShape shape) const;
-  Tensor DeepCopy() const;
+  Tensor DeepCopy() const;  // host tensors (a device tensor: CopiedTo)
   bool SharesBufferWith(const Tensor& other) const {
     return buffer_ != nullptr && buffer_ == other.buffer_;
   }
@@ -189,7 +214,7 @@ class Tensor {
   std::shared_ptr<Buffer> buffer_;
 };
 
-// Element-wise equality of dtype, shape and bytes (bit-identical floats).
+// Element-wise equality of dtype, shape and bytes (bit-identical floats); host tensors.
 bool TensorsBitEqual(const Tensor& a, const Tensor& b);
 
 }  // namespace parallax
