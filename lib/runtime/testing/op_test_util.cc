@@ -13,6 +13,12 @@ namespace parallax::testing {
 StatusOr<OpRun> RunOp(const std::string& op, const std::vector<Tensor>& inputs,
                       const AttrMap& attrs, const std::vector<int>& ref_inputs, int num_outputs,
                       int num_threads) {
+  CpuDevice device(num_threads);
+  return RunOpOn(device, op, inputs, attrs, ref_inputs, num_outputs);
+}
+
+StatusOr<OpRun> RunOpOn(Device& device, const std::string& op, const std::vector<Tensor>& inputs,
+                        const AttrMap& attrs, const std::vector<int>& ref_inputs, int num_outputs) {
   Graph graph;
   graph.set_source("op-test");
   std::vector<OutputRef> edges;
@@ -52,7 +58,6 @@ StatusOr<OpRun> RunOp(const std::string& op, const std::vector<Tensor>& inputs,
     PX_ASSIGN_OR_RETURN(num_outputs, NumOutputsOf(graph.node(node)));
     if (num_outputs < 0) return InvalidArgumentError("op {} is not registered", op);
   }
-  CpuDevice device(num_threads);
   Executor executor(graph, device);
   if (!init_targets.empty()) {
     RunRequest init{.feeds = request.feeds, .targets = init_targets};
@@ -76,7 +81,7 @@ StatusOr<OpRun> RunOp(const std::string& op, const std::vector<Tensor>& inputs,
   }
   run.feeds = std::move(unique_feeds);
   PX_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, executor.Run(run));
-  OpRun result{.outputs = std::move(outputs)};
+  OpRun result{.outputs = std::move(outputs), .host_placed_ops = executor.HostPlacedOps()};
   for (const auto& [index, name] : variable_names) {
     result.variables[index] = executor.variables().Find(name)->DeepCopy();
   }

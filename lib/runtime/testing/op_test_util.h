@@ -2,7 +2,7 @@
 //
 // RunOp builds a one-node graph (inputs come from fed Placeholders, or from variables
 // for ref inputs when `ref_inputs` says so) and runs it on the CPU device through the
-// executor, so kernels are tested the way graphs use them.
+// executor, so kernels are tested the way graphs use them; RunOpOn on another device.
 #ifndef PARALLAX_LIB_RUNTIME_TESTING_OP_TEST_UTIL_H_
 #define PARALLAX_LIB_RUNTIME_TESTING_OP_TEST_UTIL_H_
 
@@ -12,6 +12,7 @@
 
 #include "lib/base/status.h"
 #include "lib/graph/attr_values.h"
+#include "lib/runtime/device.h"
 #include "lib/runtime/tensor.h"
 #include "protos/graph.pb.h"
 
@@ -23,6 +24,8 @@ struct OpRun {
   std::vector<Tensor> outputs;
   // The variables after the run, for ops with ref inputs (by input index).
   std::map<int, Tensor> variables;
+  // On a device with its own memory: the ops that ran on its host (Executor::HostPlacedOps).
+  std::vector<std::string> host_placed_ops;
 };
 
 // Runs `op` once. Inputs whose index is in `ref_inputs` are fed through VariableV2 nodes
@@ -31,6 +34,12 @@ struct OpRun {
 StatusOr<OpRun> RunOp(const std::string& op, const std::vector<Tensor>& inputs,
                       const AttrMap& attrs, const std::vector<int>& ref_inputs = {},
                       int num_outputs = -1, int num_threads = 2);
+
+// The same on `device` (a GPU: the op runs there when it has a kernel, its inputs copied
+// in and its outputs back).
+StatusOr<OpRun> RunOpOn(Device& device, const std::string& op, const std::vector<Tensor>& inputs,
+                        const AttrMap& attrs, const std::vector<int>& ref_inputs = {},
+                        int num_outputs = -1);
 
 // Uniform in [lo, hi) (floats) or integers in [lo, hi); deterministic per seed.
 Tensor RandomTensor(DataType dtype, TensorShape shape, uint64_t seed, double lo = -1.0,

@@ -1,0 +1,185 @@
+// CUDA kernels of the element-wise ops: unary ops, binary ops with broadcasting, and the
+// activations' gradients, float and double, through the one template of
+// cwise_kernels.cu. Broadcasts are planned on the host as the CPU kernels plan them
+// (cpu/cwise_util.h: output dims of size 1 dropped, neighbours merged), so the GPU walks
+// at most as many dims as the pattern needs.
+#include <optional>
+#include <span>
+#include <string>
+
+#include "lib/runtime/kernels/cpu/cwise_util.h"
+#include "lib/runtime/kernels/cuda/cuda_kernel_util.h"
+#include "lib/runtime/kernels/cuda/cwise_launch.h"
+
+namespace parallax::cuda_kernels {
+namespace {
+
+template <typename T, UnaryOp kOp>
+class UnaryKernel : public OpKernel {
+ public:
+  UnaryKernel(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    PX_RETURN_IF_ERROR(CheckDtype(context, 0, DataTypeOf<T>::value));
+    const Tensor& in = context.input(0);
+    PX_ASSIGN_OR_RETURN(Tensor * out, context.AllocateDeviceOutput(0, in.dtype(), in.shape()));
+    CudaDevice& device = DeviceOf(context);
+    auto lock = device.LaunchLock();
+    PX_RETURN_IF_ERROR(device.MakeCurrent());
+    return LaunchStatus(
+        LaunchUnary<T>(kOp, static_cast<const T*>(in.raw_data()), static_cast<T*>(out->raw_data()),
+                       in.num_elements(), device.stream()),
+        device);
+  }
+};
+
+// out = a op b, broadcast; `b_shape` is how b is seen (BiasAdd's bias as [C,1,1]).
+template <typename T>
+Status ComputeBinary(KernelContext& context, BinaryOp op, const Tensor& a, const Tensor& b,
+                     const TensorShape& b_shape) {
+  const TensorShape* shapes[] = {&a.shape(), &b_shape};
+  const std::optional<cwise::BroadcastPlan> plan = cwise::PlanBroadcast(std::span(shapes));
+  if (!plan.has_value()) {
+    return InvalidArgumentError("incompatible shapes: {} vs. {}", a.shape().DebugString(),
+                                b.shape().DebugString());
+  }
+  const int rank = static_cast<int>(plan->dims.size());
+  if (rank > kMaxRank) {
+    return UnimplementedError("broadcasting over {} dims (the GPU kernel takes {})", rank,
+                              kMaxRank);
+  }
+  PX_ASSIGN_OR_RETURN(Tensor * out, context.AllocateDeviceOutput(0, a.dtype(), plan->output_shape));
+  // One plan dim: same shapes, or a scalar against a tensor (stride 0).
+  Broadcast broadcast;
+  const bool flat = rank == 1;
+  if (!flat) {
+    broadcast.rank = rank;
+    for (int d = 0; d < rank; ++d) {
+      broadcast.dims[d] = plan->dims[static_cast<size_t>(d)];
+      broadcast.a_strides[d] = plan->strides[0][static_cast<size_t>(d)];
+      broadcast.b_strides[d] = plan->strides[1][static_cast<size_t>(d)];
+    }
+  }
+  CudaDevice& device = DeviceOf(context);
+  auto lock = device.LaunchLock();
+  PX_RETURN_IF_ERROR(device.MakeCurrent());
+  return LaunchStatus(
+      LaunchBinary<T>(op, static_cast<const T*>(a.raw_data()), static_cast<const T*>(b.raw_data()),
+                      static_cast<T*>(out->raw_data()), plan->num_elements,
+                      flat && plan->inner_stride(0) == 0, flat && plan->inner_stride(1) == 0,
+                      flat ? nullptr : &broadcast, device.stream()),
+      device);
+}
+
+template <typename T, BinaryOp kOp>
+class BinaryKernel : public OpKernel {
+ public:
+  BinaryKernel(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    PX_RETURN_IF_ERROR(CheckDtype(context, 0, DataTypeOf<T>::value));
+    PX_RETURN_IF_ERROR(CheckDtype(context, 1, DataTypeOf<T>::value));
+    return ComputeBinary<T>(context, kOp, context.input(0), context.input(1),
+                            context.input(1).shape());
+  }
+};
+
+// BiasAdd: the bias broadcast along the channel dim (the last for NHWC, dim 1 for NCHW).
+template <typename T>
+class BiasAddKernel : public OpKernel {
+ public:
+  BiasAddKernel(const KernelInit& init, Status* status) {
+    std::string format;
+    *status = init.GetAttrOr("data_format", &format, std::string("NHWC"));
+    if (status->ok() && format != "NHWC" && format != "NCHW") {
+      *status = InvalidArgumentError("data_format '{}' is not NHWC or NCHW", format);
+    }
+    nchw_ = format == "NCHW";
+  }
+  Status Compute(KernelContext& context) const override {
+    PX_RETURN_IF_ERROR(CheckDtype(context, 0, DataTypeOf<T>::value));
+    PX_RETURN_IF_ERROR(CheckDtype(context, 1, DataTypeOf<T>::value));
+    const Tensor& value = context.input(0);
+    const Tensor& bias = context.input(1);
+    if (value.rank() < 2) {
+      return InvalidArgumentError("input 0 (value) must be at least 2-D, got shape {}",
+                                  value.shape().DebugString());
+    }
+    if (bias.rank() != 1) {
+      return InvalidArgumentError("input 1 (bias) must be 1-D, got shape {}",
+                                  bias.shape().DebugString());
+    }
+    const int channel_dim = nchw_ ? 1 : value.rank() - 1;
+    if (bias.dim(0) != value.dim(channel_dim)) {
+      return InvalidArgumentError(
+          "Must provide as many biases as the channel dimension of the input tensor: {} vs. {}",
+          bias.shape().DebugString(), value.shape().DebugString());
+    }
+    TensorShape bias_view{bias.dim(0)};
+    for (int d = channel_dim + 1; d < value.rank(); ++d) bias_view.AddDim(1);
+    return ComputeBinary<T>(context, BinaryOp::kAdd, value, bias, bias_view);
+  }
+
+ private:
+  bool nchw_ = false;
+};
+
+#define PX_CUDA_UNARY(op, name)                                                              \
+  template <typename T>                                                                      \
+  using op##Kernel = UnaryKernel<T, UnaryOp::k##op>;                                         \
+  PX_REGISTER_KERNEL(op##Kernel<float>, name, DeviceType::kCuda, "T", tensorflow::DT_FLOAT); \
+  PX_REGISTER_KERNEL(op##Kernel<double>, name, DeviceType::kCuda, "T", tensorflow::DT_DOUBLE)
+
+// Another name for a kernel registered above (Inv for Reciprocal, AddV2 for Add...).
+#define PX_CUDA_ALIAS(op, name)                                                              \
+  PX_REGISTER_KERNEL(op##Kernel<float>, name, DeviceType::kCuda, "T", tensorflow::DT_FLOAT); \
+  PX_REGISTER_KERNEL(op##Kernel<double>, name, DeviceType::kCuda, "T", tensorflow::DT_DOUBLE)
+
+#define PX_CUDA_BINARY_OP(op, name)                    \
+  template <typename T>                                \
+  using op##Kernel = BinaryKernel<T, BinaryOp::k##op>; \
+  PX_CUDA_ALIAS(op, name)
+
+PX_CUDA_UNARY(Neg, "Neg");
+PX_CUDA_UNARY(Abs, "Abs");
+PX_CUDA_UNARY(Exp, "Exp");
+PX_CUDA_UNARY(Log, "Log");
+PX_CUDA_UNARY(Log1p, "Log1p");
+PX_CUDA_UNARY(Expm1, "Expm1");
+PX_CUDA_UNARY(Sqrt, "Sqrt");
+PX_CUDA_UNARY(Rsqrt, "Rsqrt");
+PX_CUDA_UNARY(Square, "Square");
+PX_CUDA_UNARY(Reciprocal, "Reciprocal");
+PX_CUDA_UNARY(Tanh, "Tanh");
+PX_CUDA_UNARY(Sigmoid, "Sigmoid");
+PX_CUDA_UNARY(Relu, "Relu");
+PX_CUDA_UNARY(Relu6, "Relu6");
+PX_CUDA_UNARY(Elu, "Elu");
+PX_CUDA_UNARY(Softplus, "Softplus");
+PX_CUDA_UNARY(Sign, "Sign");
+PX_CUDA_UNARY(Floor, "Floor");
+PX_CUDA_UNARY(Ceil, "Ceil");
+PX_CUDA_ALIAS(Reciprocal, "Inv");
+
+PX_CUDA_BINARY_OP(Add, "Add");
+PX_REGISTER_KERNEL(BiasAddKernel<float>, "BiasAdd", DeviceType::kCuda, "T", tensorflow::DT_FLOAT);
+PX_REGISTER_KERNEL(BiasAddKernel<double>, "BiasAdd", DeviceType::kCuda, "T", tensorflow::DT_DOUBLE);
+PX_CUDA_ALIAS(Add, "AddV2");
+PX_CUDA_BINARY_OP(Sub, "Sub");
+PX_CUDA_BINARY_OP(Mul, "Mul");
+PX_CUDA_BINARY_OP(Div, "RealDiv");
+PX_CUDA_ALIAS(Div, "Div");
+PX_CUDA_BINARY_OP(Maximum, "Maximum");
+PX_CUDA_BINARY_OP(Minimum, "Minimum");
+PX_CUDA_BINARY_OP(SquaredDifference, "SquaredDifference");
+PX_CUDA_BINARY_OP(Pow, "Pow");
+PX_CUDA_BINARY_OP(ReluGrad, "ReluGrad");
+PX_CUDA_BINARY_OP(Relu6Grad, "Relu6Grad");
+PX_CUDA_BINARY_OP(EluGrad, "EluGrad");
+PX_CUDA_BINARY_OP(TanhGrad, "TanhGrad");
+PX_CUDA_BINARY_OP(SigmoidGrad, "SigmoidGrad");
+PX_CUDA_BINARY_OP(RsqrtGrad, "RsqrtGrad");
+PX_CUDA_BINARY_OP(SqrtGrad, "SqrtGrad");
+PX_CUDA_BINARY_OP(ReciprocalGrad, "ReciprocalGrad");
+PX_CUDA_ALIAS(ReciprocalGrad, "InvGrad");
+
+}  // namespace
+}  // namespace parallax::cuda_kernels

@@ -1,0 +1,275 @@
+// The kernel table: every case of every op with a GPU kernel, run on the CPU and on the
+// GPU, the same inputs, the results compared (ggml's test-backend-ops is the model).
+//
+// Each case runs one op through the executor on each device (testing/op_test_util.h:
+// RunOpOn), so the GPU run is the real path: inputs copied in, the GPU kernel, the
+// output copied back. A case fails when the op did not run on the GPU (it fell back to
+// the host: the comparison would be the CPU's with itself) or when a result differs by
+// more than its tolerance, |gpu - cpu| <= tolerance * max(1, |cpu|) per element (NaN only
+// against NaN). Tolerances: 0 — bit for bit — for ops whose every step is one correctly
+// rounded IEEE operation on both devices (+ - * /, sqrt, comparisons; nvcc builds with
+// -fmad=false so none is fused); 1e-6 for the GPU libm's exp/log/tanh/pow (within a few
+// ulps of the CPU's); 1e-5 for matrix products, whose sums cuBLAS orders its own way.
+//
+// Each case is a Catch2 test case of its own, named "kernel table: OP DTYPE SHAPES". Without
+// a usable GPU each prints a SKIP line (lib/testing/gpu.h).
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "lib/graph/attr_values.h"
+#include "lib/runtime/device.h"
+#include "lib/runtime/kernel.h"
+#include "lib/runtime/testing/op_test_util.h"
+#include "lib/testing/gpu.h"
+
+namespace parallax {
+namespace {
+
+using testing::AttrMap;
+using testing::RandomTensor;
+
+struct Input {
+  TensorShape shape;
+  double lo = -4, hi = 4;  // uniform range of the random values
+};
+
+struct KernelCase {
+  std::string op;
+  std::vector<Input> inputs;
+  AttrMap attrs;  // "T" is added from `dtype` unless present
+  DataType dtype = tensorflow::DT_FLOAT;
+  double tolerance = 0;
+  std::string note;  // what the case is about, for its name
+};
+
+constexpr double kLibm = 1e-6;
+constexpr double kGemm = 1e-5;
+
+std::vector<KernelCase> Table() {
+  std::vector<KernelCase> cases;
+  const TensorShape odd{3, 257};  // not a multiple of any block size
+  // Unary ops over their domains; the exact ones bit for bit.
+  struct Unary {
+    const char* op;
+    double lo, hi, tolerance;
+  };
+  for (const Unary& u : std::vector<Unary>{
+           {"Neg", -4, 4, 0},       {"Abs", -4, 4, 0},           {"Square", -4, 4, 0},
+           {"Sqrt", 0.1, 4, 0},     {"Rsqrt", 0.1, 4, 0},        {"Reciprocal", 0.1, 4, 0},
+           {"Inv", 0.1, 4, 0},      {"Relu", -4, 4, 0},          {"Relu6", -2, 8, 0},
+           {"Sign", -4, 4, 0},      {"Floor", -4, 4, 0},         {"Ceil", -4, 4, 0},
+           {"Exp", -4, 4, kLibm},   {"Log", 0.1, 4, kLibm},      {"Log1p", -0.5, 4, kLibm},
+           {"Expm1", -4, 4, kLibm}, {"Tanh", -4, 4, kLibm},      {"Sigmoid", -8, 8, kLibm},
+           {"Elu", -4, 4, kLibm},   {"Softplus", -20, 20, kLibm}}) {
+    cases.push_back({.op = u.op, .inputs = {{odd, u.lo, u.hi}}, .tolerance = u.tolerance});
+  }
+  cases.push_back(
+      {.op = "Tanh", .inputs = {{odd}}, .dtype = tensorflow::DT_DOUBLE, .tolerance = 1e-12});
+  // Binary ops: same shapes, then each broadcast pattern.
+  struct Binary {
+    const char* op;
+    double lo, hi, tolerance;
+  };
+  for (const Binary& b : std::vector<Binary>{{"Add", -4, 4, 0},
+                                             {"AddV2", -4, 4, 0},
+                                             {"Sub", -4, 4, 0},
+                                             {"Mul", -4, 4, 0},
+                                             {"RealDiv", 0.5, 4, 0},
+                                             {"Div", 0.5, 4, 0},
+                                             {"Maximum", -4, 4, 0},
+                                             {"Minimum", -4, 4, 0},
+                                             {"SquaredDifference", -4, 4, 0},
+                                             {"Pow", 0.5, 2, kLibm},
+                                             {"ReluGrad", -4, 4, 0},
+                                             {"Relu6Grad", -2, 8, 0},
+                                             {"EluGrad", -1, 4, 0},
+                                             {"TanhGrad", -1, 1, 0},
+                                             {"SigmoidGrad", 0, 1, 0},
+                                             {"RsqrtGrad", 0.5, 4, 0},
+                                             {"SqrtGrad", 0.5, 4, 0},
+                                             {"ReciprocalGrad", 0.5, 4, 0}}) {
+    cases.push_back(
+        {.op = b.op, .inputs = {{odd, b.lo, b.hi}, {odd, b.lo, b.hi}}, .tolerance = b.tolerance});
+  }
+  const std::vector<std::pair<TensorShape, TensorShape>> broadcasts = {
+      {TensorShape{}, TensorShape{7, 9}},         // scalar op tensor
+      {TensorShape{7, 9}, TensorShape{}},         // tensor op scalar
+      {TensorShape{6, 8}, TensorShape{8}},        // a row
+      {TensorShape{6, 8}, TensorShape{6, 1}},     // a column
+      {TensorShape{4, 1, 5}, TensorShape{3, 5}},  // both ways
+      {TensorShape{2, 1, 3, 1, 4}, TensorShape{5, 1, 1, 1}},
+  };
+  for (const char* op : {"Add", "Sub", "Mul", "RealDiv", "Maximum"}) {
+    for (const auto& [a, b] : broadcasts) {
+      cases.push_back({.op = op, .inputs = {{a, 0.5, 4}, {b, 0.5, 4}}, .note = "broadcast"});
+    }
+  }
+  cases.push_back({.op = "Mul",
+                   .inputs = {{TensorShape{4, 1, 5}}, {TensorShape{3, 5}}},
+                   .dtype = tensorflow::DT_DOUBLE,
+                   .note = "broadcast"});
+  cases.push_back(
+      {.op = "Add", .inputs = {{TensorShape{0, 3}}, {TensorShape{3}}}, .note = "empty"});
+  // BiasAdd in both layouts.
+  cases.push_back({.op = "BiasAdd",
+                   .inputs = {{TensorShape{2, 3, 4, 5}}, {TensorShape{5}}},
+                   .attrs = {{"data_format", StringAttr("NHWC")}}});
+  cases.push_back({.op = "BiasAdd",
+                   .inputs = {{TensorShape{2, 5, 3, 4}}, {TensorShape{5}}},
+                   .attrs = {{"data_format", StringAttr("NCHW")}}});
+  cases.push_back({.op = "BiasAdd", .inputs = {{TensorShape{9, 5}}, {TensorShape{5}}}});
+  // MatMul: each transpose, odd sizes, an empty inner dim, double.
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      const TensorShape a = ta ? TensorShape{65, 33} : TensorShape{33, 65};
+      const TensorShape b = tb ? TensorShape{17, 65} : TensorShape{65, 17};
+      cases.push_back({.op = "MatMul",
+                       .inputs = {{a, -1, 1}, {b, -1, 1}},
+                       .attrs = {{"transpose_a", BoolAttr(ta)}, {"transpose_b", BoolAttr(tb)}},
+                       .tolerance = kGemm});
+    }
+  }
+  cases.push_back({.op = "MatMul",
+                   .inputs = {{TensorShape{256, 512}, -1, 1}, {TensorShape{512, 384}, -1, 1}},
+                   .tolerance = kGemm,
+                   .note = "large"});
+  cases.push_back(
+      {.op = "MatMul", .inputs = {{TensorShape{4, 0}}, {TensorShape{0, 3}}}, .note = "empty sum"});
+  cases.push_back({.op = "MatMul",
+                   .inputs = {{TensorShape{33, 65}, -1, 1}, {TensorShape{65, 17}, -1, 1}},
+                   .dtype = tensorflow::DT_DOUBLE,
+                   .tolerance = 1e-12});
+  return cases;
+}
+
+std::string CaseName(const KernelCase& c) {
+  std::string shapes;
+  for (const Input& in : c.inputs) shapes += (shapes.empty() ? "" : " ") + in.shape.DebugString();
+  // Not DataTypeShortName: names are made while tests register, before protobuf's tables.
+  return fmt::format("kernel table: {} {} {}{}", c.op,
+                     c.dtype == tensorflow::DT_DOUBLE ? "double" : "float", shapes,
+                     c.note.empty() ? "" : " (" + c.note + ")");
+}
+
+// "" when within tolerance, else the first element that is not.
+template <typename T>
+std::string Compare(const Tensor& gpu, const Tensor& cpu, double tolerance) {
+  if (gpu.dtype() != cpu.dtype() || !(gpu.shape() == cpu.shape())) {
+    return fmt::format("GPU gave {}, CPU {}", gpu.DebugString(0), cpu.DebugString(0));
+  }
+  const auto g = gpu.flat<T>();
+  const auto c = cpu.flat<T>();
+  for (size_t i = 0; i < g.size(); ++i) {
+    const double x = g[i], y = c[i];
+    if (std::isnan(x) && std::isnan(y)) continue;
+    if (std::abs(x - y) <= tolerance * std::max(1.0, std::abs(y))) continue;
+    return fmt::format("element {}: GPU {:.9g}, CPU {:.9g} (tolerance {})", i, x, y, tolerance);
+  }
+  return "";
+}
+
+std::vector<Tensor> CaseInputs(const KernelCase& c, uint64_t seed) {
+  std::vector<Tensor> inputs;
+  for (const Input& in : c.inputs)
+    inputs.push_back(RandomTensor(c.dtype, in.shape, seed++, in.lo, in.hi));
+  return inputs;
+}
+
+AttrMap CaseAttrs(const KernelCase& c) {
+  AttrMap attrs = c.attrs;
+  attrs.emplace("T", TypeAttr(c.dtype));
+  return attrs;
+}
+
+// Machines without a GPU still check the table itself: every case is a valid run of its
+// op on the CPU, so a GPU machine's time is not spent on a malformed case.
+TEST_CASE("the kernel table's cases run on the CPU") {
+  uint64_t seed = 1;
+  for (const KernelCase& c : Table()) {
+    const std::string name = CaseName(c);
+    CAPTURE(name);
+    StatusOr<testing::OpRun> cpu = testing::RunOp(c.op, CaseInputs(c, seed), CaseAttrs(c));
+    seed += c.inputs.size();
+    CHECK(cpu.status().message() == "");
+  }
+}
+
+// The table's case `index` on the GPU against the CPU (or its SKIP line).
+void RunTableCase(const std::vector<KernelCase>& table, size_t index) {
+  static std::string why_not;
+  static const std::unique_ptr<Device> gpu = testing::OpenTestGpu(&why_not);
+  const KernelCase& c = table[index];
+  const std::string name = CaseName(c);
+  if (gpu == nullptr) {
+    testing::SkipGpuCase(name, why_not);
+    return;
+  }
+  uint64_t seed = 1;
+  for (size_t i = 0; i < index; ++i) seed += table[i].inputs.size();
+  const std::vector<Tensor> inputs = CaseInputs(c, seed);
+  const AttrMap attrs = CaseAttrs(c);
+  StatusOr<testing::OpRun> cpu = testing::RunOp(c.op, inputs, attrs);
+  REQUIRE(cpu.ok());
+  StatusOr<testing::OpRun> on_gpu = testing::RunOpOn(*gpu, c.op, inputs, attrs);
+  INFO(on_gpu.status().message());
+  REQUIRE(on_gpu.ok());
+  const std::vector<std::string>& host = on_gpu->host_placed_ops;
+  INFO("ops run on the host: " << fmt::format("{}", fmt::join(host, ", ")));
+  CHECK(std::find(host.begin(), host.end(), c.op) == host.end());
+  REQUIRE(on_gpu->outputs.size() == cpu->outputs.size());
+  for (size_t k = 0; k < cpu->outputs.size(); ++k) {
+    const std::string diff = c.dtype == tensorflow::DT_DOUBLE
+                                 ? Compare<double>(on_gpu->outputs[k], cpu->outputs[k], c.tolerance)
+                                 : Compare<float>(on_gpu->outputs[k], cpu->outputs[k], c.tolerance);
+    INFO("output " << k);
+    CHECK(diff == "");
+  }
+}
+
+// One Catch2 test case per table case, named by it, so that each is passed, failed or
+// skipped on its own (and counted so by scripts/test.sh).
+class TableCaseInvoker : public Catch::ITestInvoker {
+ public:
+  TableCaseInvoker(const std::vector<KernelCase>& table, size_t index)
+      : table_(table), index_(index) {}
+  void invoke() const override { RunTableCase(table_, index_); }
+
+ private:
+  const std::vector<KernelCase>& table_;
+  size_t index_;
+};
+
+const bool kTableRegistered = [] {
+  static const std::vector<KernelCase> table = Table();
+  static std::vector<std::string> names;
+  names.reserve(table.size());
+  for (size_t i = 0; i < table.size(); ++i) {
+    names.push_back(CaseName(table[i]));
+    Catch::AutoReg(new TableCaseInvoker(table, i), CATCH_INTERNAL_LINEINFO, Catch::StringRef(),
+                   Catch::NameAndTags(names.back()));
+  }
+  return true;
+}();
+
+TEST_CASE("without a GPU, opening one says why") {
+  std::string why_not;
+  std::unique_ptr<Device> gpu = testing::OpenTestGpu(&why_not);
+  if (gpu != nullptr) {
+    CHECK(gpu->type() == DeviceType::kCuda);
+    CHECK(gpu->memory() != nullptr);
+    return;
+  }
+  if (GpuSupportBuiltIn()) {
+    CHECK(why_not.starts_with("no usable GPU: cudaGetDeviceCount"));
+  } else {
+    CHECK(why_not ==
+          "this parallax was built without CUDA (build it with --config=cuda: docs/gpu.md)");
+  }
+}
+
+}  // namespace
+}  // namespace parallax
