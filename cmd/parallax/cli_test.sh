@@ -67,6 +67,14 @@ grep -q 'emb .*sparse .*SparseApplyMomentum after Unique/UnsortedSegmentSum' "$t
 expect 0 "$parallax" inspect --format dot "$example"
 head -n 1 "$tmp/out" | grep -q '^digraph parallax {' && pass || fail "--format dot is not a digraph"
 
+# --device: a GPU this machine cannot use is exit 2 and one line saying why (this test's
+# build has no CUDA, or this machine no GPU); a device that is not one, the same.
+expect 2 "$parallax" run "$example" --device gpu --steps 1 --synthetic
+head -n 1 "$tmp/err" | grep -Eqx "parallax: error: training on GPU 0: (this parallax was built without CUDA \(build it with --config=cuda: docs/gpu.md\)|no usable GPU: .*)" \
+  && pass || fail "--device gpu without a GPU: $(head -n 1 "$tmp/err")"
+expect 2 "$parallax" run "$example" --device tpu --steps 1 --synthetic
+expect_stderr_line "parallax: error: --device tpu: expected cpu, gpu or gpu:N"
+
 # Every malformed input: exit 2 and its exact one-line error.
 cd "$bad"
 while IFS= read -r line; do

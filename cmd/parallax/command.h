@@ -69,9 +69,18 @@ bool IsJobDir(const std::string& path);
 // "GPU 0 of host gpu-a": where the plan puts a GPU rank.
 std::string GpuPlacementText(const RankPlacement& rank);
 
-// The refusal of a job rank the plan puts on a GPU: the runtime has CPU kernels only so
-// far (FailedPrecondition, exit 2). `where`: "GPU 0 of host gpu-a".
-Status GpuPlanError(const std::string& job, int rank, const std::string& where);
+// OK when this process can use GPU `index`; else why not ("this parallax was built
+// without CUDA ...", "no usable GPU: ...", "this host has 1 usable GPU").
+Status UsableGpu(int index);
+
+// True for "localhost", 127.0.0.1 and this machine's host name.
+bool IsThisHost(const std::string& host);
+
+// The refusal of a job rank the plan puts on a GPU it cannot use (FailedPrecondition,
+// exit 2). `where`: "GPU 0 of host gpu-a"; `why`: "this parallax was built without
+// CUDA ...", "no usable GPU: cudaGetDeviceCount: ...".
+Status GpuPlanError(const std::string& job, int rank, const std::string& where,
+                    const std::string& why);
 
 // `parallax launch`'s pre-flight: `parallax run JOB RUN_ARGS...` checked once as every
 // rank will start it, before mpirun: the flags parse, feeds and eval feeds name data

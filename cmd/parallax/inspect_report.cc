@@ -11,6 +11,7 @@
 #include "lib/graph/graph_io.h"
 #include "lib/graph/verifier.h"
 #include "lib/passes/strip_horovod.h"
+#include "lib/runtime/device.h"
 #include "lib/runtime/kernel.h"
 
 #include <fmt/ranges.h>
@@ -25,6 +26,8 @@ struct Counts {
   int control_edges = 0;
   std::map<std::string, int> ops;  // sorted by op name
   std::map<std::string, int> without_cpu_kernel;  // op -> nodes no CPU kernel runs
+  bool gpu_kernels = false;                       // a build with CUDA: the next is set
+  std::map<std::string, int> without_gpu_kernel;  // op -> nodes no GPU kernel runs
 };
 
 Counts CountGraph(const Graph& graph) {
@@ -35,7 +38,9 @@ Counts CountGraph(const Graph& graph) {
     counts.control_edges += static_cast<int>(node.control_inputs().size());
     ++counts.ops[std::string(node.op())];
   }
-  counts.without_cpu_kernel = OpsWithoutCpuKernel(graph);
+  counts.without_cpu_kernel = OpsWithoutKernel(graph, DeviceType::kCpu);
+  counts.gpu_kernels = GpuSupportBuiltIn();
+  if (counts.gpu_kernels) counts.without_gpu_kernel = OpsWithoutKernel(graph, DeviceType::kCuda);
   return counts;
 }
 
@@ -104,16 +109,16 @@ std::string NodeName(const Graph& graph, NodeId id) {
 
 }  // namespace
 
-std::map<std::string, int> OpsWithoutCpuKernel(const Graph& graph) {
+std::map<std::string, int> OpsWithoutKernel(const Graph& graph, DeviceType device) {
   std::map<std::string, int> ops;
   for (NodeId id : graph.NodeIds()) {
     const Node& node = graph.node(id);
-    if (!HasKernel(node, DeviceType::kCpu)) ++ops[std::string(node.op())];
+    if (!HasKernel(node, device)) ++ops[std::string(node.op())];
   }
   return ops;
 }
 
-std::string DescribeOpsWithoutCpuKernel(const std::map<std::string, int>& ops) {
+std::string DescribeOpsWithoutKernel(const std::map<std::string, int>& ops, DeviceType device) {
   if (ops.empty()) return "";
   int nodes = 0;
   std::vector<std::string> listed;
@@ -121,7 +126,8 @@ std::string DescribeOpsWithoutCpuKernel(const std::map<std::string, int>& ops) {
     nodes += count;
     listed.push_back(fmt::format("{} x{}", op, count));
   }
-  return fmt::format("no CPU kernel ({}, {}): {}", Count(static_cast<int>(ops.size()), "op", "ops"),
+  return fmt::format("no {} kernel ({}, {}): {}", DeviceTypeName(device),
+                     Count(static_cast<int>(ops.size()), "op", "ops"),
                      Count(nodes, "node", "nodes"), fmt::join(listed, ", "));
 }
 
@@ -219,7 +225,14 @@ std::string RenderInspectTable(const Graph& graph, const TrainingAnalysis& analy
   if (counts.without_cpu_kernel.empty()) {
     out += "\nkernels: every node has a CPU kernel\n";
   } else {
-    out += "\n" + DescribeOpsWithoutCpuKernel(counts.without_cpu_kernel) + "\n";
+    out += "\n" + DescribeOpsWithoutKernel(counts.without_cpu_kernel, DeviceType::kCpu) + "\n";
+  }
+  // A GPU rank runs these on its host (only a build with CUDA has GPU kernels to say).
+  if (counts.gpu_kernels) {
+    out += counts.without_gpu_kernel.empty()
+               ? "kernels: every node has a GPU kernel\n"
+               : DescribeOpsWithoutKernel(counts.without_gpu_kernel, DeviceType::kCuda) +
+                     " (a GPU rank runs them on its host)\n";
   }
 
   std::vector<std::vector<std::string>> device_rows;
@@ -284,6 +297,11 @@ std::string RenderInspectJson(const Graph& graph, const TrainingAnalysis& analys
   json.Key("without_cpu_kernel").BeginObject();
   for (const auto& [op, count] : counts.without_cpu_kernel) json.Field(op, count);
   json.EndObject();
+  if (counts.gpu_kernels) {
+    json.Key("without_gpu_kernel").BeginObject();
+    for (const auto& [op, count] : counts.without_gpu_kernel) json.Field(op, count);
+    json.EndObject();
+  }
 
   json.Key("variables").BeginArray();
   for (const Variable& v : analysis.variables) {

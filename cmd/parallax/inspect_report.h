@@ -13,6 +13,7 @@
 #include "lib/analysis/training_analysis.h"
 #include "lib/base/status.h"
 #include "lib/graph/graph.h"
+#include "lib/runtime/device.h"
 
 namespace parallax::cli {
 
@@ -24,14 +25,16 @@ std::string RenderInspectTable(const Graph& graph, const TrainingAnalysis& analy
 std::string RenderInspectJson(const Graph& graph, const TrainingAnalysis& analysis);
 std::string RenderInspectDot(const Graph& graph, const TrainingAnalysis& analysis);
 
-// The ops of `graph` that no CPU kernel runs, each with its number of nodes (a node's
-// dtype can lack a kernel that other dtypes of its op have): what `parallax run` would
-// stop at. Inspect's `without_cpu_kernel`; `transform --strict` refuses such graphs.
-std::map<std::string, int> OpsWithoutCpuKernel(const Graph& graph);
+// The ops of `graph` that no kernel of `device` runs, each with its number of nodes (a
+// node's dtype can lack a kernel that other dtypes of its op have). For the CPU: what
+// `parallax run` would stop at (inspect's `without_cpu_kernel`; `transform --strict`
+// refuses such graphs). For the GPU, in a build with CUDA: what a GPU rank runs on its
+// host instead, its values copied across (inspect's `without_gpu_kernel`).
+std::map<std::string, int> OpsWithoutKernel(const Graph& graph, DeviceType device);
 
 // "no CPU kernel (2 ops, 3 nodes): FIFOQueueV2 x1, QueueDequeueV2 x2" (ops in name order);
 // "" when `ops` is empty.
-std::string DescribeOpsWithoutCpuKernel(const std::map<std::string, int>& ops);
+std::string DescribeOpsWithoutKernel(const std::map<std::string, int>& ops, DeviceType device);
 
 // Loads, verifies, analyses and renders `path`.
 StatusOr<std::string> Inspect(const std::string& path, InspectFormat format);

@@ -139,26 +139,28 @@ preflight "--resume without a checkpoint" \
   "parallax: error: --resume: no checkpoint in no_ck/rank-0 to resume from; pass --resume=if-exists to start from the init op when there is none" \
   --synthetic --steps 3 --checkpoint-dir no_ck --resume
 
-# A plan that puts ranks on GPUs: the runtime has no CUDA device yet, so launch refuses it
-# before mpirun (exit 2) and so does every rank started by hand; --cpu-fallback trains on
-# the CPU, warned in the log and in every metrics line.
+# A plan that puts ranks on GPUs, on a machine without a usable GPU (this test's: a build
+# without CUDA, or no GPU): launch refuses it before mpirun (exit 2), and so does every
+# rank started by hand; --cpu-fallback trains on the CPU, warned in the log and in every
+# metrics line.
+no_gpu="(this parallax was built without CUDA \(build it with --config=cuda: docs/gpu.md\)|no usable GPU: [^;]*)"
 printf 'hosts:\n  - name: localhost\n    gpus: [0, 1]\n' > gpu.yaml
 "$parallax" transform mlp.pb --cluster gpu.yaml -o gpu_job >/dev/null || exit 1
 "$parallax" launch gpu_job/ --synthetic --steps 2 >gpu.out 2>gpu.err
 rc=$?
-if [[ $rc -eq 2 && "$(head -n 1 gpu.err)" == "parallax: error: gpu_job/: the plan places rank 0 on GPU 0 of host localhost, but Parallax's runtime has no CUDA device yet: ranks train on CPUs only; transform for CPU ranks (hosts with \`cpus: N\` in the cluster spec), or pass --cpu-fallback to train this plan on CPUs" ]]; then
+if [[ $rc -eq 2 ]] && head -n 1 gpu.err | grep -Eqx "parallax: error: gpu_job/: the plan places rank 0 on GPU 0 of host localhost, but $no_gpu; transform for CPU ranks \(hosts with \`cpus: N\` in the cluster spec\), or pass --cpu-fallback to train this plan on CPUs"; then
   pass "launch refuses a GPU plan before mpirun"
 else
   cat gpu.err; fail "launch of a GPU plan: exit $rc"
 fi
 "${mpirun[@]}" "$parallax" run gpu_job/ --synthetic --steps 2 >gpu_ranks.log 2>&1
 rc=$?
-[[ $rc -ne 0 ]] && grep -q "^parallax: error: rank [01]: gpu_job/: the plan places rank [01] on GPU [01] of host localhost" gpu_ranks.log &&
+[[ $rc -ne 0 ]] && grep -Eq "^parallax: error: rank [01]: gpu_job/: the plan places rank [01] on GPU [01] of host localhost, but $no_gpu;" gpu_ranks.log &&
   pass "ranks of a GPU plan refuse to train on the CPU" || { cat gpu_ranks.log; fail "GPU plan ranks: exit $rc"; }
 "$parallax" launch gpu_job/ --synthetic --steps 4 --log-every 2 --cpu-fallback --metrics gpu.jsonl \
   >fallback.out 2>fallback.err
 rc=$?
-if [[ $rc -eq 0 ]] && grep -q "rank 0: --cpu-fallback: the plan places this rank on GPU 0 of host localhost; it trains on the CPU" fallback.err &&
+if [[ $rc -eq 0 ]] && grep -Eq "rank 0: --cpu-fallback: the plan places this rank on GPU 0 of host localhost, but $no_gpu; it trains on the CPU" fallback.err &&
    [[ $(grep -c '"cpu_fallback_from":"GPU 0 of host localhost"' gpu.jsonl) -eq 2 ]]; then
   pass "--cpu-fallback trains a GPU plan on the CPU, warned in the log and the metrics"
 else

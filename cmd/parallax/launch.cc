@@ -48,6 +48,7 @@
 #include "lib/runtime/checkpoint/job_checkpoint.h"
 #include "lib/transform/plan_io.h"
 #include "lib/transform/replan.h"
+#include "lib/runtime/device.h"
 
 namespace parallax::cli {
 namespace {
@@ -264,13 +265,17 @@ Command AddLaunchCommand(CLI::App& app, std::vector<std::string> launcher_args,
       run_args.push_back("--progress");
       run_args.push_back("live");
     }
-    // GPU ranks would train on CPUs: refused before the launcher starts, unless the run
-    // flags ask for it (a dry run starts nothing; the ranks refuse too).
+    // GPU ranks that cannot use their GPU are refused before the launcher starts, unless
+    // the run flags ask for the CPU (a dry run starts nothing): all of them in a parallax
+    // without CUDA, this host's by its GPUs; the others check on their hosts (run.cc).
     const bool cpu_fallback =
         std::find(run_args.begin(), run_args.end(), "--cpu-fallback") != run_args.end();
     for (const RankPlacement& rank : plan.ranks) {
       if (rank.device != DeviceKind::kGpu || cpu_fallback || flags->dry_run) continue;
-      return GpuPlanError(flags->job, rank.rank, GpuPlacementText(rank));
+      if (GpuSupportBuiltIn() && !IsThisHost(rank.host)) continue;  // checked on its host
+      if (Status usable = UsableGpu(rank.device_index); !usable.ok()) {
+        return GpuPlanError(flags->job, rank.rank, GpuPlacementText(rank), usable.message());
+      }
     }
     // Mistyped flags, missing data or checkpoints: one line here, not one per rank.
     JobRunBatch batch;

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -19,6 +21,7 @@
 #include "lib/base/version.h"
 #include "lib/passes/strip_horovod.h"
 #include "lib/transform/job_writer.h"
+#include "lib/runtime/device.h"
 
 namespace parallax::cli {
 
@@ -135,12 +138,24 @@ std::string GpuPlacementText(const RankPlacement& rank) {
   return fmt::format("GPU {} of host {}", rank.device_index, rank.host);
 }
 
-Status GpuPlanError(const std::string& job, int rank, const std::string& where) {
+Status UsableGpu(int index) {
+  PX_ASSIGN_OR_RETURN(const int count, GpuDeviceCount());
+  if (index < count) return Status::Ok();
+  return FailedPreconditionError("this host has {} usable GPU{}", count, count == 1 ? "" : "s");
+}
+
+bool IsThisHost(const std::string& host) {
+  if (host == "localhost" || host == "127.0.0.1") return true;
+  char name[256] = {};
+  return ::gethostname(name, sizeof(name) - 1) == 0 && host == name;
+}
+
+Status GpuPlanError(const std::string& job, int rank, const std::string& where,
+                    const std::string& why) {
   return FailedPreconditionError(
-      "{}: the plan places rank {} on {}, but Parallax's runtime has no CUDA device yet: ranks "
-      "train on CPUs only; transform for CPU ranks (hosts with `cpus: N` in the cluster "
-      "spec), or pass --cpu-fallback to train this plan on CPUs",
-      job, rank, where);
+      "{}: the plan places rank {} on {}, but {}; transform for CPU ranks (hosts with "
+      "`cpus: N` in the cluster spec), or pass --cpu-fallback to train this plan on CPUs",
+      job, rank, where, why);
 }
 
 void PrintError(const Status& status) {

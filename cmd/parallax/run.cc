@@ -25,6 +25,7 @@
 #include "lib/runtime/comm/communicator.h"
 #include "lib/runtime/trainer.h"
 #include "lib/transform/plan_io.h"
+#include "lib/runtime/device.h"
 
 namespace parallax::cli {
 namespace {
@@ -262,12 +263,19 @@ Status RunJobRank(const std::string& dir, TrainerOptions options, bool threads_g
     }
     const RankPlacement& placement = plan.ranks[static_cast<size_t>(comm->rank())];
     if (placement.device == DeviceKind::kGpu) {
+      // The GPU the plan names (by local rank), when this host has it.
       const std::string gpu = GpuPlacementText(placement);
-      if (!cpu_fallback) return GpuPlanError(dir, comm->rank(), gpu);
-      spdlog::warn("rank {}: --cpu-fallback: the plan places this rank on {}; it trains on "
-                   "the CPU",
-                   comm->rank(), gpu);
-      options.cpu_fallback_from = gpu;
+      const Status usable = UsableGpu(placement.device_index);
+      if (usable.ok()) {
+        options.gpu = placement.device_index;
+      } else if (!cpu_fallback) {
+        return GpuPlanError(dir, comm->rank(), gpu, usable.message());
+      } else {
+        spdlog::warn("rank {}: --cpu-fallback: the plan places this rank on {}, but {}; it "
+                     "trains on the CPU",
+                     comm->rank(), gpu, usable.message());
+        options.cpu_fallback_from = gpu;
+      }
     }
     const std::string graph_path =
         (std::filesystem::path(dir) / fmt::format("rank-{}.pb", comm->rank())).string();
@@ -307,7 +315,22 @@ struct RunFlags {
   std::string resume;  // "" (not given), "always" (--resume), or "if-exists"
   bool cpu_fallback = false;
   std::string progress = "auto";  // auto, live or lines
+  std::string device = "cpu";     // cpu, gpu or gpu:N (a graph run alone)
 };
+
+// --device: -1 for the CPU, else the GPU's ordinal.
+StatusOr<int> ParseDeviceFlag(const std::string& text) {
+  if (text == "cpu") return -1;
+  if (text == "gpu") return 0;
+  if (text.starts_with("gpu:")) {
+    const std::string index = text.substr(4);
+    if (!index.empty() && index.size() < 6 &&
+        std::all_of(index.begin(), index.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      return std::stoi(index);
+    }
+  }
+  return InvalidArgumentError("--device {}: expected cpu, gpu or gpu:N", text);
+}
 
 // Whether progress is one live line on stderr: --progress live, or auto on a terminal.
 StatusOr<bool> LiveProgress(const std::string& mode) {
@@ -362,6 +385,11 @@ void RegisterRunFlags(CLI::App* sub, RunFlags* flags) {
                   "auto, live or lines: progress as one line redrawn on stderr (live) or a "
                   "line per --log-every steps on stdout (lines); auto: live on a terminal")
       ->default_str("auto");
+  sub->add_option("--device", flags->device,
+                  "cpu, gpu or gpu:N: where a graph run alone trains (a GPU runs the ops it has "
+                  "kernels for, the host the rest; needs a build with CUDA). A job's ranks "
+                  "train where the plan places them")
+      ->default_str("cpu");
   sub->add_flag("--cpu-fallback", flags->cpu_fallback,
                 "a job rank the plan puts on a GPU trains on the CPU instead (warned in the "
                 "log and every metrics line); without it such a rank is an error");
@@ -424,13 +452,20 @@ Command AddRunCommand(CLI::App& app) {
   return Command{sub, [flags]() -> Status {
     PX_ASSIGN_OR_RETURN(TrainerOptions options, OptionsFromFlags(*flags));
     PX_ASSIGN_OR_RETURN(const bool live, LiveProgress(flags->progress));
+    PX_ASSIGN_OR_RETURN(const int gpu, ParseDeviceFlag(flags->device));
     if (IsJobDir(flags->graph)) {
+      if (gpu >= 0) {
+        return InvalidArgumentError("--device {}: a job's ranks train where its plan places "
+                                    "them (transform with GPUs in the cluster spec)",
+                                    flags->device);
+      }
       const bool threads_given = options.threads > 0;
       return RunJobRank(flags->graph, std::move(options), threads_given, flags->cpu_fallback,
                         live);
     }
     PX_ASSIGN_OR_RETURN(Graph graph, LoadGraph(flags->graph));
     PX_RETURN_IF_ERROR(StripHorovodAndReport(graph));
+    options.gpu = gpu;
     RunOutput out;
     out.live = live;
     return TrainAndReport(graph, options, out);

@@ -44,6 +44,7 @@
 #include "lib/transform/strategy.h"
 #include "lib/transform/transform.h"
 #include "lib/transform/write_job.h"
+#include "lib/runtime/device.h"
 
 namespace parallax::cli {
 
@@ -312,10 +313,23 @@ Status RunTransform(TransformFlags flags) {
   PX_ASSIGN_OR_RETURN(Graph graph, ParseGraph(std::move(bytes), flags.graph));
   PX_RETURN_IF_ERROR(VerifyGraph(graph));
   PX_RETURN_IF_ERROR(StripHorovodAndReport(graph));
-  if (const std::string missing = DescribeOpsWithoutCpuKernel(OpsWithoutCpuKernel(graph));
+  if (const std::string missing = DescribeOpsWithoutKernel(OpsWithoutKernel(graph, DeviceType::kCpu),
+                                                            DeviceType::kCpu);
       !missing.empty()) {
     if (flags.strict) return InvalidArgumentError("{}: --strict: {}", graph.source(), missing);
     spdlog::warn("{}: {}; parallax run cannot run this job", graph.source(), missing);
+  }
+  // A GPU job's ranks run the ops without a GPU kernel on their hosts (said where this
+  // build knows its GPU kernels: a build with CUDA).
+  const bool gpu_ranks = std::any_of(layout.ranks().begin(), layout.ranks().end(),
+                                     [](const RankPlacement& r) { return r.device == DeviceKind::kGpu; });
+  if (GpuSupportBuiltIn() && gpu_ranks) {
+    if (const std::string host = DescribeOpsWithoutKernel(OpsWithoutKernel(graph, DeviceType::kCuda),
+                                                          DeviceType::kCuda);
+        !host.empty()) {
+      spdlog::info("{}: {}: the GPU ranks run them on their hosts, copying their values across",
+                   graph.source(), host);
+    }
   }
   PX_ASSIGN_OR_RETURN(TrainingAnalysis analysis, AnalyzeTraining(graph));
   spdlog::info("loaded {}: {} nodes, {} variables; {}", flags.graph, graph.num_nodes(),

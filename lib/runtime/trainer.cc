@@ -573,8 +573,20 @@ Status Trainer::Plan() {
                   DataTypeShortName(value.dtype()), value.shape().DebugString());
   }
 
-  device_ = std::make_unique<CpuDevice>(o.threads);
+  if (o.gpu >= 0) {
+    StatusOr<std::unique_ptr<Device>> gpu = OpenGpuDevice(o.gpu, o.threads);
+    if (!gpu.ok()) return gpu.status().WithPrefix(fmt::format("training on GPU {}", o.gpu));
+    device_ = std::move(gpu).value();
+  } else {
+    device_ = std::make_unique<CpuDevice>(o.threads);
+  }
   device_->set_communicator(o.communicator);
+  if (o.gpu >= 0 && o.communicator != nullptr) {
+    // The collectives of the GPU's kernels move device tensors (NCCL); the host's go on
+    // through the job's communicator, which this one wraps.
+    PX_ASSIGN_OR_RETURN(gpu_communicator_, MakeGpuCommunicator(*o.communicator, *device_));
+    device_->set_communicator(gpu_communicator_.get());
+  }
   // Do the graph's initializers restore a checkpoint themselves?
   {
     std::vector<NodeId> roots;
@@ -593,6 +605,7 @@ Status Trainer::Plan() {
   input.shard_count = static_cast<int>(o.shard.count);
   input.seed = o.seed;
   executor_ = std::make_unique<Executor>(graph_, *device_, std::move(input));
+  if (device_->memory() != nullptr) spdlog::info("training on {}", device_->name());
   if (o.overlap && o.communicator != nullptr && o.communicator->size() > 1) {
     // Kernels keep the cores (their own threads); the collectives wait on a thread of
     // their own.
@@ -1415,6 +1428,11 @@ StatusOr<TrainSummary> Trainer::Run(const std::function<void(const StepReport&)>
   if (timeline_) {
     PX_RETURN_IF_ERROR(timeline_->Write(timeline_path_));
     spdlog::info("timeline: {} spans to {}", timeline_->size(), timeline_path_);
+  }
+  if (const std::vector<std::string> host_ops = executor_->HostPlacedOps(); !host_ops.empty()) {
+    spdlog::info("{}: ops without a kernel there ran on the host, their inputs and outputs "
+                 "copied across: {}",
+                 device_->name(), fmt::join(host_ops, ", "));
   }
   return summary;
 }

@@ -140,6 +140,10 @@ struct TrainerOptions {
   std::string init_checkpoint;
   std::string init_checkpoint_flag = "--init-checkpoint";  // names it in messages
   int threads = 0;             // <= 0: one per core
+  // Train on this GPU (0-based, of those the process sees); -1: the CPU. The GPU runs the
+  // ops it has kernels for, the host the rest (executor.h, Placement); `threads` is then
+  // the host's.
+  int gpu = -1;
   // In a job of several ranks: collectives run on a communication thread of their own,
   // overlapping the compute of the step (executor.h, Concurrency). Off (the default: on
   // 2 shared cores the waiting thread slowed steps by 1.07-1.18x, bench/bucket_bench.sh):
@@ -356,7 +360,10 @@ class Trainer {
   int64_t total_steps_ = 0;
   int64_t step_ = 0;
   std::string resumed_from_;
-  std::unique_ptr<CpuDevice> device_;
+  std::unique_ptr<Device> device_;
+  // A GPU rank's collectives (NCCL over `options.communicator`); after device_, which it
+  // uses, and before executor_, whose kernels use it.
+  std::shared_ptr<Communicator> gpu_communicator_;
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<Timeline> timeline_;  // --timeline: recorded by the executor and here
   std::string timeline_path_;           // where timeline_ is written when Run ends

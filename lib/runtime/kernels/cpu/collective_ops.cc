@@ -213,6 +213,20 @@ class CollectiveGatherV2Op : public OpKernel {
 };
 PX_REGISTER_KERNEL(CollectiveGatherV2Op, "CollectiveGatherV2", kCpu);
 
+// ---- The all-reduce and the all-gather on a GPU ----
+
+// Their kernels only hand the input to the communicator, which on a GPU rank moves
+// device tensors itself (comm/nccl_communicator.h: the trainer gives GPU ranks one);
+// the keys (inputs 1 to 3) are read on the host.
+template <typename Kernel>
+class OnDevice : public Kernel {
+ public:
+  using Kernel::Kernel;
+  bool HostMemoryInput(int index) const override { return index >= 1; }
+};
+PX_REGISTER_KERNEL(OnDevice<CollectiveReduceV2Op>, "CollectiveReduceV2", DeviceType::kCuda);
+PX_REGISTER_KERNEL(OnDevice<CollectiveGatherV2Op>, "CollectiveGatherV2", DeviceType::kCuda);
+
 // ---- ParallaxBroadcast ----
 
 // output = rank root_rank's input, on every rank.
