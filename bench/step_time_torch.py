@@ -10,7 +10,9 @@ softmax cross entropy (nn.CrossEntropyLoss). A step is zero_grad, forward, backw
 optimizer.step on one fixed batch; initialisation does not matter for the time.
 
 Run by the C++ bench with /usr/bin/python3 and the environment it documents
-(torch.set_num_threads(2) is set here).
+(torch.set_num_threads(2) is set here). With --device cuda (scripts/device_check.sh, on a
+GPU machine) the model and batch live on the GPU, TF32 is off (Parallax's default
+precision), and each step ends with torch.cuda.synchronize() before it is timed.
 """
 import argparse
 import statistics
@@ -43,7 +45,7 @@ class Lstm(nn.Module):
         return self.dense(outputs[:, -1, :])
 
 
-def median_step_ms(model, x, y, optimizer, warmup, steps):
+def median_step_ms(model, x, y, optimizer, warmup, steps, sync):
     loss_fn = nn.CrossEntropyLoss()
     times = []
     for i in range(warmup + steps):
@@ -52,6 +54,7 @@ def median_step_ms(model, x, y, optimizer, warmup, steps):
         loss = loss_fn(model(x), y)
         loss.backward()
         optimizer.step()
+        sync()
         if i >= warmup:
             times.append(time.perf_counter() - start)
     return statistics.median(times) * 1e3
@@ -62,26 +65,34 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("models", nargs="*", default=["mlp", "lenet"])
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
+    device = torch.device(args.device)
+    sync = lambda: None
+    if args.device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        sync = torch.cuda.synchronize
     for name in args.models:
         if name == "mlp":
-            model = mlp()
+            model = mlp().to(device)
             x, y = torch.rand(256, 784), torch.randint(0, 10, (256,))
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
         elif name == "lenet":
-            model = lenet()
+            model = lenet().to(device)
             x, y = torch.rand(64, 1, 28, 28), torch.randint(0, 10, (64,))
             optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
         elif name == "lstm":
-            model = Lstm()
+            model = Lstm().to(device)
             x, y = torch.rand(32, 20, 32), torch.randint(0, 10, (32,))
             optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
         else:
             raise SystemExit(f"unknown model {name}")
-        ms = median_step_ms(model, x, y, optimizer, args.warmup, args.steps)
+        x, y = x.to(device), y.to(device)
+        ms = median_step_ms(model, x, y, optimizer, args.warmup, args.steps, sync)
         print(f"{name}: {ms:.4f}", flush=True)
 
 
