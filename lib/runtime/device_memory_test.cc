@@ -1,38 +1,16 @@
 #include "lib/runtime/device_memory.h"
 
 #include <catch2/catch.hpp>
-#include <cstdlib>
-#include <cstring>
-#include <set>
 
 #include "lib/runtime/buffer_cache.h"
 #include "lib/runtime/tensor.h"
+#include "lib/runtime/testing/fake_device.h"
 
 namespace parallax {
 namespace {
 
-// Host memory with a budget, counting what the cache asks of it.
-class BudgetBackend : public MemoryBackend {
- public:
-  explicit BudgetBackend(size_t budget) : budget_(budget) {}
-  void* Allocate(size_t bytes) override {
-    if (used_ + bytes > budget_) return nullptr;
-    used_ += bytes;
-    void* block = std::malloc(bytes);
-    sizes_[block] = bytes;
-    return block;
-  }
-  void Free(void* block) override {
-    used_ -= sizes_.at(block);
-    sizes_.erase(block);
-    std::free(block);
-  }
-  size_t used() const { return used_; }
-
- private:
-  size_t budget_, used_ = 0;
-  std::map<void*, size_t> sizes_;
-};
+using testing::BudgetBackend;
+using testing::FakeDeviceMemory;
 
 TEST_CASE("the caching allocator reuses freed blocks of a size class") {
   auto backend = std::make_unique<BudgetBackend>(size_t{1} << 30);
@@ -88,32 +66,8 @@ TEST_CASE("out of memory, the allocator returns its cache and tries again") {
   allocator.Free(*big);
 }
 
-class HostAsDevice : public DeviceMemory {
- public:
-  const std::string& name() const override { return name_; }
-  StatusOr<void*> Allocate(size_t bytes) override { return allocator_.Allocate(bytes); }
-  void Free(void* block) override { allocator_.Free(block); }
-  Status CopyToHost(const void* src, void* dst, size_t bytes) override {
-    std::memcpy(dst, src, bytes);
-    return Status::Ok();
-  }
-  Status CopyFromHost(const void* src, void* dst, size_t bytes) override {
-    std::memcpy(dst, src, bytes);
-    return Status::Ok();
-  }
-  Status CopyOnDevice(const void* src, void* dst, size_t bytes) override {
-    std::memcpy(dst, src, bytes);
-    return Status::Ok();
-  }
-  const CachingAllocator& allocator() const { return allocator_; }
-
- private:
-  std::string name_ = "/device:GPU:0";
-  CachingAllocator allocator_{name_, std::make_unique<BudgetBackend>(size_t{1} << 20)};
-};
-
 TEST_CASE("a tensor in device memory is copied to and from the host") {
-  auto memory = std::make_shared<HostAsDevice>();
+  auto memory = std::make_shared<FakeDeviceMemory>("/device:GPU:0", size_t{1} << 20);
   const Tensor host = Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, TensorShape{2, 3});
   {
     StatusOr<Tensor> on_device = host.CopiedTo(memory);
@@ -129,9 +83,9 @@ TEST_CASE("a tensor in device memory is copied to and from the host") {
     REQUIRE(back.ok());
     CHECK(back->on_host());
     CHECK(TensorsBitEqual(*back, host));
-    CHECK(memory->allocator().stats().in_use_bytes > 0);
+    CHECK(memory->stats().in_use_bytes > 0);
   }
-  CHECK(memory->allocator().stats().in_use_bytes == 0);  // freed with the last tensor
+  CHECK(memory->stats().in_use_bytes == 0);  // freed with the last tensor
 
   StatusOr<Tensor> strings = Tensor::Allocate(memory, tensorflow::DT_STRING, TensorShape{2});
   CHECK(strings.status().message() ==

@@ -1,68 +1,21 @@
 // The executor on a device with its own memory (executor.h, "Placement"), tested without
 // a GPU: a fake device whose memory is host memory behind the DeviceMemory interface,
-// counting the copies, with fake kernels for two ops. What it proves is the executor's
-// side: which nodes run where, where each input is copied, what comes back.
+// counting the copies (testing/fake_device.h), with fake kernels for two ops. What it
+// proves is the executor's side: which nodes run where, where each input is copied, what
+// comes back.
 #include <catch2/catch.hpp>
-#include <cstring>
 
 #include "lib/graph/graph_io.h"
 #include "lib/runtime/device.h"
 #include "lib/runtime/device_memory.h"
 #include "lib/runtime/executor.h"
 #include "lib/runtime/kernel.h"
+#include "lib/runtime/testing/fake_device.h"
 
 namespace parallax {
 namespace {
 
-class HostBackend : public MemoryBackend {
- public:
-  void* Allocate(size_t bytes) override { return std::malloc(bytes); }
-  void Free(void* block) override { std::free(block); }
-};
-
-// Host memory posing as a device's.
-class FakeDeviceMemory : public DeviceMemory {
- public:
-  const std::string& name() const override { return name_; }
-  StatusOr<void*> Allocate(size_t bytes) override { return allocator_.Allocate(bytes); }
-  void Free(void* block) override { allocator_.Free(block); }
-  Status CopyToHost(const void* src, void* dst, size_t bytes) override {
-    ++to_host;
-    std::memcpy(dst, src, bytes);
-    return Status::Ok();
-  }
-  Status CopyFromHost(const void* src, void* dst, size_t bytes) override {
-    ++to_device;
-    std::memcpy(dst, src, bytes);
-    return Status::Ok();
-  }
-  Status CopyOnDevice(const void* src, void* dst, size_t bytes) override {
-    std::memcpy(dst, src, bytes);
-    return Status::Ok();
-  }
-  CachingAllocator::Stats stats() const { return allocator_.stats(); }
-
-  int to_host = 0, to_device = 0;
-
- private:
-  std::string name_ = "/device:GPU:0";
-  CachingAllocator allocator_{"/device:GPU:0", std::make_unique<HostBackend>()};
-};
-
-class FakeGpu : public Device {
- public:
-  DeviceType type() const override { return DeviceType::kCuda; }
-  const std::string& name() const override { return name_; }
-  ThreadPool& threads() override { return host_.threads(); }
-  std::shared_ptr<DeviceMemory> memory() const override { return memory_; }
-  Device& host() override { return host_; }
-  FakeDeviceMemory& fake_memory() { return *memory_; }
-
- private:
-  std::string name_ = "/device:GPU:0";
-  std::shared_ptr<FakeDeviceMemory> memory_ = std::make_shared<FakeDeviceMemory>();
-  CpuDevice host_{1};
-};
+using testing::FakeGpu;
 
 // Checks that every input is where the executor must have put it.
 Status ExpectPlaced(KernelContext& context, int input, bool on_device) {
@@ -279,12 +232,7 @@ TEST_CASE(
 }
 
 TEST_CASE("a device's allocation failure is the node's error") {
-  class Exhausted : public MemoryBackend {
-   public:
-    void* Allocate(size_t) override { return nullptr; }
-    void Free(void*) override {}
-  };
-  CachingAllocator allocator("/device:GPU:0", std::make_unique<Exhausted>());
+  CachingAllocator allocator("/device:GPU:0", std::make_unique<testing::BudgetBackend>(0));
   StatusOr<void*> block = allocator.Allocate(100);
   CHECK(block.status().message() ==
         "out of memory on /device:GPU:0: allocating 100 bytes with 0 bytes in use (peak 0)");

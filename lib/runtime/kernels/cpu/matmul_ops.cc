@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "lib/runtime/kernel.h"
+#include "lib/runtime/kernels/kernel_shapes.h"
 #include "lib/runtime/kernels/cpu/blas_gemm.h"
 #include "lib/runtime/kernels/cpu/nn_kernel_util.h"
 
@@ -31,22 +32,8 @@ class MatMulOp : public OpKernel {
     PX_RETURN_IF_ERROR(nn::CheckDtype(context, 1, "b", dtype));
     const Tensor& a = context.input(0);
     const Tensor& b = context.input(1);
-    for (int i = 0; i < 2; ++i) {
-      const Tensor& t = context.input(i);
-      if (t.rank() != 2) {
-        return InvalidArgumentError("In[{}] is not a matrix. Instead it has shape {}", i,
-                                    t.shape().DebugString());
-      }
-    }
-    const int64_t m = a.dim(transpose_a_ ? 1 : 0);
-    const int64_t k = a.dim(transpose_a_ ? 0 : 1);
-    const int64_t k_b = b.dim(transpose_b_ ? 1 : 0);
-    const int64_t n = b.dim(transpose_b_ ? 0 : 1);
-    if (k != k_b) {
-      return InvalidArgumentError(
-          "Matrix size-incompatible: In[0]: {}, In[1]: {} (transpose_a={}, transpose_b={})",
-          a.shape().DebugString(), b.shape().DebugString(), transpose_a_, transpose_b_);
-    }
+    PX_ASSIGN_OR_RETURN(const MatMulDims dims, MatMulShapes(a, b, transpose_a_, transpose_b_));
+    const int64_t m = dims.m, k = dims.k, n = dims.n;
     Tensor* out = context.AllocateOutput(0, dtype, TensorShape{m, n});
     T* c = out->data<T>();
     if (k == 0) {

@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "lib/runtime/kernel.h"
+#include "lib/runtime/kernels/kernel_shapes.h"
 #include "lib/runtime/kernels/cpu/nn_kernel_util.h"
 #include "lib/runtime/kernels/cpu/vector_math.h"
 
@@ -162,39 +163,20 @@ ChannelSplit SplitChannels(const TensorShape& shape, bool nchw) {
   return s;
 }
 
-Status ReadDataFormat(const KernelInit& init, bool* nchw) {
-  std::string format;
-  PX_RETURN_IF_ERROR(init.GetAttrOr("data_format", &format, std::string("NHWC")));
-  if (format != "NHWC" && format != "NCHW") {
-    return InvalidArgumentError("attr 'data_format': unknown format '{}'", format);
-  }
-  *nchw = format == "NCHW";
-  return Status::Ok();
-}
 
 template <typename T>
 class BiasAddOp : public OpKernel {
  public:
-  BiasAddOp(const KernelInit& init, Status* status) { *status = ReadDataFormat(init, &nchw_); }
+  BiasAddOp(const KernelInit& init, Status* status) {
+    *status = ReadChannelsFormat(init, &nchw_);
+  }
   Status Compute(KernelContext& context) const override {
     PX_RETURN_IF_ERROR(nn::CheckDtype(context, 0, "value", DataTypeOf<T>::value));
     PX_RETURN_IF_ERROR(nn::CheckDtype(context, 1, "bias", DataTypeOf<T>::value));
     const Tensor& value = context.input(0);
     const Tensor& bias = context.input(1);
-    if (value.rank() < 2) {
-      return InvalidArgumentError("input 0 (value) must be at least 2-D, got shape {}",
-                                  value.shape().DebugString());
-    }
-    if (bias.rank() != 1) {
-      return InvalidArgumentError("input 1 (bias) must be 1-D, got shape {}",
-                                  bias.shape().DebugString());
-    }
+    PX_RETURN_IF_ERROR(CheckBiasAddShapes(value, bias, nchw_));
     const ChannelSplit s = SplitChannels(value.shape(), nchw_);
-    if (bias.dim(0) != s.channels) {
-      return InvalidArgumentError(
-          "Must provide as many biases as the channel dimension of the input tensor: {} vs. {}",
-          bias.shape().DebugString(), value.shape().DebugString());
-    }
     Tensor* out = context.AllocateOutput(0, value.dtype(), value.shape());
     const T* x = value.data<T>();
     const T* b = bias.data<T>();
@@ -238,7 +220,7 @@ template <typename T>
 class BiasAddGradOp : public OpKernel {
  public:
   BiasAddGradOp(const KernelInit& init, Status* status) {
-    *status = ReadDataFormat(init, &nchw_);
+    *status = ReadChannelsFormat(init, &nchw_);
   }
   Status Compute(KernelContext& context) const override {
     PX_RETURN_IF_ERROR(nn::CheckDtype(context, 0, "out_backprop", DataTypeOf<T>::value));

@@ -10,6 +10,7 @@
 #include "lib/runtime/kernels/cpu/cwise_util.h"
 #include "lib/runtime/kernels/cuda/cuda_kernel_util.h"
 #include "lib/runtime/kernels/cuda/cwise_launch.h"
+#include "lib/runtime/kernels/kernel_shapes.h"
 
 namespace parallax::cuda_kernels {
 namespace {
@@ -87,32 +88,15 @@ template <typename T>
 class BiasAddKernel : public OpKernel {
  public:
   BiasAddKernel(const KernelInit& init, Status* status) {
-    std::string format;
-    *status = init.GetAttrOr("data_format", &format, std::string("NHWC"));
-    if (status->ok() && format != "NHWC" && format != "NCHW") {
-      *status = InvalidArgumentError("data_format '{}' is not NHWC or NCHW", format);
-    }
-    nchw_ = format == "NCHW";
+    *status = ReadChannelsFormat(init, &nchw_);
   }
   Status Compute(KernelContext& context) const override {
     PX_RETURN_IF_ERROR(CheckDtype(context, 0, DataTypeOf<T>::value));
     PX_RETURN_IF_ERROR(CheckDtype(context, 1, DataTypeOf<T>::value));
     const Tensor& value = context.input(0);
     const Tensor& bias = context.input(1);
-    if (value.rank() < 2) {
-      return InvalidArgumentError("input 0 (value) must be at least 2-D, got shape {}",
-                                  value.shape().DebugString());
-    }
-    if (bias.rank() != 1) {
-      return InvalidArgumentError("input 1 (bias) must be 1-D, got shape {}",
-                                  bias.shape().DebugString());
-    }
+    PX_RETURN_IF_ERROR(CheckBiasAddShapes(value, bias, nchw_));
     const int channel_dim = nchw_ ? 1 : value.rank() - 1;
-    if (bias.dim(0) != value.dim(channel_dim)) {
-      return InvalidArgumentError(
-          "Must provide as many biases as the channel dimension of the input tensor: {} vs. {}",
-          bias.shape().DebugString(), value.shape().DebugString());
-    }
     TensorShape bias_view{bias.dim(0)};
     for (int d = channel_dim + 1; d < value.rank(); ++d) bias_view.AddDim(1);
     return ComputeBinary<T>(context, BinaryOp::kAdd, value, bias, bias_view);

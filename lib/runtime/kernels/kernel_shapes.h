@@ -1,0 +1,74 @@
+// The argument checks that a CPU kernel and a GPU kernel of one op share: the same
+// inputs are refused with the same words on every device.
+//
+//  - MatMulShapes: both inputs matrices, inner dims equal; the product's m, k, n.
+//  - CheckBiasAddShapes: value at least 2-D, a 1-D bias as long as the channel dim.
+//  - ReadChannelsFormat: the data_format attr of BiasAdd and BiasAddGrad (NHWC, the
+//    default, or NCHW).
+#ifndef PARALLAX_LIB_RUNTIME_KERNELS_KERNEL_SHAPES_H_
+#define PARALLAX_LIB_RUNTIME_KERNELS_KERNEL_SHAPES_H_
+
+#include <cstdint>
+#include <string>
+
+#include "lib/base/status.h"
+#include "lib/runtime/kernel.h"
+#include "lib/runtime/tensor.h"
+
+namespace parallax {
+
+struct MatMulDims {
+  int64_t m = 0, k = 0, n = 0;  // [m,k] x [k,n] after the transposes
+};
+
+inline StatusOr<MatMulDims> MatMulShapes(const Tensor& a, const Tensor& b, bool transpose_a,
+                                         bool transpose_b) {
+  const Tensor* inputs[] = {&a, &b};
+  for (int i = 0; i < 2; ++i) {
+    if (inputs[i]->rank() != 2) {
+      return InvalidArgumentError("In[{}] is not a matrix. Instead it has shape {}", i,
+                                  inputs[i]->shape().DebugString());
+    }
+  }
+  const MatMulDims dims{.m = a.dim(transpose_a ? 1 : 0),
+                        .k = a.dim(transpose_a ? 0 : 1),
+                        .n = b.dim(transpose_b ? 0 : 1)};
+  if (dims.k != b.dim(transpose_b ? 1 : 0)) {
+    return InvalidArgumentError(
+        "Matrix size-incompatible: In[0]: {}, In[1]: {} (transpose_a={}, transpose_b={})",
+        a.shape().DebugString(), b.shape().DebugString(), transpose_a, transpose_b);
+  }
+  return dims;
+}
+
+// `nchw`: the channels are dim 1, else the last dim.
+inline Status CheckBiasAddShapes(const Tensor& value, const Tensor& bias, bool nchw) {
+  if (value.rank() < 2) {
+    return InvalidArgumentError("input 0 (value) must be at least 2-D, got shape {}",
+                                value.shape().DebugString());
+  }
+  if (bias.rank() != 1) {
+    return InvalidArgumentError("input 1 (bias) must be 1-D, got shape {}",
+                                bias.shape().DebugString());
+  }
+  if (bias.dim(0) != value.dim(nchw ? 1 : value.rank() - 1)) {
+    return InvalidArgumentError(
+        "Must provide as many biases as the channel dimension of the input tensor: {} vs. {}",
+        bias.shape().DebugString(), value.shape().DebugString());
+  }
+  return Status::Ok();
+}
+
+inline Status ReadChannelsFormat(const KernelInit& init, bool* nchw) {
+  std::string format;
+  PX_RETURN_IF_ERROR(init.GetAttrOr("data_format", &format, std::string("NHWC")));
+  if (format != "NHWC" && format != "NCHW") {
+    return InvalidArgumentError("attr 'data_format': unknown format '{}'", format);
+  }
+  *nchw = format == "NCHW";
+  return Status::Ok();
+}
+
+}  // namespace parallax
+
+#endif  // PARALLAX_LIB_RUNTIME_KERNELS_KERNEL_SHAPES_H_
