@@ -73,9 +73,6 @@ std::string GpuPlacementText(const RankPlacement& rank);
 // without CUDA ...", "no usable GPU: ...", "this host has 1 usable GPU").
 Status UsableGpu(int index);
 
-// True for "localhost", 127.0.0.1 and this machine's host name.
-bool IsThisHost(const std::string& host);
-
 // The refusal of a job rank the plan puts on a GPU it cannot use (FailedPrecondition,
 // exit 2). `where`: "GPU 0 of host gpu-a"; `why`: "this parallax was built without
 // CUDA ...", "no usable GPU: cudaGetDeviceCount: ...".

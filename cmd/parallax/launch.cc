@@ -48,6 +48,7 @@
 #include "lib/runtime/checkpoint/job_checkpoint.h"
 #include "lib/transform/plan_io.h"
 #include "lib/transform/replan.h"
+#include "lib/base/machine.h"
 #include "lib/runtime/device.h"
 
 namespace parallax::cli {
@@ -272,7 +273,7 @@ Command AddLaunchCommand(CLI::App& app, std::vector<std::string> launcher_args,
         std::find(run_args.begin(), run_args.end(), "--cpu-fallback") != run_args.end();
     for (const RankPlacement& rank : plan.ranks) {
       if (rank.device != DeviceKind::kGpu || cpu_fallback || flags->dry_run) continue;
-      if (GpuSupportBuiltIn() && !IsThisHost(rank.host)) continue;  // checked on its host
+      if (GpuSupportBuiltIn() && !NamesThisMachine(rank.host)) continue;  // checked on its host
       if (Status usable = UsableGpu(rank.device_index); !usable.ok()) {
         return GpuPlanError(flags->job, rank.rank, GpuPlacementText(rank), usable.message());
       }

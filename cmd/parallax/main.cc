@@ -144,12 +144,6 @@ Status UsableGpu(int index) {
   return FailedPreconditionError("this host has {} usable GPU{}", count, count == 1 ? "" : "s");
 }
 
-bool IsThisHost(const std::string& host) {
-  if (host == "localhost" || host == "127.0.0.1") return true;
-  char name[256] = {};
-  return ::gethostname(name, sizeof(name) - 1) == 0 && host == name;
-}
-
 Status GpuPlanError(const std::string& job, int rank, const std::string& where,
                     const std::string& why) {
   return FailedPreconditionError(

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "lib/graph/graph_io.h"
+#include "lib/runtime/comm/communicator.h"
 #include "lib/runtime/device.h"
 #include "lib/runtime/device_memory.h"
 #include "lib/runtime/executor.h"
@@ -229,6 +230,16 @@ TEST_CASE(
   // Every device block is back in the cache once the values and the executor are gone.
   CHECK(gpu.fake_memory().stats().in_use_bytes == 0);
   CHECK(gpu.fake_memory().stats().cached_bytes > 0);
+}
+
+TEST_CASE("a GPU rank of a build without NCCL cannot join a job") {
+  FakeGpu gpu;
+  LocalCommunicator host;
+  StatusOr<std::shared_ptr<Communicator>> comm = MakeGpuCommunicator(host, gpu);
+  CHECK(comm.status().code() == StatusCode::kFailedPrecondition);
+  CHECK(comm.status().message() ==
+        "this parallax was built without NCCL: /device:GPU:0's rank cannot join a job (build it "
+        "with --config=cuda: docs/gpu.md)");
 }
 
 TEST_CASE("a device's allocation failure is the node's error") {

@@ -278,7 +278,6 @@ Status Executor::KernelFor(NodeId id, const OpKernel** kernel) {
     }
     PX_ASSIGN_OR_RETURN(slot, CreateKernel(node, on_device ? device_ : device_.host()));
     runs_on_device_[static_cast<size_t>(id)] = on_device;
-    if (!on_device) host_placed_ops_.insert(std::string(node.op()));
   }
   *kernel = slot.get();
   return Status::Ok();
@@ -286,7 +285,13 @@ Status Executor::KernelFor(NodeId id, const OpKernel** kernel) {
 
 std::vector<std::string> Executor::HostPlacedOps() const {
   if (device_.memory() == nullptr) return {};
-  return std::vector<std::string>(host_placed_ops_.begin(), host_placed_ops_.end());
+  std::set<std::string> ops;
+  for (NodeId id = 0; id < graph_.id_limit(); ++id) {
+    if (kernels_[static_cast<size_t>(id)] && !runs_on_device_[static_cast<size_t>(id)]) {
+      ops.insert(std::string(graph_.node(id).op()));
+    }
+  }
+  return std::vector<std::string>(ops.begin(), ops.end());
 }
 
 // On a device with its own memory: each input where the node's kernel reads it — the

@@ -72,7 +72,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -152,7 +151,6 @@ class Executor {
   Session* session_;
   std::vector<std::unique_ptr<OpKernel>> kernels_;  // by NodeId, built on first need
   std::vector<char> runs_on_device_;  // by NodeId: the kernel is the device's, not the host's
-  std::set<std::string> host_placed_ops_;
   std::mutex plans_mutex_;  // plans_ and kernels_ (a nested run may build a plan)
   std::map<std::string, std::unique_ptr<Plan>> plans_;  // by request signature
   ExecutionOptions execution_;

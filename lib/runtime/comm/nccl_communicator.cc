@@ -3,11 +3,11 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <optional>
 
+#include "lib/base/machine.h"
 #include "lib/ops/dtypes.h"
 #include "lib/runtime/comm/gpu_sharing.h"
 
@@ -57,9 +57,7 @@ StatusOr<std::string> GpuName(const CudaDevice& gpu) {
   char bus_id[64] = {};
   PX_RETURN_IF_ERROR(CudaStatus(cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), gpu.ordinal()),
                                 "cudaDeviceGetPCIBusId", gpu.name()));
-  char host[64] = {};
-  ::gethostname(host, sizeof(host) - 1);
-  return fmt::format("{}/{}", host, bus_id);
+  return fmt::format("{}/{}", MachineHostName(), bus_id);
 }
 
 // Every rank's GPU name, in rank order, through the host communicator.
@@ -117,12 +115,12 @@ NcclCommunicator::~NcclCommunicator() {
   }
 }
 
-namespace {
-
-// `t` in host memory (itself when it is there).
-StatusOr<Tensor> ToHost(const Tensor& t) { return t.CopiedTo(nullptr); }
-
-}  // namespace
+template <typename HostCall>
+StatusOr<Tensor> NcclCommunicator::ThroughHost(const Tensor& device_tensor, HostCall&& call) {
+  PX_ASSIGN_OR_RETURN(Tensor host, device_tensor.CopiedTo(nullptr));
+  PX_ASSIGN_OR_RETURN(Tensor result, call(host));
+  return result.CopiedTo(gpu_.memory());
+}
 
 Status NcclCommunicator::AllReduce(const Tensor& input, Tensor* output, ReduceOp op,
                                    AllReduceAlgorithm algorithm) {
@@ -132,9 +130,10 @@ Status NcclCommunicator::AllReduce(const Tensor& input, Tensor* output, ReduceOp
   const std::optional<ncclDataType_t> type = NcclType(input.dtype());
   const std::optional<ncclRedOp_t> nccl_op = NcclOp(op, input.dtype());
   if (nccl_ == nullptr || !type || !nccl_op) {  // host-staged
-    PX_ASSIGN_OR_RETURN(Tensor host, ToHost(input));
-    PX_RETURN_IF_ERROR(host_.AllReduce(host, &host, op, algorithm));
-    PX_ASSIGN_OR_RETURN(*output, host.CopiedTo(gpu_.memory()));
+    PX_ASSIGN_OR_RETURN(*output, ThroughHost(input, [&](Tensor& host) -> StatusOr<Tensor> {
+      PX_RETURN_IF_ERROR(host_.AllReduce(host, &host, op, algorithm));
+      return host;
+    }));
     return Status::Ok();
   }
   if (!output->initialized() || output->memory() != input.memory() ||
@@ -155,10 +154,11 @@ Status NcclCommunicator::AllGatherV(const Tensor& input, Tensor* output) {
   if (!OnGpu(input)) return host_.AllGatherV(input, output);
   PX_RETURN_IF_ERROR(comm_internal::CheckRows(input, "all-gather"));
   if (nccl_ == nullptr) {
-    PX_ASSIGN_OR_RETURN(Tensor host, ToHost(input));
-    Tensor gathered;
-    PX_RETURN_IF_ERROR(host_.AllGatherV(host, &gathered));
-    PX_ASSIGN_OR_RETURN(*output, gathered.CopiedTo(gpu_.memory()));
+    PX_ASSIGN_OR_RETURN(*output, ThroughHost(input, [&](Tensor& host) -> StatusOr<Tensor> {
+      Tensor gathered;
+      PX_RETURN_IF_ERROR(host_.AllGatherV(host, &gathered));
+      return gathered;
+    }));
     return Status::Ok();
   }
   // Every rank's row count, through the host; then each rank's rows broadcast into place.
@@ -170,10 +170,8 @@ Status NcclCommunicator::AllGatherV(const Tensor& input, Tensor* output) {
   for (int64_t c : counts.flat<int64_t>()) rows += c;
   shape.set_dim(0, rows);
   PX_ASSIGN_OR_RETURN(*output, Tensor::Allocate(gpu_.memory(), input.dtype(), shape));
-  const int64_t row_bytes = input.dim(0) > 0
-                                ? static_cast<int64_t>(input.bytes()) / input.dim(0)
-                                : static_cast<int64_t>(DataTypeSize(input.dtype())) *
-                                      (shape.num_elements() / std::max<int64_t>(rows, 1));
+  int64_t row_bytes = DataTypeSize(input.dtype());
+  for (int d = 1; d < input.rank(); ++d) row_bytes *= input.dim(d);
   auto lock = gpu_.LaunchLock();
   PX_RETURN_IF_ERROR(gpu_.MakeCurrent());
   PX_RETURN_IF_ERROR(NcclStatus(ncclGroupStart(), "ncclGroupStart"));
@@ -198,9 +196,10 @@ Status NcclCommunicator::AllGatherV(const Tensor& input, Tensor* output) {
 Status NcclCommunicator::Broadcast(Tensor& tensor, int root) {
   ScopedLabel label(&host_, this->label());
   if (!OnGpu(tensor)) return host_.Broadcast(tensor, root);
-  PX_ASSIGN_OR_RETURN(Tensor host, ToHost(tensor));
-  PX_RETURN_IF_ERROR(host_.Broadcast(host, root));
-  PX_ASSIGN_OR_RETURN(tensor, host.CopiedTo(gpu_.memory()));
+  PX_ASSIGN_OR_RETURN(tensor, ThroughHost(tensor, [&](Tensor& host) -> StatusOr<Tensor> {
+                        PX_RETURN_IF_ERROR(host_.Broadcast(host, root));
+                        return host;
+                      }));
   return Status::Ok();
 }
 
@@ -208,10 +207,11 @@ Status NcclCommunicator::AllToAllV(const Tensor& send, std::span<const int64_t> 
                                    Tensor* received, std::vector<int64_t>* received_counts) {
   ScopedLabel label(&host_, this->label());
   if (!OnGpu(send)) return host_.AllToAllV(send, send_counts, received, received_counts);
-  PX_ASSIGN_OR_RETURN(Tensor host, ToHost(send));
-  Tensor got;
-  PX_RETURN_IF_ERROR(host_.AllToAllV(host, send_counts, &got, received_counts));
-  PX_ASSIGN_OR_RETURN(*received, got.CopiedTo(gpu_.memory()));
+  PX_ASSIGN_OR_RETURN(*received, ThroughHost(send, [&](Tensor& host) -> StatusOr<Tensor> {
+    Tensor got;
+    PX_RETURN_IF_ERROR(host_.AllToAllV(host, send_counts, &got, received_counts));
+    return got;
+  }));
   return Status::Ok();
 }
 
@@ -220,10 +220,11 @@ Status NcclCommunicator::ScatterV(const Tensor& send, std::span<const int64_t> s
   ScopedLabel label(&host_, this->label());
   // The rows land where `send` is: in host memory on the ranks that pass an empty one.
   if (!OnGpu(send)) return host_.ScatterV(send, send_counts, received, root);
-  PX_ASSIGN_OR_RETURN(Tensor host, ToHost(send));
-  Tensor got;
-  PX_RETURN_IF_ERROR(host_.ScatterV(host, send_counts, &got, root));
-  PX_ASSIGN_OR_RETURN(*received, got.CopiedTo(gpu_.memory()));
+  PX_ASSIGN_OR_RETURN(*received, ThroughHost(send, [&](Tensor& host) -> StatusOr<Tensor> {
+    Tensor got;
+    PX_RETURN_IF_ERROR(host_.ScatterV(host, send_counts, &got, root));
+    return got;
+  }));
   return Status::Ok();
 }
 

@@ -69,6 +69,9 @@ class NcclCommunicator : public Communicator {
   NcclCommunicator(Communicator& host, CudaDevice& gpu) : host_(host), gpu_(gpu) {}
   bool OnGpu(const Tensor& t) const { return t.memory() == gpu_.memory().get(); }
   Status NcclStatus(ncclResult_t result, std::string_view call) const;
+  // Host-staged: `device_tensor` copied to the host, `call(host copy)`'s result copied back.
+  template <typename HostCall>
+  StatusOr<Tensor> ThroughHost(const Tensor& device_tensor, HostCall&& call);
 
   Communicator& host_;
   CudaDevice& gpu_;
