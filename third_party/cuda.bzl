@@ -26,14 +26,15 @@ NVCC_FLAGS = [
     "-I$(GENDIR)",
 ]
 
-def cuda_library(name, srcs, hdrs = [], deps = [], **kwargs):
+def cuda_library(name, srcs, hdrs = [], device_headers = [], deps = [], **kwargs):
+    """`device_headers`: headers of other packages the .cu files include (exported files)."""
     objects = []
     for src in srcs:
         stem = src.replace("/", "_").rsplit(".", 1)[0]
         obj = "_nvcc/%s/%s.pic.o" % (name, stem)
         native.genrule(
             name = "%s_nvcc_%s" % (name, stem),
-            srcs = [src] + hdrs,
+            srcs = [src] + hdrs + device_headers,
             outs = [obj],
             cmd = " ".join([NVCC] + NVCC_FLAGS + ["-c", "$(location %s)" % src, "-o", "$@"]),
             tags = kwargs.get("tags", []),

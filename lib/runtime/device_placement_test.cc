@@ -1,9 +1,10 @@
 // The executor on a device with its own memory (executor.h, "Placement"), tested without
 // a GPU: a fake device whose memory is host memory behind the DeviceMemory interface,
-// counting the copies (testing/fake_device.h), with fake kernels for two ops. What it
-// proves is the executor's side: which nodes run where, where each input is copied, what
-// comes back.
+// counting the copies (testing/fake_device.h), with fake kernels for three ops (and the
+// CPU's forwarding kernels, which the GPU shares: Reshape). What it proves is the
+// executor's side: which nodes run where, where each input is copied, what comes back.
 #include <catch2/catch.hpp>
+#include <cstring>
 
 #include "lib/graph/graph_io.h"
 #include "lib/runtime/comm/communicator.h"
@@ -16,6 +17,7 @@
 namespace parallax {
 namespace {
 
+using testing::FakeDeviceMemory;
 using testing::FakeGpu;
 
 // Checks that every input is where the executor must have put it.
@@ -44,25 +46,53 @@ class FakeMulKernel : public OpKernel {
   }
 };
 
-class FakeReshapeKernel : public OpKernel {
+// Assign(ref, value) on the device: the variable's value is made in device memory.
+class FakeAssignKernel : public OpKernel {
  public:
-  FakeReshapeKernel(const KernelInit&, Status*) {}
-  bool HostMemoryInput(int index) const override { return index == 1; }
-  bool ForwardsInputs() const override { return true; }
+  FakeAssignKernel(const KernelInit&, Status*) {}
   Status Compute(KernelContext& context) const override {
-    PX_RETURN_IF_ERROR(ExpectPlaced(context, 0, true));
+    PX_RETURN_IF_ERROR(ExpectPlaced(context, 1, true));
+    Tensor* variable = context.ref_input(0);
+    const Tensor& value = context.input(1);
+    if (variable->initialized() && variable->memory() != context.device().memory().get()) {
+      return InternalError("the variable is not in device memory");
+    }
+    if (!variable->initialized() || !(variable->shape() == value.shape())) {
+      PX_ASSIGN_OR_RETURN(*variable,
+                          Tensor::Allocate(context.device().memory(), value.dtype(), value.shape()));
+    }
+    std::memcpy(variable->raw_data(), value.raw_data(), value.bytes());
+    context.set_output_ref(0, variable);
+    return Status::Ok();
+  }
+};
+
+// ApplyGradientDescent(var, alpha, delta): alpha read on the host, as a real GPU
+// kernel's scalar hyper-parameters are.
+class FakeApplyGradientDescentKernel : public OpKernel {
+ public:
+  FakeApplyGradientDescentKernel(const KernelInit&, Status*) {}
+  bool HostMemoryInput(int index) const override { return index == 1; }
+  Status Compute(KernelContext& context) const override {
     PX_RETURN_IF_ERROR(ExpectPlaced(context, 1, false));
-    const Tensor& shape = context.input(1);
-    PX_ASSIGN_OR_RETURN(Tensor out,
-                        context.input(0).Reshaped(TensorShape(std::vector<int64_t>(
-                            shape.flat<int32_t>().begin(), shape.flat<int32_t>().end()))));
-    context.set_output(0, std::move(out));
+    PX_RETURN_IF_ERROR(ExpectPlaced(context, 2, true));
+    Tensor* variable = context.ref_input(0);
+    if (variable->memory() != context.device().memory().get()) {
+      return InternalError("the variable is not in device memory");
+    }
+    const float alpha = context.input(1).flat<float>()[0];
+    const auto* delta = static_cast<const float*>(context.input(2).raw_data());
+    auto* var = static_cast<float*>(variable->raw_data());
+    for (int64_t i = 0; i < variable->num_elements(); ++i) var[i] -= alpha * delta[i];
+    context.set_output_ref(0, variable);
     return Status::Ok();
   }
 };
 
 PX_REGISTER_KERNEL(FakeMulKernel, "Mul", DeviceType::kCuda, "T", tensorflow::DT_FLOAT);
-PX_REGISTER_KERNEL(FakeReshapeKernel, "Reshape", DeviceType::kCuda);
+PX_REGISTER_KERNEL(FakeAssignKernel, "Assign", DeviceType::kCuda);
+PX_REGISTER_KERNEL(FakeApplyGradientDescentKernel, "ApplyGradientDescent", DeviceType::kCuda, "T",
+                   tensorflow::DT_FLOAT);
 
 constexpr const char* kGraph = R"pb(
   node {
@@ -217,19 +247,110 @@ TEST_CASE(
     for (const Tensor& t : *out) CHECK(t.on_host());
     CHECK(out->at(0).DebugString() == "float[2,2] {2, 4, 6, 8}");
     CHECK(out->at(1).DebugString() == "float[] {20}");
-    // w2 = Mul(w/Assign's ref, two) on the device: the variable read by value, copied.
+    // w2 = Mul(w/Assign's ref, two) on the device, w read by value where it lives.
     CHECK(out->at(2).DebugString() == "float[4] {4, 8, 12, 16}");
-    CHECK(executor.variables().Find("w")->on_host());
-    CHECK(executor.HostPlacedOps() ==
-          std::vector<std::string>{"Assign", "Const", "Sum", "VariableV2"});
-    // To the device: x and two for m, w (by value) and two again for w2; the shape stays
-    // on the host (HostMemoryInput). To the host: r for Sum, m for Assign, fetches r and w2.
-    CHECK(gpu.fake_memory().to_device == 4);
-    CHECK(gpu.fake_memory().to_host == 4);
+    // Its one updater (Assign) has a device kernel: w is a device variable.
+    CHECK(executor.DeviceVariables() == std::vector<std::string>{"w"});
+    CHECK(executor.variables().Find("w")->memory() == &gpu.fake_memory());
+    CHECK(executor.HostPlacedOps() == std::vector<std::string>{"Const", "Sum", "VariableV2"});
+    // To the device: x and two for m, two again for w2; the shape stays on the host
+    // (HostMemoryInput). To the host: r for Sum, fetches r and w2.
+    CHECK(gpu.fake_memory().to_device == 3);
+    CHECK(gpu.fake_memory().to_host == 3);
   }
   // Every device block is back in the cache once the values and the executor are gone.
   CHECK(gpu.fake_memory().stats().in_use_bytes == 0);
   CHECK(gpu.fake_memory().stats().cached_bytes > 0);
+}
+
+// w: initialised and updated by nodes with device kernels; c: updated by AssignAdd,
+// which has none (so its Assign runs on the host too).
+constexpr const char* kTrainingGraph = R"pb(
+  node { name: "g" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+  node {
+    name: "init"
+    op: "Const"
+    attr { key: "dtype" value { type: DT_FLOAT } }
+    attr {
+      key: "value"
+      value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 4 } } float_val: 1 } }
+    }
+  }
+  node {
+    name: "lr"
+    op: "Const"
+    attr { key: "dtype" value { type: DT_FLOAT } }
+    attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 0.5 } } }
+  }
+  node {
+    name: "w"
+    op: "VariableV2"
+    attr { key: "dtype" value { type: DT_FLOAT } }
+    attr { key: "shape" value { shape { dim { size: 4 } } } }
+  }
+  node { name: "w/Assign" op: "Assign" input: "w" input: "init" attr { key: "T" value { type: DT_FLOAT } } }
+  node {
+    name: "update_w"
+    op: "ApplyGradientDescent"
+    input: "w"
+    input: "lr"
+    input: "g"
+    attr { key: "T" value { type: DT_FLOAT } }
+  }
+  node {
+    name: "c"
+    op: "VariableV2"
+    attr { key: "dtype" value { type: DT_FLOAT } }
+    attr { key: "shape" value { shape { dim { size: 4 } } } }
+  }
+  node { name: "c/Assign" op: "Assign" input: "c" input: "init" attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "update_c" op: "AssignAdd" input: "c" input: "g" attr { key: "T" value { type: DT_FLOAT } } }
+)pb";
+
+TEST_CASE("a variable lives where its updates run; a step copies no device variable") {
+  StatusOr<Graph> graph = ParseGraph(kTrainingGraph, "training.pbtxt");
+  REQUIRE(graph.ok());
+  FakeGpu gpu;
+  FakeDeviceMemory& memory = gpu.fake_memory();
+  Executor executor(*graph, gpu);
+  CHECK(executor.DeviceVariables() == std::vector<std::string>{"w"});
+  REQUIRE(executor.Run({.targets = {"w/Assign", "c/Assign"}}).ok());
+  CHECK(executor.variables().Find("w")->memory() == &memory);
+  CHECK(executor.variables().Find("c")->on_host());
+  // init to the device for w/Assign.
+  CHECK(memory.to_device == 1);
+  const Tensor g = Tensor::FromVector<float>({2, 4, 6, 8}, TensorShape{4});
+  for (int step = 0; step < 3; ++step) {
+    REQUIRE(executor.Run({.feeds = {{"g", g}}, .targets = {"update_w", "update_c"}}).ok());
+  }
+  // Each step: g to the device for update_w; lr stays on the host; neither variable moves.
+  CHECK(memory.to_device == 1 + 3);
+  CHECK(memory.to_host == 0);
+  CHECK(executor.HostPlacedOps() ==
+        std::vector<std::string>{"Assign", "AssignAdd", "Const", "VariableV2"});
+  StatusOr<std::vector<Tensor>> values = executor.Run({.fetches = {"w", "c"}});
+  REQUIRE(values.ok());
+  CHECK(values->at(0).DebugString() == "float[4] {-2, -5, -8, -11}");
+  CHECK(values->at(1).DebugString() == "float[4] {7, 13, 19, 25}");
+
+  SECTION("a value put into the store from outside is moved to the device between steps") {
+    *executor.variables().Find("w") = Tensor::FromVector<float>({0, 0, 0, 0}, TensorShape{4});
+    REQUIRE(executor.PlaceVariables().ok());
+    CHECK(executor.variables().Find("w")->memory() == &memory);
+    CHECK(executor.variables().Find("c")->on_host());
+    REQUIRE(executor.Run({.feeds = {{"g", g}}, .targets = {"update_w"}}).ok());
+    StatusOr<std::vector<Tensor>> w = executor.Run({.fetches = {"w"}});
+    REQUIRE(w.ok());
+    CHECK(w->at(0).DebugString() == "float[4] {-1, -2, -3, -4}");
+  }
+  SECTION("or by the first node that updates it") {
+    *executor.variables().Find("w") = Tensor::FromVector<float>({0, 0, 0, 0}, TensorShape{4});
+    REQUIRE(executor.Run({.feeds = {{"g", g}}, .targets = {"update_w"}}).ok());
+    CHECK(executor.variables().Find("w")->memory() == &memory);
+    StatusOr<std::vector<Tensor>> w = executor.Run({.fetches = {"w"}});
+    REQUIRE(w.ok());
+    CHECK(w->at(0).DebugString() == "float[4] {-1, -2, -3, -4}");
+  }
 }
 
 TEST_CASE("a GPU rank of a build without NCCL cannot join a job") {

@@ -52,6 +52,34 @@ std::vector<bool> RefInputMask(const Node& node) {
   return mask;
 }
 
+// The node whose value a ref output of `id` is: `id` itself when it takes no ref (a
+// variable), else, through nodes that forward a ref (Assign's output, RefIdentity,
+// RefSwitch, RefEnter...), the source of their first ref input.
+NodeId RefSource(const Graph& graph, NodeId id) {
+  for (NodeId hops = 0; hops < graph.id_limit(); ++hops) {
+    const Node& node = graph.node(id);
+    const std::vector<bool> refs = RefInputMask(node);
+    const auto first = std::find(refs.begin(), refs.end(), true);
+    if (first == refs.end()) return id;
+    id = node.input(static_cast<int>(first - refs.begin())).node;
+  }
+  return id;
+}
+
+// Strings, resources and variants: tensors that live in host memory only (tensor.h).
+bool HostOnlyType(DataType dtype) {
+  return dtype == tensorflow::DT_STRING || dtype == tensorflow::DT_RESOURCE ||
+         dtype == tensorflow::DT_VARIANT;
+}
+
+// A TF1 variable's key in the VariableStore (its kernel's: shared_name when set, else
+// the node's name).
+std::string VariableStoreKey(const Node& node) {
+  const std::optional<tensorflow::AttrValue> shared_name = node.FindAttr("shared_name");
+  if (shared_name.has_value() && !shared_name->s().empty()) return shared_name->s();
+  return std::string(node.name());
+}
+
 // True when running `node` can matter beyond its outputs: stateful ops (variables,
 // updates, random generators, collectives, queues, checks), ops that take a variable by
 // ref, control flow, and ops without a schema (unknown, so assumed to).
@@ -246,6 +274,7 @@ Executor::Executor(const Graph& graph, Device& device, InputOptions input)
       kernels_(static_cast<size_t>(graph.id_limit())),
       runs_on_device_(static_cast<size_t>(graph.id_limit()), 0) {
   session_->set_root(this);
+  PlanVariables();
 }
 
 Executor::Executor(const Graph& graph, Device& device, Session& session)
@@ -253,7 +282,9 @@ Executor::Executor(const Graph& graph, Device& device, Session& session)
       device_(device),
       session_(&session),
       kernels_(static_cast<size_t>(graph.id_limit())),
-      runs_on_device_(static_cast<size_t>(graph.id_limit()), 0) {}
+      runs_on_device_(static_cast<size_t>(graph.id_limit()), 0) {
+  PlanVariables();
+}
 
 Executor::~Executor() = default;
 
@@ -264,17 +295,70 @@ void Executor::set_execution(ExecutionOptions options) {
   helpers_ = helpers > 0 ? std::make_unique<Helpers>(helpers) : nullptr;
 }
 
+// A variable is a device variable when every node taking one of its refs has a device
+// kernel (executor.h). A ref-forwarding node counts as the variable it forwards.
+void Executor::PlanVariables() {
+  const size_t n = static_cast<size_t>(graph_.id_limit());
+  device_variable_.assign(n, 0);
+  if (device_.memory() == nullptr) return;
+  std::vector<char> host_updated(n, 0);
+  for (NodeId id = 0; id < graph_.id_limit(); ++id) {
+    if (!graph_.IsLive(id)) continue;
+    const Node& node = graph_.node(id);
+    const std::vector<bool> refs = RefInputMask(node);
+    if (std::find(refs.begin(), refs.end(), true) == refs.end()) continue;
+    const bool device_kernel = HasKernel(node, device_.type());
+    for (size_t k = 0; k < refs.size(); ++k) {
+      if (!refs[k]) continue;
+      const NodeId source = RefSource(graph_, node.input(static_cast<int>(k)).node);
+      if (!device_kernel) host_updated[static_cast<size_t>(source)] = 1;
+    }
+  }
+  std::set<std::string> keys;
+  for (NodeId id = 0; id < graph_.id_limit(); ++id) {
+    if (!graph_.IsLive(id)) continue;
+    const Node& node = graph_.node(id);
+    if (node.op() != "VariableV2" && node.op() != "Variable") continue;
+    if (host_updated[static_cast<size_t>(id)] != 0) continue;
+    const std::optional<tensorflow::AttrValue> dtype = node.FindAttr("dtype");
+    if (!dtype.has_value() || HostOnlyType(dtype->type())) continue;
+    device_variable_[static_cast<size_t>(id)] = 1;
+    keys.insert(VariableStoreKey(node));
+  }
+  device_variable_keys_.assign(keys.begin(), keys.end());
+}
+
+Status Executor::PlaceVariables() {
+  const std::shared_ptr<DeviceMemory> memory = device_.memory();
+  if (memory == nullptr) return Status::Ok();
+  for (const std::string& key : device_variable_keys_) {
+    Tensor* value = variables().Find(key);
+    if (value == nullptr || !value->initialized() || value->memory() == memory.get()) continue;
+    StatusOr<Tensor> placed = value->CopiedTo(memory);
+    if (!placed.ok()) {
+      return placed.status().WithPrefix(fmt::format("variable '{}' to {}", key, memory->name()));
+    }
+    *value = std::move(*placed);
+  }
+  return Status::Ok();
+}
+
 Status Executor::KernelFor(NodeId id, const OpKernel** kernel) {
   std::unique_ptr<OpKernel>& slot = kernels_[static_cast<size_t>(id)];
   if (!slot) {
     const Node& node = graph_.node(id);
     // On a device with its own memory, a node runs there when the device has a kernel
-    // for it and the node updates no variable in place (a ref input: variables stay
-    // where their update kernels run); otherwise on the host, its values copied across.
+    // for it and every variable it updates in place is a device variable; otherwise on
+    // the host, its values copied across.
     bool on_device = device_.memory() == nullptr;
     if (!on_device && HasKernel(node, device_.type())) {
+      on_device = true;
       const std::vector<bool> refs = RefInputMask(node);
-      on_device = std::find(refs.begin(), refs.end(), true) == refs.end();
+      for (size_t k = 0; k < refs.size(); ++k) {
+        if (!refs[k]) continue;
+        const NodeId source = RefSource(graph_, node.input(static_cast<int>(k)).node);
+        if (device_variable_[static_cast<size_t>(source)] == 0) on_device = false;
+      }
     }
     PX_ASSIGN_OR_RETURN(slot, CreateKernel(node, on_device ? device_ : device_.host()));
     runs_on_device_[static_cast<size_t>(id)] = on_device;
@@ -296,7 +380,9 @@ std::vector<std::string> Executor::HostPlacedOps() const {
 
 // On a device with its own memory: each input where the node's kernel reads it — the
 // device's memory for a node on the device (the host's for the inputs its kernel reads
-// there), the host's for a node on the host. A variable read by value is copied too.
+// there), the host's for a node on the host. A variable read by value is copied; one
+// taken by ref is moved, when a value put into the store from outside is in the other
+// memory (PlaceVariables does it between steps).
 Status Executor::PlaceInputs(NodeId id, const std::vector<bool>& ref_inputs,
                              std::vector<KernelValue>& inputs) const {
   const bool on_device = runs_on_device_[static_cast<size_t>(id)];
@@ -304,9 +390,24 @@ Status Executor::PlaceInputs(NodeId id, const std::vector<bool>& ref_inputs,
   const std::shared_ptr<DeviceMemory> device_memory = device_.memory();
   for (size_t k = 0; k < inputs.size(); ++k) {
     KernelValue& value = inputs[k];
-    if (ref_inputs[k]) continue;  // the variable itself, updated on the host
+    if (ref_inputs[k]) {
+      Tensor* variable = value.ref;
+      const std::shared_ptr<DeviceMemory> wanted = on_device ? device_memory : nullptr;
+      if (variable == nullptr || !variable->initialized() || variable->memory() == wanted.get() ||
+          variable->bytes() == 0) {
+        continue;
+      }
+      StatusOr<Tensor> moved = variable->CopiedTo(wanted);
+      if (!moved.ok()) {
+        return moved.status().WithPrefix(
+            fmt::format("moving the variable of input {} {}", k,
+                        on_device ? "to the device" : "to the host"));
+      }
+      *variable = std::move(*moved);
+      continue;
+    }
     const Tensor& tensor = value.ref != nullptr ? *value.ref : value.tensor;
-    if (!tensor.initialized()) continue;
+    if (!tensor.initialized() || HostOnlyType(tensor.dtype())) continue;
     const bool wants_host = !on_device || kernel.HostMemoryInput(static_cast<int>(k));
     const std::shared_ptr<DeviceMemory> wanted = wants_host ? nullptr : device_memory;
     if (tensor.memory() == wanted.get()) continue;
@@ -985,9 +1086,11 @@ StatusOr<std::vector<Tensor>> Executor::Run(const RunRequest& request) {
                                      "conditional that was not taken",
                                      request.fetches[i]);
     }
+    // Fetches are host values: a variable's a snapshot, a device tensor's a copy.
     const KernelValue& v = state.values[static_cast<size_t>(slot)];
-    if (v.ref == nullptr && !v.tensor.on_host()) {  // a device tensor: fetches are host values
-      PX_ASSIGN_OR_RETURN(Tensor host, v.tensor.CopiedTo(nullptr));
+    const Tensor& value = v.ref != nullptr ? *v.ref : v.tensor;
+    if (!value.on_host()) {
+      PX_ASSIGN_OR_RETURN(Tensor host, value.CopiedTo(nullptr));
       results.push_back(std::move(host));
       continue;
     }

@@ -60,10 +60,17 @@
 // Memory: a value is released as soon as its last consumer in the step has run; values
 // inside a loop when the loop ends (each iteration overwrites the last one's).
 // Placement (a device with its own memory, a GPU: device.h): a node runs on the device
-// when the device has a kernel for it and it updates no variable in place; else on the
-// device's host device (HostPlacedOps lists those ops). Each input is copied where the
-// node's kernel reads it (OpKernel::HostMemoryInput) when it is not there; fetches come
-// back in host memory. The device orders its own work (one stream), so a kernel on it
+// when the device has a kernel for it and every variable it updates in place is a
+// *device variable*; else on the device's host device (HostPlacedOps lists those ops).
+// A variable (VariableV2) is a device variable when every node that takes it as a ref
+// (Assign, Apply*, Scatter*..., through ref-forwarding nodes) has a kernel on the
+// device: its value then lives in the device's memory, so an optimizer updates it there
+// and the step copies no weights; other variables live in host memory. A variable found
+// in the other memory (a value put into the VariableStore from outside: a restored
+// checkpoint) is moved where its updater runs (PlaceVariables, between steps; else by
+// the first node that updates it). Each input read by value is copied where the node's
+// kernel reads it (OpKernel::HostMemoryInput) when it is not there; fetches come back
+// in host memory. The device orders its own work (one stream), so a kernel on it
 // returns once its work is queued, and a copy to the host waits for what it reads.
 #ifndef PARALLAX_LIB_RUNTIME_EXECUTOR_H_
 #define PARALLAX_LIB_RUNTIME_EXECUTOR_H_
@@ -117,6 +124,13 @@ class Executor {
   // kernel there and so run on the host, sorted; empty on the CPU.
   std::vector<std::string> HostPlacedOps() const;
 
+  // On a device with its own memory: moves each initialised device variable whose value
+  // is in host memory into the device's (the file comment); call between steps, after
+  // values were put into the VariableStore (a checkpoint restored). Nothing on the CPU.
+  Status PlaceVariables();
+  // The VariableStore keys of the device variables, sorted (empty on the CPU).
+  const std::vector<std::string>& DeviceVariables() const { return device_variable_keys_; }
+
   Session& session() { return *session_; }
   VariableStore& variables() { return session_->variables(); }
   const Graph& graph() const { return graph_; }
@@ -133,6 +147,7 @@ class Executor {
   StatusOr<std::unique_ptr<Plan>> BuildPlan(const RunRequest& request);
   Status BuildLoops(const std::vector<NodeId>& order, Plan* plan);
   void BuildConcurrency(const Graph& graph, Plan* plan);
+  void PlanVariables();
   Status KernelFor(NodeId node, const OpKernel** kernel);
   Status PlaceInputs(NodeId node, const std::vector<bool>& ref_inputs,
                      std::vector<KernelValue>& inputs) const;
@@ -151,6 +166,10 @@ class Executor {
   Session* session_;
   std::vector<std::unique_ptr<OpKernel>> kernels_;  // by NodeId, built on first need
   std::vector<char> runs_on_device_;  // by NodeId: the kernel is the device's, not the host's
+  // On a device with its own memory, by NodeId: the variable (or ref-forwarding node)
+  // whose refs all go to nodes with a device kernel; and the device variables' keys.
+  std::vector<char> device_variable_;
+  std::vector<std::string> device_variable_keys_;
   std::mutex plans_mutex_;  // plans_ and kernels_ (a nested run may build a plan)
   std::map<std::string, std::unique_ptr<Plan>> plans_;  // by request signature
   ExecutionOptions execution_;

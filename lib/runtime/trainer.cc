@@ -725,6 +725,7 @@ Status Trainer::Initialize() {
       if (const std::string dir = SaveRestoredDir(); !dir.empty()) {
         PX_RETURN_IF_ERROR(CheckpointTo(RankDir(dir)).status());
       }
+      PX_RETURN_IF_ERROR(executor_->PlaceVariables());
       executor_->session().random().set_stream_index(StepStreamIndex());
       return StartPipeline(/*replay=*/true);
     }
@@ -757,6 +758,7 @@ Status Trainer::Initialize() {
                   uninitialised.begin() + std::min<size_t>(uninitialised.size(), 5), ", "),
         uninitialised.size() > 5 ? ", ..." : "", uninitialised.size() == 1 ? "it" : "them");
   }
+  PX_RETURN_IF_ERROR(executor_->PlaceVariables());
   executor_->session().random().set_stream_index(StepStreamIndex());
   return StartPipeline(/*replay=*/false);
 }
@@ -1048,11 +1050,12 @@ Status Trainer::CheckReplicasAgree(const std::string& restored_from) {
   std::vector<int64_t> fingerprints;
   for (const CheckpointVariable& v : variables_) {
     if (!plan->IdenticalOnEveryRank(v.name)) continue;
-    const Tensor* value = executor_->variables().Find(v.store_key);
-    if (value == nullptr || !value->initialized() || value->bytes() == 0) continue;
+    const Tensor* variable = executor_->variables().Find(v.store_key);
+    if (variable == nullptr || !variable->initialized() || variable->bytes() == 0) continue;
+    PX_ASSIGN_OR_RETURN(const Tensor value, variable->CopiedTo(nullptr));  // from a GPU
     replicated.push_back(&v);
     fingerprints.push_back(static_cast<int64_t>(
-        Fnv1a64(std::string_view(static_cast<const char*>(value->raw_data()), value->bytes()))));
+        Fnv1a64(std::string_view(static_cast<const char*>(value.raw_data()), value.bytes()))));
   }
   const Tensor mine = Tensor::FromVector(
       fingerprints, TensorShape({static_cast<int64_t>(fingerprints.size())}));

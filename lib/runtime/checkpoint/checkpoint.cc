@@ -95,7 +95,8 @@ StatusOr<std::string> SaveCheckpoint(const std::string& dir,
                                      "does not initialise it)",
                                      v.name);
     }
-    contents.tensors.emplace(v.name, *value);
+    PX_ASSIGN_OR_RETURN(Tensor on_host, value->CopiedTo(nullptr));  // a GPU's variable
+    contents.tensors.emplace(v.name, std::move(on_host));
   }
   contents.metadata = {
       {"format", std::string(kCheckpointFormat)},

@@ -44,6 +44,7 @@ struct KernelCase {
   DataType dtype = tensorflow::DT_FLOAT;
   double tolerance = 0;
   std::string note;  // what the case is about, for its name
+  std::vector<int> ref_inputs;  // inputs that are variables (updates): compared after the run
 };
 
 constexpr double kLibm = 1e-6;
@@ -143,6 +144,52 @@ std::vector<KernelCase> Table() {
                    .inputs = {{TensorShape{33, 65}, -1, 1}, {TensorShape{65, 17}, -1, 1}},
                    .dtype = tensorflow::DT_DOUBLE,
                    .tolerance = 1e-12});
+  // Variable updates: the variable (and slots) compared after one update. Every rule's
+  // operations are IEEE-exact (update_rules.h), so bit for bit.
+  const TensorShape var{3, 257};
+  const Input scalar{TensorShape{}, 0.01, 0.1};
+  const Input weights{var, -1, 1};
+  const Input positive{var, 0.1, 1};
+  cases.push_back({.op = "Assign", .inputs = {weights, weights}, .ref_inputs = {0}});
+  cases.push_back({.op = "AssignAdd", .inputs = {weights, weights}, .ref_inputs = {0}});
+  cases.push_back({.op = "AssignSub", .inputs = {weights, weights}, .ref_inputs = {0}});
+  cases.push_back(
+      {.op = "ApplyGradientDescent", .inputs = {weights, scalar, weights}, .ref_inputs = {0}});
+  for (bool nesterov : {false, true}) {
+    const std::string note = nesterov ? "nesterov" : "";
+    cases.push_back({.op = "ApplyMomentum",
+                     .inputs = {weights, weights, scalar, weights, {TensorShape{}, 0.5, 0.9}},
+                     .attrs = {{"use_nesterov", BoolAttr(nesterov)}},
+                     .note = note,
+                     .ref_inputs = {0, 1}});
+    for (DataType dtype : {tensorflow::DT_FLOAT, tensorflow::DT_DOUBLE}) {
+      if (nesterov && dtype == tensorflow::DT_DOUBLE) continue;
+      cases.push_back({.op = "ApplyAdam",
+                       .inputs = {weights, weights, positive, {TensorShape{}, 0.1, 0.9},
+                                  {TensorShape{}, 0.1, 0.9}, scalar, {TensorShape{}, 0.8, 0.95},
+                                  {TensorShape{}, 0.9, 0.999}, {TensorShape{}, 1e-8, 1e-7},
+                                  weights},
+                       .attrs = {{"use_nesterov", BoolAttr(nesterov)}},
+                       .dtype = dtype,
+                       .note = note,
+                       .ref_inputs = {0, 1, 2}});
+    }
+  }
+  cases.push_back({.op = "ApplyRMSProp",
+                   .inputs = {weights, positive, weights, scalar, {TensorShape{}, 0.8, 0.95},
+                              {TensorShape{}, 0, 0.9}, {TensorShape{}, 1e-8, 1e-7}, weights},
+                   .ref_inputs = {0, 1, 2}});
+  for (bool update_slots : {true, false}) {
+    const std::string note = update_slots ? "" : "no slot update";
+    cases.push_back({.op = "ApplyAdagrad",
+                     .inputs = {weights, positive, scalar, weights},
+                     .attrs = {{"update_slots", BoolAttr(update_slots)}},
+                     .note = note,
+                     .ref_inputs = {0, 1}});
+  }
+  cases.push_back({.op = "ApplyAdagradV2",
+                   .inputs = {weights, positive, scalar, {TensorShape{}, 1e-8, 1e-7}, weights},
+                   .ref_inputs = {0, 1}});
   return cases;
 }
 
@@ -192,7 +239,8 @@ TEST_CASE("the kernel table's cases run on the CPU") {
   for (const KernelCase& c : Table()) {
     const std::string name = CaseName(c);
     CAPTURE(name);
-    StatusOr<testing::OpRun> cpu = testing::RunOp(c.op, CaseInputs(c, seed), CaseAttrs(c));
+    StatusOr<testing::OpRun> cpu =
+        testing::RunOp(c.op, CaseInputs(c, seed), CaseAttrs(c), c.ref_inputs);
     seed += c.inputs.size();
     CHECK(cpu.status().message() == "");
   }
@@ -212,21 +260,26 @@ void RunTableCase(const std::vector<KernelCase>& table, size_t index) {
   for (size_t i = 0; i < index; ++i) seed += table[i].inputs.size();
   const std::vector<Tensor> inputs = CaseInputs(c, seed);
   const AttrMap attrs = CaseAttrs(c);
-  StatusOr<testing::OpRun> cpu = testing::RunOp(c.op, inputs, attrs);
+  StatusOr<testing::OpRun> cpu = testing::RunOp(c.op, inputs, attrs, c.ref_inputs);
   REQUIRE(cpu.ok());
-  StatusOr<testing::OpRun> on_gpu = testing::RunOpOn(*gpu, c.op, inputs, attrs);
+  StatusOr<testing::OpRun> on_gpu = testing::RunOpOn(*gpu, c.op, inputs, attrs, c.ref_inputs);
   INFO(on_gpu.status().message());
   REQUIRE(on_gpu.ok());
   const std::vector<std::string>& host = on_gpu->host_placed_ops;
   INFO("ops run on the host: " << fmt::format("{}", fmt::join(host, ", ")));
   CHECK(std::find(host.begin(), host.end(), c.op) == host.end());
+  auto compare = [&](const Tensor& gpu_value, const Tensor& cpu_value) {
+    return c.dtype == tensorflow::DT_DOUBLE ? Compare<double>(gpu_value, cpu_value, c.tolerance)
+                                            : Compare<float>(gpu_value, cpu_value, c.tolerance);
+  };
   REQUIRE(on_gpu->outputs.size() == cpu->outputs.size());
   for (size_t k = 0; k < cpu->outputs.size(); ++k) {
-    const std::string diff = c.dtype == tensorflow::DT_DOUBLE
-                                 ? Compare<double>(on_gpu->outputs[k], cpu->outputs[k], c.tolerance)
-                                 : Compare<float>(on_gpu->outputs[k], cpu->outputs[k], c.tolerance);
     INFO("output " << k);
-    CHECK(diff == "");
+    CHECK(compare(on_gpu->outputs[k], cpu->outputs[k]) == "");
+  }
+  for (int k : c.ref_inputs) {
+    INFO("variable input " << k);
+    CHECK(compare(on_gpu->variables.at(k), cpu->variables.at(k)) == "");
   }
 }
 

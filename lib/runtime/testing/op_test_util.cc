@@ -83,7 +83,12 @@ StatusOr<OpRun> RunOpOn(Device& device, const std::string& op, const std::vector
   PX_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, executor.Run(run));
   OpRun result{.outputs = std::move(outputs), .host_placed_ops = executor.HostPlacedOps()};
   for (const auto& [index, name] : variable_names) {
-    result.variables[index] = executor.variables().Find(name)->DeepCopy();
+    const Tensor* variable = executor.variables().Find(name);
+    if (variable->on_host()) {
+      result.variables[index] = variable->DeepCopy();
+    } else {
+      PX_ASSIGN_OR_RETURN(result.variables[index], variable->CopiedTo(nullptr));
+    }
   }
   return result;
 }

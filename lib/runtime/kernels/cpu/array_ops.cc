@@ -15,6 +15,7 @@
 #include <numeric>
 
 #include "lib/runtime/kernel.h"
+#include "lib/runtime/kernels/cpu/on_device.h"
 #include "lib/runtime/kernels/cpu/array_util.h"
 
 namespace parallax {
@@ -80,6 +81,9 @@ class ShapeOp : public OpKernel {
 };
 PX_REGISTER_KERNEL(ShapeOp, "Shape", kCpu);
 PX_REGISTER_KERNEL(ShapeOp, "ShapeN", kCpu);
+// On a GPU, where its inputs are (on_device.h): a device tensor's shape needs no copy.
+PX_REGISTER_KERNEL(OnDevice<ShapeOp>, "Shape", DeviceType::kCuda);
+PX_REGISTER_KERNEL(OnDevice<ShapeOp>, "ShapeN", DeviceType::kCuda);
 
 class SizeOp : public OpKernel {
  public:
@@ -217,6 +221,8 @@ class ReshapeOp : public OpKernel {
   }
 };
 PX_REGISTER_KERNEL(ReshapeOp, "Reshape", kCpu);
+using ReshapeOnDevice = OnDevice<ReshapeOp, 1>;  // the shape on the host
+PX_REGISTER_KERNEL(ReshapeOnDevice, "Reshape", DeviceType::kCuda);
 
 class ExpandDimsOp : public OpKernel {
  public:
@@ -243,6 +249,8 @@ class ExpandDimsOp : public OpKernel {
   }
 };
 PX_REGISTER_KERNEL(ExpandDimsOp, "ExpandDims", kCpu);
+using ExpandDimsOnDevice = OnDevice<ExpandDimsOp, 1>;  // the axis on the host
+PX_REGISTER_KERNEL(ExpandDimsOnDevice, "ExpandDims", DeviceType::kCuda);
 
 class SqueezeOp : public OpKernel {
  public:
@@ -280,6 +288,7 @@ class SqueezeOp : public OpKernel {
   std::vector<int64_t> squeeze_dims_;
 };
 PX_REGISTER_KERNEL(SqueezeOp, "Squeeze", kCpu);
+PX_REGISTER_KERNEL(OnDevice<SqueezeOp>, "Squeeze", DeviceType::kCuda);
 
 // Reads a permutation of [0, rank) (Transpose's perm).
 StatusOr<std::vector<int64_t>> ReadPermutation(const Tensor& perm_tensor, int rank) {

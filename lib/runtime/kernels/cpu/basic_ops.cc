@@ -1,5 +1,6 @@
 // CPU kernels for constants, feeds, identities and conditionals.
 #include "lib/runtime/kernel.h"
+#include "lib/runtime/kernels/cpu/on_device.h"
 
 namespace parallax {
 namespace {
@@ -76,6 +77,11 @@ PX_REGISTER_KERNEL(IdentityOp, "IdentityN", kCpu);
 PX_REGISTER_KERNEL(IdentityOp, "StopGradient", kCpu);
 PX_REGISTER_KERNEL(IdentityOp, "PreventGradient", kCpu);
 PX_REGISTER_KERNEL(IdentityOp, "PlaceholderWithDefault", kCpu);
+// On a GPU they forward device buffers (on_device.h).
+PX_REGISTER_KERNEL(OnDevice<IdentityOp>, "Identity", DeviceType::kCuda);
+PX_REGISTER_KERNEL(OnDevice<IdentityOp>, "IdentityN", DeviceType::kCuda);
+PX_REGISTER_KERNEL(OnDevice<IdentityOp>, "StopGradient", DeviceType::kCuda);
+PX_REGISTER_KERNEL(OnDevice<IdentityOp>, "PreventGradient", DeviceType::kCuda);
 
 // Snapshot is a copy (as in TF): later in-place updates of a variable it read do not
 // reach its output.

@@ -51,6 +51,7 @@
 #include "lib/ops/dtypes.h"
 #include "lib/runtime/comm/communicator.h"
 #include "lib/runtime/kernel.h"
+#include "lib/runtime/kernels/cpu/on_device.h"
 #include "lib/runtime/kernels/cpu/push_aggregation.h"
 
 namespace parallax {
@@ -217,15 +218,11 @@ PX_REGISTER_KERNEL(CollectiveGatherV2Op, "CollectiveGatherV2", kCpu);
 
 // Their kernels only hand the input to the communicator, which on a GPU rank moves
 // device tensors itself (comm/nccl_communicator.h: the trainer gives GPU ranks one);
-// the keys (inputs 1 to 3) are read on the host.
-template <typename Kernel>
-class OnDevice : public Kernel {
- public:
-  using Kernel::Kernel;
-  bool HostMemoryInput(int index) const override { return index >= 1; }
-};
-PX_REGISTER_KERNEL(OnDevice<CollectiveReduceV2Op>, "CollectiveReduceV2", DeviceType::kCuda);
-PX_REGISTER_KERNEL(OnDevice<CollectiveGatherV2Op>, "CollectiveGatherV2", DeviceType::kCuda);
+// the keys (inputs 1 to 3) are read on the host, the ordering tokens are resources.
+using CollectiveReduceOnDevice = OnDevice<CollectiveReduceV2Op, 1, 2, 3>;
+using CollectiveGatherOnDevice = OnDevice<CollectiveGatherV2Op, 1, 2, 3>;
+PX_REGISTER_KERNEL(CollectiveReduceOnDevice, "CollectiveReduceV2", DeviceType::kCuda);
+PX_REGISTER_KERNEL(CollectiveGatherOnDevice, "CollectiveGatherV2", DeviceType::kCuda);
 
 // ---- ParallaxBroadcast ----
 

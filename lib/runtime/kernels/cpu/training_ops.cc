@@ -31,6 +31,7 @@
 
 #include "lib/runtime/kernel.h"
 #include "lib/runtime/kernels/cpu/variable_update.h"
+#include "lib/runtime/kernels/update_rules.h"
 
 namespace parallax {
 namespace {
@@ -90,7 +91,7 @@ struct GradientDescent {
     T* var = a.var[0] + vo;
     const T* g = a.grad + go;
     const T alpha = a.h[0];
-    for (int64_t k = 0; k < n; ++k) var[k] -= g[k] * alpha;
+    for (int64_t k = 0; k < n; ++k) update_rules::GradientDescent(var[k], g[k], alpha);
   }
 };
 
@@ -107,12 +108,13 @@ struct Momentum {
     T* accum = a.var[1] + vo;
     const T* g = a.grad + go;
     const T lr = a.h[0], momentum = a.h[1];
-    for (int64_t k = 0; k < n; ++k) {
-      accum[k] = accum[k] * momentum + g[k];
-      if (a.use_nesterov) {
-        var[k] -= g[k] * lr + accum[k] * momentum * lr;
-      } else {
-        var[k] -= accum[k] * lr;
+    if (a.use_nesterov) {
+      for (int64_t k = 0; k < n; ++k) {
+        update_rules::Momentum<true>(var[k], accum[k], g[k], lr, momentum);
+      }
+    } else {
+      for (int64_t k = 0; k < n; ++k) {
+        update_rules::Momentum<false>(var[k], accum[k], g[k], lr, momentum);
       }
     }
   }
@@ -142,11 +144,7 @@ struct KerasMomentum {
   }
 };
 
-// alpha = lr * sqrt(1 - beta2_power) / (1 - beta1_power)
-template <typename T>
-T AdamAlpha(T beta1_power, T beta2_power, T lr) {
-  return lr * std::sqrt(T(1) - beta2_power) / (T(1) - beta1_power);
-}
+using update_rules::AdamAlpha;
 
 // m += (g - m) * (1 - beta1); v += (g^2 - v) * (1 - beta2);
 // var -= m * alpha / (sqrt(v) + epsilon)
@@ -169,15 +167,13 @@ struct Adam {
     // Two loops rather than a branch inside one, so that each vectorises.
     if (a.use_nesterov) {
       for (int64_t k = 0; k < n; ++k) {
-        m[k] += (g[k] - m[k]) * one_minus_beta1;
-        v[k] += (g[k] * g[k] - v[k]) * one_minus_beta2;
-        var[k] -= ((g[k] * one_minus_beta1 + beta1 * m[k]) * alpha) / (std::sqrt(v[k]) + epsilon);
+        update_rules::Adam<true>(var[k], m[k], v[k], g[k], alpha, beta1, one_minus_beta1,
+                                 one_minus_beta2, epsilon);
       }
     } else {
       for (int64_t k = 0; k < n; ++k) {
-        m[k] += (g[k] - m[k]) * one_minus_beta1;
-        v[k] += (g[k] * g[k] - v[k]) * one_minus_beta2;
-        var[k] -= (m[k] * alpha) / (std::sqrt(v[k]) + epsilon);
+        update_rules::Adam<false>(var[k], m[k], v[k], g[k], alpha, beta1, one_minus_beta1,
+                                  one_minus_beta2, epsilon);
       }
     }
   }
@@ -246,9 +242,7 @@ struct RMSProp {
     const T* g = a.grad + go;
     const T lr = a.h[0], rho = a.h[1], momentum = a.h[2], epsilon = a.h[3];
     for (int64_t k = 0; k < n; ++k) {
-      ms[k] += (g[k] * g[k] - ms[k]) * (T(1) - rho);
-      mom[k] = mom[k] * momentum + (g[k] * lr) / std::sqrt(ms[k] + epsilon);
-      var[k] -= mom[k];
+      update_rules::RMSProp(var[k], ms[k], mom[k], g[k], lr, rho, momentum, epsilon);
     }
   }
 };
@@ -291,8 +285,7 @@ struct Adagrad {
     const T* g = a.grad + go;
     const T lr = a.h[0];
     for (int64_t k = 0; k < n; ++k) {
-      if (a.update_slots) accum[k] += g[k] * g[k];
-      var[k] -= g[k] * lr * (T(1) / std::sqrt(accum[k]));
+      update_rules::Adagrad(var[k], accum[k], g[k], lr, a.update_slots);
     }
   }
 };
@@ -310,8 +303,7 @@ struct AdagradV2 {
     const T* g = a.grad + go;
     const T lr = a.h[0], epsilon = a.h[1];
     for (int64_t k = 0; k < n; ++k) {
-      if (a.update_slots) accum[k] += g[k] * g[k];
-      var[k] -= g[k] * lr / (std::sqrt(accum[k]) + epsilon);
+      update_rules::AdagradV2(var[k], accum[k], g[k], lr, epsilon, a.update_slots);
     }
   }
 };

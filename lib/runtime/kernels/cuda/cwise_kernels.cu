@@ -6,16 +6,10 @@
 #include <cmath>
 
 #include "lib/runtime/kernels/cuda/cwise_launch.h"
+#include "lib/runtime/kernels/cuda/grid.h"
 
 namespace parallax::cuda_kernels {
 namespace {
-
-constexpr int kThreads = 256;
-
-int Blocks(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < 65535 * 8 ? (blocks > 0 ? blocks : 1) : 65535 * 8);
-}
 
 template <typename T>
 __device__ T SoftplusThreshold() {

@@ -1,0 +1,67 @@
+// The fused optimizer updates (training_launch.h): one grid-stride kernel per rule, each
+// element updated by ../update_rules.h, the CPU kernels' functions.
+#include "lib/runtime/kernels/cuda/grid.h"
+#include "lib/runtime/kernels/cuda/training_launch.h"
+#include "lib/runtime/kernels/update_rules.h"
+
+namespace parallax::cuda_kernels {
+namespace {
+
+// The update is passed by value: its pointers and scalars sit in the kernel's parameters.
+template <typename T, DenseRule kRule, bool kNesterov>
+__global__ void DenseUpdateKernel(DenseUpdate<T> u, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const T g = u.grad[i];
+    if constexpr (kRule == DenseRule::kGradientDescent) {
+      update_rules::GradientDescent(u.var[0][i], g, u.h[0]);
+    } else if constexpr (kRule == DenseRule::kMomentum) {
+      update_rules::Momentum<kNesterov>(u.var[0][i], u.var[1][i], g, u.h[0], u.h[1]);
+    } else if constexpr (kRule == DenseRule::kAdam) {
+      update_rules::Adam<kNesterov>(u.var[0][i], u.var[1][i], u.var[2][i], g, u.h[0], u.h[1],
+                                    u.h[2], u.h[3], u.h[4]);
+    } else if constexpr (kRule == DenseRule::kRMSProp) {
+      update_rules::RMSProp(u.var[0][i], u.var[1][i], u.var[2][i], g, u.h[0], u.h[1], u.h[2],
+                            u.h[3]);
+    } else if constexpr (kRule == DenseRule::kAdagrad) {
+      update_rules::Adagrad(u.var[0][i], u.var[1][i], g, u.h[0], u.update_slots);
+    } else {
+      update_rules::AdagradV2(u.var[0][i], u.var[1][i], g, u.h[0], u.h[1], u.update_slots);
+    }
+  }
+}
+
+template <typename T, DenseRule kRule>
+void Launch(const DenseUpdate<T>& u, int64_t n, cudaStream_t stream) {
+  if (u.use_nesterov) {
+    DenseUpdateKernel<T, kRule, true><<<Blocks(n), kThreads, 0, stream>>>(u, n);
+  } else {
+    DenseUpdateKernel<T, kRule, false><<<Blocks(n), kThreads, 0, stream>>>(u, n);
+  }
+}
+
+}  // namespace
+
+template <typename T>
+cudaError_t LaunchDenseUpdate(DenseRule rule, const DenseUpdate<T>& update, int64_t n,
+                              cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  switch (rule) {
+    case DenseRule::kGradientDescent:
+      Launch<T, DenseRule::kGradientDescent>(update, n, stream);
+      break;
+    case DenseRule::kMomentum: Launch<T, DenseRule::kMomentum>(update, n, stream); break;
+    case DenseRule::kAdam: Launch<T, DenseRule::kAdam>(update, n, stream); break;
+    case DenseRule::kRMSProp: Launch<T, DenseRule::kRMSProp>(update, n, stream); break;
+    case DenseRule::kAdagrad: Launch<T, DenseRule::kAdagrad>(update, n, stream); break;
+    case DenseRule::kAdagradV2: Launch<T, DenseRule::kAdagradV2>(update, n, stream); break;
+  }
+  return cudaGetLastError();
+}
+
+template cudaError_t LaunchDenseUpdate<float>(DenseRule, const DenseUpdate<float>&, int64_t,
+                                              cudaStream_t);
+template cudaError_t LaunchDenseUpdate<double>(DenseRule, const DenseUpdate<double>&, int64_t,
+                                               cudaStream_t);
+
+}  // namespace parallax::cuda_kernels

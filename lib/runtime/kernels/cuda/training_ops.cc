@@ -1,0 +1,216 @@
+// GPU kernels of the variable updates, ref forms (TF1 variables), float and double:
+// Assign, AssignAdd, AssignSub, and the dense optimizer updates ApplyGradientDescent,
+// ApplyMomentum, ApplyAdam, ApplyRMSProp, ApplyAdagrad, ApplyAdagradV2 — one fused
+// kernel per variable and step, by the CPU kernels' rules (../update_rules.h).
+//
+// The executor runs these on the GPU only for device variables (executor.h: every
+// updater of the variable has a GPU kernel), whose values it keeps in device memory;
+// the variable and its slots are checked to be there. Scalar hyper-parameters are read
+// on the host (HostMemoryInput) and passed in the launch; the gradient is on the device.
+// Sparse updates (SparseApply*, Scatter*) and resource variables run on the host.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "lib/ops/op_registry.h"
+#include "lib/runtime/kernels/cpu/variable_update.h"
+#include "lib/runtime/kernels/cuda/cuda_kernel_util.h"
+#include "lib/runtime/kernels/cuda/cwise_launch.h"
+#include "lib/runtime/kernels/cuda/training_launch.h"
+#include "lib/runtime/kernels/update_rules.h"
+
+namespace parallax::cuda_kernels {
+namespace {
+
+using variable_update::CheckSameShape;
+using variable_update::MutableVariable;
+using variable_update::ScalarInput;
+using variable_update::TypedInput;
+
+// The variable behind ref input `index`, initialised, of dtype T, in `device`'s memory.
+StatusOr<Tensor*> DeviceVariable(KernelContext& context, int index, std::string_view name,
+                                 DataType dtype) {
+  PX_ASSIGN_OR_RETURN(Tensor * variable,
+                      MutableVariable(context, index, name, /*resource=*/false, dtype));
+  if (variable->bytes() > 0 && variable->memory() != context.device().memory().get()) {
+    return InternalError("input {} ({}): the variable is not in {}'s memory", index, name,
+                         context.device().name());
+  }
+  return variable;
+}
+
+struct Rule {
+  const char* op;
+  DenseRule rule;
+  int slots;
+};
+
+constexpr Rule kRules[] = {
+    {"ApplyGradientDescent", DenseRule::kGradientDescent, 0},
+    {"ApplyMomentum", DenseRule::kMomentum, 1},
+    {"ApplyAdam", DenseRule::kAdam, 2},
+    {"ApplyRMSProp", DenseRule::kRMSProp, 2},
+    {"ApplyAdagrad", DenseRule::kAdagrad, 1},
+    {"ApplyAdagradV2", DenseRule::kAdagradV2, 1},
+};
+
+// Inputs by the op's schema (lib/ops/training_ops.cc): the first 1 + slots are the
+// variables, "grad"/"delta" the gradient, the others scalar hyper-parameters, in order.
+template <typename T>
+class ApplyKernel : public OpKernel {
+ public:
+  ApplyKernel(const KernelInit& init, Status* status) {
+    for (const Rule& rule : kRules) {
+      if (init.node().op() == rule.op) rule_ = rule;
+    }
+    const OpSchema* schema = FindOpSchema(init.node().op());
+    if (schema == nullptr) {
+      *status = InvalidArgumentError("no schema for op {}", init.node().op());
+      return;
+    }
+    for (const ArgSchema& arg : schema->inputs) names_.push_back(arg.name);
+    *status = init.GetAttrOr("use_nesterov", &use_nesterov_, false);
+    if (status->ok()) *status = init.GetAttrOr("update_slots", &update_slots_, true);
+  }
+
+  bool HostMemoryInput(int index) const override {
+    return index > rule_.slots && !IsGradient(static_cast<size_t>(index));
+  }
+
+  Status Compute(KernelContext& context) const override {
+    constexpr DataType kType = DataTypeOf<T>::value;
+    if (context.num_inputs() != static_cast<int>(names_.size())) {
+      return InvalidArgumentError("expected {} inputs, got {}", names_.size(),
+                                  context.num_inputs());
+    }
+    DenseUpdate<T> update;
+    update.use_nesterov = use_nesterov_;
+    update.update_slots = update_slots_;
+    std::vector<Tensor*> vars;
+    for (int j = 0; j <= rule_.slots; ++j) {
+      PX_ASSIGN_OR_RETURN(Tensor * var, DeviceVariable(context, j, names_[j], kType));
+      if (j > 0) PX_RETURN_IF_ERROR(CheckSameShape(*vars[0], "var", *var, names_[j]));
+      vars.push_back(var);
+      update.var[j] = static_cast<T*>(var->raw_data());
+    }
+    std::vector<T> h;
+    const Tensor* grad = nullptr;
+    for (int j = rule_.slots + 1; j < context.num_inputs(); ++j) {
+      if (IsGradient(static_cast<size_t>(j))) {
+        PX_ASSIGN_OR_RETURN(grad, TypedInput(context, j, names_[j], kType));
+        PX_RETURN_IF_ERROR(CheckSameShape(*vars[0], "var", *grad, names_[j]));
+      } else {
+        PX_ASSIGN_OR_RETURN(T value, ScalarInput<T>(context, j, names_[j]));
+        h.push_back(value);
+      }
+    }
+    update.grad = static_cast<const T*>(grad->raw_data());
+    if (rule_.rule == DenseRule::kAdam) {
+      // {beta1_power, beta2_power, lr, beta1, beta2, epsilon} -> the kernel's scalars.
+      const T beta1 = h[3], beta2 = h[4];
+      h = {update_rules::AdamAlpha(h[0], h[1], h[2]), beta1, T(1) - beta1, T(1) - beta2, h[5]};
+    }
+    for (size_t k = 0; k < h.size(); ++k) update.h[k] = h[k];
+    CudaDevice& device = DeviceOf(context);
+    {
+      auto lock = device.LaunchLock();
+      PX_RETURN_IF_ERROR(device.MakeCurrent());
+      PX_RETURN_IF_ERROR(LaunchStatus(
+          LaunchDenseUpdate<T>(rule_.rule, update, vars[0]->num_elements(), device.stream()),
+          device));
+    }
+    context.set_output_ref(0, vars[0]);
+    return Status::Ok();
+  }
+
+ private:
+  bool IsGradient(size_t index) const {
+    return index < names_.size() && (names_[index] == "grad" || names_[index] == "delta");
+  }
+
+  Rule rule_{};
+  std::vector<std::string> names_;
+  bool use_nesterov_ = false;
+  bool update_slots_ = true;
+};
+
+// Assign(ref, value): into the variable's buffer when the shapes agree, else a new
+// device buffer (never the value's own: later updates would write through it).
+class AssignKernel : public OpKernel {
+ public:
+  AssignKernel(const KernelInit& init, Status* status) {
+    *status = init.GetAttrOr("validate_shape", &validate_shape_, true);
+  }
+  Status Compute(KernelContext& context) const override {
+    Tensor* variable = context.ref_input(0);
+    if (variable == nullptr) return InvalidArgumentError("input 0 is not a variable");
+    const Tensor& value = context.input(1);
+    if (validate_shape_ && variable->initialized() && !(variable->shape() == value.shape())) {
+      return InvalidArgumentError("cannot assign a value of shape {} to a variable of shape {}",
+                                  value.shape().DebugString(), variable->shape().DebugString());
+    }
+    const std::shared_ptr<DeviceMemory> memory = context.device().memory();
+    if (!variable->initialized() || !(variable->shape() == value.shape()) ||
+        variable->dtype() != value.dtype() || variable->memory() != memory.get()) {
+      PX_ASSIGN_OR_RETURN(*variable, Tensor::Allocate(memory, value.dtype(), value.shape()));
+    }
+    if (value.bytes() > 0) {
+      PX_RETURN_IF_ERROR(
+          memory->CopyOnDevice(value.raw_data(), variable->raw_data(), value.bytes()));
+    }
+    context.set_output_ref(0, variable);
+    return Status::Ok();
+  }
+
+ private:
+  bool validate_shape_ = true;
+};
+
+// AssignAdd / AssignSub(ref, value): the element-wise kernel, in place.
+template <typename T, BinaryOp kOp>
+class AssignUpdateKernel : public OpKernel {
+ public:
+  AssignUpdateKernel(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    constexpr DataType kType = DataTypeOf<T>::value;
+    PX_ASSIGN_OR_RETURN(Tensor * variable, DeviceVariable(context, 0, "ref", kType));
+    PX_ASSIGN_OR_RETURN(const Tensor* value, TypedInput(context, 1, "value", kType));
+    PX_RETURN_IF_ERROR(CheckSameShape(*variable, "ref", *value, "value"));
+    CudaDevice& device = DeviceOf(context);
+    {
+      auto lock = device.LaunchLock();
+      PX_RETURN_IF_ERROR(device.MakeCurrent());
+      T* var = static_cast<T*>(variable->raw_data());
+      PX_RETURN_IF_ERROR(LaunchStatus(
+          LaunchBinary<T>(kOp, var, static_cast<const T*>(value->raw_data()), var,
+                          variable->num_elements(), false, false, nullptr, device.stream()),
+          device));
+    }
+    context.set_output_ref(0, variable);
+    return Status::Ok();
+  }
+};
+
+template <typename T>
+void RegisterForType() {
+  constexpr DataType kType = DataTypeOf<T>::value;
+  for (const Rule& rule : kRules) {
+    RegisterKernel(KernelKey(rule.op, DeviceType::kCuda, "T", kType),
+                   kernel_internal::FactoryFor<ApplyKernel<T>>());
+  }
+  RegisterKernel(KernelKey("Assign", DeviceType::kCuda, "T", kType),
+                 kernel_internal::FactoryFor<AssignKernel>());
+  RegisterKernel(KernelKey("AssignAdd", DeviceType::kCuda, "T", kType),
+                 kernel_internal::FactoryFor<AssignUpdateKernel<T, BinaryOp::kAdd>>());
+  RegisterKernel(KernelKey("AssignSub", DeviceType::kCuda, "T", kType),
+                 kernel_internal::FactoryFor<AssignUpdateKernel<T, BinaryOp::kSub>>());
+}
+
+const bool kRegistered = [] {
+  RegisterForType<float>();
+  RegisterForType<double>();
+  return true;
+}();
+
+}  // namespace
+}  // namespace parallax::cuda_kernels
