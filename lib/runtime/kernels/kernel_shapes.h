@@ -4,7 +4,10 @@
 //  - MatMulShapes: both inputs matrices, inner dims equal; the product's m, k, n.
 //  - CheckBiasAddShapes: value at least 2-D, a 1-D bias as long as the channel dim.
 //  - ReadChannelsFormat: the data_format attr of BiasAdd and BiasAddGrad (NHWC, the
-//    default, or NCHW).
+//    default, or NCHW); SplitChannels: a shape as [outer, channels, inner].
+//  - CheckBiasAddGradShape, CheckSparseXentShapes: BiasAddGrad's gradient, the logits
+//    and labels of SparseSoftmaxCrossEntropyWithLogits (labels' values are checked by
+//    SparseXentLabelError).
 #ifndef PARALLAX_LIB_RUNTIME_KERNELS_KERNEL_SHAPES_H_
 #define PARALLAX_LIB_RUNTIME_KERNELS_KERNEL_SHAPES_H_
 
@@ -12,6 +15,7 @@
 #include <string>
 
 #include "lib/base/status.h"
+#include "lib/ops/dtypes.h"
 #include "lib/runtime/kernel.h"
 #include "lib/runtime/tensor.h"
 
@@ -66,6 +70,66 @@ inline Status ReadChannelsFormat(const KernelInit& init, bool* nchw) {
     return InvalidArgumentError("attr 'data_format': unknown format '{}'", format);
   }
   *nchw = format == "NCHW";
+  return Status::Ok();
+}
+
+// The channel dimension of `shape` under data_format: the last (NHWC) or dim 1 (NCHW).
+// As [outer, channels, inner]: NHWC has inner = 1, NCHW has outer = batch.
+struct ChannelSplit {
+  int64_t outer = 1, channels = 1, inner = 1;
+};
+inline ChannelSplit SplitChannels(const TensorShape& shape, bool nchw) {
+  ChannelSplit s;
+  const int channel_dim = nchw ? 1 : shape.rank() - 1;
+  for (int i = 0; i < shape.rank(); ++i) {
+    if (i < channel_dim) s.outer *= shape.dim(i);
+    else if (i == channel_dim) s.channels = shape.dim(i);
+    else s.inner *= shape.dim(i);
+  }
+  return s;
+}
+
+inline Status CheckBiasAddGradShape(const Tensor& grad) {
+  if (grad.rank() >= 2) return Status::Ok();
+  return InvalidArgumentError("input 0 (out_backprop) must be at least 2-D, got shape {}",
+                              grad.shape().DebugString());
+}
+
+// Logits [batch, classes], labels [batch] of int32 or int64.
+inline Status CheckSparseXentShapes(const Tensor& features, const Tensor& labels) {
+  if (labels.dtype() != tensorflow::DT_INT32 && labels.dtype() != tensorflow::DT_INT64) {
+    return InvalidArgumentError("input 1 (labels) must be int32 or int64, got {}",
+                                DataTypeShortName(labels.dtype()));
+  }
+  if (features.rank() != 2) {
+    return InvalidArgumentError("logits must be 2-D, but got shape {}",
+                                features.shape().DebugString());
+  }
+  if (labels.rank() != 1) {
+    return InvalidArgumentError("labels must be 1-D, but got shape {}",
+                                labels.shape().DebugString());
+  }
+  if (features.dim(0) != labels.dim(0)) {
+    return InvalidArgumentError(
+        "logits and labels must have the same first dimension, got logits shape {} and "
+        "labels shape {}",
+        features.shape().DebugString(), labels.shape().DebugString());
+  }
+  return Status::Ok();
+}
+
+// The error for the first label outside [0, depth), or OK; labels in host memory.
+inline Status SparseXentLabelError(const Tensor& labels, int64_t depth) {
+  for (int64_t b = 0; b < labels.num_elements(); ++b) {
+    const int64_t label = labels.dtype() == tensorflow::DT_INT32 ? labels.data<int32_t>()[b]
+                                                                 : labels.data<int64_t>()[b];
+    if (label < 0 || label >= depth) {
+      return InvalidArgumentError(
+          "Received a label value of {} which is outside the valid range of [0, {}) "
+          "(labels[{}])",
+          label, depth, b);
+    }
+  }
   return Status::Ok();
 }
 

@@ -35,7 +35,14 @@ using testing::RandomTensor;
 struct Input {
   TensorShape shape;
   double lo = -4, hi = 4;  // uniform range of the random values
+  DataType dtype = tensorflow::DT_INVALID;  // the case's dtype unless set (labels: int32)
+  Tensor value;                             // this value rather than random ones (axes)
 };
+
+Input Axes(std::vector<int32_t> axes) {
+  const int64_t n = static_cast<int64_t>(axes.size());
+  return {.value = Tensor::FromVector<int32_t>(std::move(axes), TensorShape{n})};
+}
 
 struct KernelCase {
   std::string op;
@@ -144,6 +151,54 @@ std::vector<KernelCase> Table() {
                    .inputs = {{TensorShape{33, 65}, -1, 1}, {TensorShape{65, 17}, -1, 1}},
                    .dtype = tensorflow::DT_DOUBLE,
                    .tolerance = 1e-12});
+  // Reductions, in the CPU's order (reduction_order.h): bit for bit. Each layout: rows,
+  // columns, columns with an outer dim, all, a transposed one, a row of several kTask
+  // subtrees; keep_dims; an empty input (Mean: NaN).
+  struct Reduction {
+    TensorShape shape;
+    std::vector<int32_t> axes;
+  };
+  const std::vector<Reduction> reductions = {
+      {TensorShape{3, 257}, {1}},    {TensorShape{3, 257}, {0}},    {TensorShape{2, 3, 4, 5}, {1}},
+      {TensorShape{3, 257}, {0, 1}}, {TensorShape{4, 5, 6}, {0, 2}}, {TensorShape{70000}, {0}},
+      {TensorShape{2, 1, 40000}, {-1}}};
+  for (const char* op : {"Sum", "Mean", "Max", "Min"}) {
+    for (const Reduction& r : reductions) {
+      cases.push_back({.op = op, .inputs = {{r.shape}, Axes(r.axes)}, .note = "reduction"});
+    }
+  }
+  cases.push_back(
+      {.op = "Prod", .inputs = {{TensorShape{3, 257}, 0.99, 1.01}, Axes({1})}, .note = "reduction"});
+  cases.push_back({.op = "Sum",
+                   .inputs = {{TensorShape{5, 7}}, Axes({1})},
+                   .attrs = {{"keep_dims", BoolAttr(true)}},
+                   .note = "keep_dims"});
+  cases.push_back(
+      {.op = "Mean", .inputs = {{TensorShape{0, 3}}, Axes({0})}, .note = "empty"});
+  cases.push_back({.op = "Sum",
+                   .inputs = {{TensorShape{6, 700}}, Axes({1})},
+                   .dtype = tensorflow::DT_DOUBLE,
+                   .note = "reduction"});
+  // BiasAddGrad: one chunk, several (NHWC), NCHW.
+  cases.push_back({.op = "BiasAddGrad", .inputs = {{TensorShape{9, 5}}}});
+  cases.push_back({.op = "BiasAddGrad", .inputs = {{TensorShape{9000, 3}}}});
+  cases.push_back({.op = "BiasAddGrad",
+                   .inputs = {{TensorShape{4, 6, 100, 30}}},
+                   .attrs = {{"data_format", StringAttr("NCHW")}}});
+  // The softmax cross-entropy: the GPU's exp and log.
+  for (DataType labels : {tensorflow::DT_INT32, tensorflow::DT_INT64}) {
+    cases.push_back({.op = "SparseSoftmaxCrossEntropyWithLogits",
+                     .inputs = {{TensorShape{64, 10}}, {TensorShape{64}, 0, 10, labels}},
+                     .attrs = {{"Tlabels", TypeAttr(labels)}},
+                     .tolerance = kLibm,
+                     .note = labels == tensorflow::DT_INT32 ? "int32 labels" : "int64 labels"});
+  }
+  cases.push_back({.op = "SparseSoftmaxCrossEntropyWithLogits",
+                   .inputs = {{TensorShape{8, 1000}, -20, 20}, {TensorShape{8}, 0, 1000, tensorflow::DT_INT64}},
+                   .attrs = {{"Tlabels", TypeAttr(tensorflow::DT_INT64)}},
+                   .tolerance = kLibm,
+                   .note = "wide"});
+
   // Variable updates: the variable (and slots) compared after one update. Every rule's
   // operations are IEEE-exact (update_rules.h), so bit for bit.
   const TensorShape var{3, 257};
@@ -195,7 +250,11 @@ std::vector<KernelCase> Table() {
 
 std::string CaseName(const KernelCase& c) {
   std::string shapes;
-  for (const Input& in : c.inputs) shapes += (shapes.empty() ? "" : " ") + in.shape.DebugString();
+  for (const Input& in : c.inputs) {
+    const std::string shape =
+        in.value.initialized() ? in.value.DebugString() : in.shape.DebugString();
+    shapes += (shapes.empty() ? "" : " ") + shape;
+  }
   // Not DataTypeShortName: names are made while tests register, before protobuf's tables.
   return fmt::format("kernel table: {} {} {}{}", c.op,
                      c.dtype == tensorflow::DT_DOUBLE ? "double" : "float", shapes,
@@ -221,8 +280,12 @@ std::string Compare(const Tensor& gpu, const Tensor& cpu, double tolerance) {
 
 std::vector<Tensor> CaseInputs(const KernelCase& c, uint64_t seed) {
   std::vector<Tensor> inputs;
-  for (const Input& in : c.inputs)
-    inputs.push_back(RandomTensor(c.dtype, in.shape, seed++, in.lo, in.hi));
+  for (const Input& in : c.inputs) {
+    const DataType dtype = in.dtype == tensorflow::DT_INVALID ? c.dtype : in.dtype;
+    inputs.push_back(in.value.initialized() ? in.value
+                                            : RandomTensor(dtype, in.shape, seed, in.lo, in.hi));
+    ++seed;
+  }
   return inputs;
 }
 

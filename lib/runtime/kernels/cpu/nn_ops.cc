@@ -15,6 +15,7 @@
 
 #include "lib/runtime/kernel.h"
 #include "lib/runtime/kernels/kernel_shapes.h"
+#include "lib/runtime/kernels/reduction_order.h"
 #include "lib/runtime/kernels/cpu/nn_kernel_util.h"
 #include "lib/runtime/kernels/cpu/vector_math.h"
 
@@ -147,23 +148,6 @@ PX_REGISTER_FLOAT_KERNELS(TanhGradOp, "TanhGrad");
 
 // ---- BiasAdd, BiasAddGrad ----
 
-// The channel dimension of `shape` under data_format: the last (NHWC) or dim 1 (NCHW).
-// As [outer, channels, inner]: NHWC has inner = 1, NCHW has outer = batch.
-struct ChannelSplit {
-  int64_t outer = 1, channels = 1, inner = 1;
-};
-ChannelSplit SplitChannels(const TensorShape& shape, bool nchw) {
-  ChannelSplit s;
-  const int channel_dim = nchw ? 1 : shape.rank() - 1;
-  for (int i = 0; i < shape.rank(); ++i) {
-    if (i < channel_dim) s.outer *= shape.dim(i);
-    else if (i == channel_dim) s.channels = shape.dim(i);
-    else s.inner *= shape.dim(i);
-  }
-  return s;
-}
-
-
 template <typename T>
 class BiasAddOp : public OpKernel {
  public:
@@ -225,17 +209,14 @@ class BiasAddGradOp : public OpKernel {
   Status Compute(KernelContext& context) const override {
     PX_RETURN_IF_ERROR(nn::CheckDtype(context, 0, "out_backprop", DataTypeOf<T>::value));
     const Tensor& grad = context.input(0);
-    if (grad.rank() < 2) {
-      return InvalidArgumentError("input 0 (out_backprop) must be at least 2-D, got shape {}",
-                                  grad.shape().DebugString());
-    }
+    PX_RETURN_IF_ERROR(CheckBiasAddGradShape(grad));
     const ChannelSplit s = SplitChannels(grad.shape(), nchw_);
     const int64_t channels = s.channels, inner = s.inner;
     Tensor* out = context.AllocateOutput(0, grad.dtype(), TensorShape{channels});
     T* result = out->data<T>();
     std::fill(result, result + channels, T(0));
     const int64_t per_row = std::max<int64_t>(1, channels * inner);
-    const int64_t chunk_rows = std::max<int64_t>(1, 8192 / per_row);
+    const int64_t chunk_rows = reduction_order::BiasGradChunkRows(per_row);  // the GPU's too
     const int64_t num_chunks = (s.outer + chunk_rows - 1) / chunk_rows;
     if (num_chunks == 0 || channels == 0) return Status::Ok();
     std::vector<T> partials(static_cast<size_t>(num_chunks * channels));
@@ -416,38 +397,13 @@ class SparseSoftmaxCrossEntropyOp : public OpKernel {
     PX_RETURN_IF_ERROR(nn::CheckDtype(context, 0, "features", DataTypeOf<T>::value));
     const Tensor& features = context.input(0);
     const Tensor& labels = context.input(1);
-    if (labels.dtype() != tensorflow::DT_INT32 && labels.dtype() != tensorflow::DT_INT64) {
-      return InvalidArgumentError("input 1 (labels) must be int32 or int64, got {}",
-                                  DataTypeShortName(labels.dtype()));
-    }
-    if (features.rank() != 2) {
-      return InvalidArgumentError("logits must be 2-D, but got shape {}",
-                                  features.shape().DebugString());
-    }
-    if (labels.rank() != 1) {
-      return InvalidArgumentError("labels must be 1-D, but got shape {}",
-                                  labels.shape().DebugString());
-    }
-    if (features.dim(0) != labels.dim(0)) {
-      return InvalidArgumentError(
-          "logits and labels must have the same first dimension, got logits shape {} and "
-          "labels shape {}",
-          features.shape().DebugString(), labels.shape().DebugString());
-    }
+    PX_RETURN_IF_ERROR(CheckSparseXentShapes(features, labels));
     const int64_t batch = features.dim(0), depth = features.dim(1);
+    PX_RETURN_IF_ERROR(SparseXentLabelError(labels, depth));
     auto label_at = [&](int64_t b) -> int64_t {
       return labels.dtype() == tensorflow::DT_INT32 ? labels.data<int32_t>()[b]
                                                     : labels.data<int64_t>()[b];
     };
-    for (int64_t b = 0; b < batch; ++b) {
-      const int64_t label = label_at(b);
-      if (label < 0 || label >= depth) {
-        return InvalidArgumentError(
-            "Received a label value of {} which is outside the valid range of [0, {}) "
-            "(labels[{}])",
-            label, depth, b);
-      }
-    }
     Tensor* loss_t = context.AllocateOutput(0, features.dtype(), TensorShape{batch});
     Tensor* backprop_t = context.AllocateOutput(1, features.dtype(), TensorShape{batch, depth});
     if (batch == 0) return Status::Ok();

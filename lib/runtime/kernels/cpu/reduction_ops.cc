@@ -26,6 +26,8 @@
 
 #include "lib/runtime/kernel.h"
 #include "lib/runtime/kernels/cpu/array_util.h"
+#include "lib/runtime/kernels/cpu/reduction_plan.h"
+#include "lib/runtime/kernels/reduction_order.h"
 
 namespace parallax {
 namespace {
@@ -41,31 +43,13 @@ constexpr DeviceType kCpu = DeviceType::kCpu;
 // ---- Reducers: identity and an associative combine ----
 
 template <typename T>
-struct SumReducer {
-  static T Identity() { return T(0); }
-  static T Combine(T a, T b) { return a + b; }
-};
+using SumReducer = reduction_order::Sum<T>;
 template <typename T>
-struct ProdReducer {
-  static T Identity() { return T(1); }
-  static T Combine(T a, T b) { return a * b; }
-};
+using ProdReducer = reduction_order::Prod<T>;
 template <typename T>
-struct MaxReducer {
-  static T Identity() {
-    if constexpr (std::numeric_limits<T>::has_infinity) return -std::numeric_limits<T>::infinity();
-    return std::numeric_limits<T>::lowest();
-  }
-  static T Combine(T a, T b) { return (a > b || a != a) ? a : b; }  // NaN wins
-};
+using MaxReducer = reduction_order::Max<T>;
 template <typename T>
-struct MinReducer {
-  static T Identity() {
-    if constexpr (std::numeric_limits<T>::has_infinity) return std::numeric_limits<T>::infinity();
-    return std::numeric_limits<T>::max();
-  }
-  static T Combine(T a, T b) { return (a < b || a != a) ? a : b; }
-};
+using MinReducer = reduction_order::Min<T>;
 struct AllReducer {
   static bool Identity() { return true; }
   static bool Combine(bool a, bool b) { return a && b; }
@@ -75,30 +59,14 @@ struct AnyReducer {
   static bool Combine(bool a, bool b) { return a || b; }
 };
 
-// The pairwise reduction order and its sequential and parallel evaluations.
+// The pairwise reduction order (../reduction_order.h, the GPU's too) and its sequential
+// and parallel evaluations.
 template <typename T, typename R>
 struct Pairwise {
-  static constexpr int64_t kLeaf = 128;       // values reduced in 8 lanes
-  static constexpr int64_t kTask = 1 << 15;   // subtree size one thread evaluates
-  static constexpr int64_t kLeafRows = 16;    // rows summed in order in ReduceRows
+  static constexpr int64_t kTask = reduction_order::kTask;
+  static constexpr int64_t kLeafRows = reduction_order::kLeafRows;
 
-  static T Leaf(const T* x, int64_t n) {
-    T lanes[8];
-    for (T& l : lanes) l = R::Identity();
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-      for (int k = 0; k < 8; ++k) lanes[k] = R::Combine(lanes[k], x[i + k]);
-    }
-    for (int k = 0; i < n; ++i, ++k) lanes[k] = R::Combine(lanes[k], x[i]);
-    return R::Combine(R::Combine(R::Combine(lanes[0], lanes[1]), R::Combine(lanes[2], lanes[3])),
-                      R::Combine(R::Combine(lanes[4], lanes[5]), R::Combine(lanes[6], lanes[7])));
-  }
-
-  static T Reduce(const T* x, int64_t n) {
-    if (n <= kLeaf) return Leaf(x, n);
-    const int64_t h = n / 2;
-    return R::Combine(Reduce(x, h), Reduce(x + h, n - h));
-  }
+  static T Reduce(const T* x, int64_t n) { return reduction_order::PairwiseReduce<T, R>(x, n); }
 
   // The subtrees of at most kTask values, in order; Reduce splits the same way, so
   // evaluating them anywhere and combining with CombineTasks gives Reduce's bits.
@@ -111,12 +79,6 @@ struct Pairwise {
     CollectTasks(begin, h, tasks);
     CollectTasks(begin + h, n - h, tasks);
   }
-  static T CombineTasks(int64_t n, const std::vector<T>& results, size_t* next) {
-    if (n <= kTask) return results[(*next)++];
-    const int64_t h = n / 2;
-    const T a = CombineTasks(h, results, next);
-    return R::Combine(a, CombineTasks(n - h, results, next));
-  }
   static T ReduceParallel(const T* x, int64_t n, ThreadPool& pool) {
     if (n <= kTask || pool.num_threads() == 1) return Reduce(x, n);
     std::vector<std::pair<int64_t, int64_t>> tasks;
@@ -128,9 +90,8 @@ struct Pairwise {
                                                  tasks[static_cast<size_t>(t)].second);
       }
     });
-    std::vector<T> ordered(results.get(), results.get() + tasks.size());
-    size_t next = 0;
-    return CombineTasks(n, ordered, &next);
+    int64_t next = 0;
+    return reduction_order::CombineTasks<T, R>(n, results.get(), &next);
   }
 
   // Scratch values ReduceRows needs for `rows` rows of `cols` columns.
@@ -163,48 +124,6 @@ struct Pairwise {
     for (int64_t c = 0; c < cols; ++c) out[c] = R::Combine(out[c], scratch[c]);
   }
 };
-
-// ---- Axes ----
-
-struct ReductionPlan {
-  std::vector<int64_t> out_dims;        // the output shape (keep_dims applied)
-  std::vector<int64_t> group_sizes;     // collapsed layout, size-1 dims dropped
-  std::vector<bool> group_reduced;
-  int64_t reduced_count = 1;            // values per output element
-};
-
-StatusOr<ReductionPlan> PlanReduction(const TensorShape& shape, const Tensor& axes_t,
-                                      bool keep_dims) {
-  if (axes_t.rank() > 1) {
-    return InvalidArgumentError("reduction_indices must be a scalar or vector, got shape {}",
-                                axes_t.shape().DebugString());
-  }
-  PX_ASSIGN_OR_RETURN(std::vector<int64_t> axes, IndexValues(axes_t, "reduction_indices"));
-  const int rank = shape.rank();
-  std::vector<bool> reduced(static_cast<size_t>(rank), false);
-  for (int64_t a : axes) {
-    if (a < -rank || a >= rank) {
-      return InvalidArgumentError("Invalid reduction dimension ({} for input with {} dimension(s)",
-                                  a, rank);
-    }
-    reduced[static_cast<size_t>(a < 0 ? a + rank : a)] = true;
-  }
-  ReductionPlan plan;
-  for (int d = 0; d < rank; ++d) {
-    const int64_t size = shape.dim(d);
-    const bool r = reduced[static_cast<size_t>(d)];
-    if (r) plan.reduced_count *= size;
-    if (!r || keep_dims) plan.out_dims.push_back(r ? 1 : size);
-    if (size == 1) continue;
-    if (!plan.group_sizes.empty() && plan.group_reduced.back() == r) {
-      plan.group_sizes.back() *= size;
-    } else {
-      plan.group_sizes.push_back(size);
-      plan.group_reduced.push_back(r);
-    }
-  }
-  return plan;
-}
 
 // Reduces `input` laid out as `plan` into `out` (the plan's output, row-major).
 template <typename T, typename R>

@@ -1,0 +1,241 @@
+// The GPU's reductions (reduction_launch.h), in the CPU's order (../reduction_order.h).
+#include <cmath>
+
+#include "lib/runtime/kernels/cuda/grid.h"
+#include "lib/runtime/kernels/cuda/reduction_launch.h"
+#include "lib/runtime/kernels/reduction_order.h"
+
+namespace parallax::cuda_kernels {
+namespace {
+
+namespace order = reduction_order;
+
+// Thread i of a grid-stride loop over n items.
+#define PX_GRID_LOOP(i, n)                                                       \
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; \
+       i < (n); i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+
+template <typename T>
+__device__ T Finish(T value, ReduceOutput output) {
+  return output.divisor > 0 ? value / static_cast<T>(output.divisor) : value;
+}
+
+// One thread per (row, task): a task's subtree; with one task a row, the row's result.
+template <typename T, typename R>
+__global__ void RowTasksKernel(const T* x, int64_t rows, int64_t n, int64_t tasks, T* results,
+                               ReduceOutput output) {
+  PX_GRID_LOOP(item, rows * tasks) {
+    const int64_t row = item / tasks, task = item % tasks;
+    int64_t begin = 0, length = n;
+    if (tasks > 1) order::TaskRange(n, task, &begin, &length);
+    const T value = order::PairwiseReduce<T, R>(x + row * n + begin, length);
+    results[item] = tasks > 1 ? value : Finish(value, output);
+  }
+}
+
+// One thread per row: its tasks' results combined in the tree's order.
+template <typename T, typename R>
+__global__ void CombineTasksKernel(const T* results, int64_t rows, int64_t n, int64_t tasks,
+                                   T* out, ReduceOutput output) {
+  PX_GRID_LOOP(row, rows) {
+    int64_t next = 0;
+    out[row] = Finish(order::CombineTasks<T, R>(n, results + row * tasks, &next), output);
+  }
+}
+
+template <typename T, typename R>
+__global__ void ColumnsKernel(const T* x, int64_t outer, int64_t rows, int64_t cols, T* out,
+                              ReduceOutput output) {
+  PX_GRID_LOOP(item, outer * cols) {
+    const int64_t i = item / cols, c = item % cols;
+    out[item] = Finish(order::PairwiseColumn<T, R>(x + i * rows * cols + c, rows, cols), output);
+  }
+}
+
+template <typename T>
+__global__ void FillKernel(T* out, int64_t n, T value) {
+  PX_GRID_LOOP(i, n) { out[i] = value; }
+}
+
+template <typename T>
+__global__ void StridedCopyKernel(const T* x, T* out, int64_t n, StridedCopy copy) {
+  PX_GRID_LOOP(i, n) {
+    int64_t rest = i, src = 0;
+    for (int d = copy.rank - 1; d >= 0; --d) {
+      src += (rest % copy.dims[d]) * copy.src_strides[d];
+      rest /= copy.dims[d];
+    }
+    out[i] = x[src];
+  }
+}
+
+// Per (chunk, channel): the chunk's rows in order from 0 (an NCHW row first sums its
+// `inner` values from 0), as the CPU kernel does.
+template <typename T>
+__global__ void BiasGradChunksKernel(const T* g, int64_t outer, int64_t channels, int64_t inner,
+                                     int64_t chunk_rows, int64_t chunks, T* partials) {
+  PX_GRID_LOOP(item, chunks * channels) {
+    const int64_t chunk = item / channels, c = item % channels;
+    const int64_t per_row = channels * inner;
+    const int64_t end = chunk * chunk_rows + chunk_rows < outer ? chunk * chunk_rows + chunk_rows
+                                                                : outer;
+    T sum = T(0);
+    for (int64_t row = chunk * chunk_rows; row < end; ++row) {
+      const T* gr = g + row * per_row;
+      if (inner == 1) {
+        sum += gr[c];
+      } else {
+        T acc = T(0);
+        for (int64_t i = 0; i < inner; ++i) acc += gr[c * inner + i];
+        sum += acc;
+      }
+    }
+    partials[item] = sum;
+  }
+}
+
+template <typename T>
+__global__ void BiasGradTotalKernel(const T* partials, int64_t chunks, int64_t channels, T* out) {
+  PX_GRID_LOOP(c, channels) {
+    T result = T(0);
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) result += partials[chunk * channels + c];
+    out[c] = result;
+  }
+}
+
+// One thread per example: the CPU's SoftmaxRow and loss, operation for operation.
+template <typename T>
+__global__ void SparseXentKernel(const T* logits, const int64_t* labels, int64_t batch,
+                                 int64_t depth, T* loss, T* backprop) {
+  PX_GRID_LOOP(b, batch) {
+    const T* row = logits + b * depth;
+    T* bp = backprop + b * depth;
+    T max = row[0];  // std::max_element: the first of the largest
+    for (int64_t j = 1; j < depth; ++j) {
+      if (max < row[j]) max = row[j];
+    }
+    T sum = T(0);
+    for (int64_t j = 0; j < depth; ++j) {
+      bp[j] = exp(row[j] - max);
+      sum += bp[j];
+    }
+    const T scale = T(1) / sum;
+    for (int64_t j = 0; j < depth; ++j) bp[j] *= scale;
+    const int64_t label = labels[b];
+    loss[b] = log(sum) - (row[label] - max);
+    bp[label] -= T(1);
+  }
+}
+
+template <typename T, template <typename> class Reducer>
+cudaError_t ReduceRows(const T* x, int64_t rows, int64_t n, T* out, T* scratch,
+                       ReduceOutput output, cudaStream_t stream) {
+  using R = Reducer<T>;
+  const int64_t tasks = order::NumTasks(n);
+  if (tasks == 1) {
+    RowTasksKernel<T, R><<<Blocks(rows), kThreads, 0, stream>>>(x, rows, n, 1, out, output);
+  } else {
+    RowTasksKernel<T, R><<<Blocks(rows * tasks), kThreads, 0, stream>>>(x, rows, n, tasks, scratch,
+                                                                        output);
+    CombineTasksKernel<T, R><<<Blocks(rows), kThreads, 0, stream>>>(scratch, rows, n, tasks, out,
+                                                                    output);
+  }
+  return cudaGetLastError();
+}
+
+template <typename T, template <typename> class Reducer>
+cudaError_t ReduceColumns(const T* x, int64_t outer, int64_t rows, int64_t cols, T* out,
+                          ReduceOutput output, cudaStream_t stream) {
+  ColumnsKernel<T, Reducer<T>>
+      <<<Blocks(outer * cols), kThreads, 0, stream>>>(x, outer, rows, cols, out, output);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+int64_t ReduceRowsScratch(int64_t n) {
+  const int64_t tasks = order::NumTasks(n);
+  return tasks > 1 ? tasks : 0;
+}
+
+template <typename T>
+cudaError_t LaunchReduceRows(ReduceOp op, const T* x, int64_t rows, int64_t n, T* out, T* scratch,
+                             ReduceOutput output, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  switch (op) {
+    case ReduceOp::kSum: return ReduceRows<T, order::Sum>(x, rows, n, out, scratch, output, stream);
+    case ReduceOp::kProd: return ReduceRows<T, order::Prod>(x, rows, n, out, scratch, output, stream);
+    case ReduceOp::kMax: return ReduceRows<T, order::Max>(x, rows, n, out, scratch, output, stream);
+    case ReduceOp::kMin: return ReduceRows<T, order::Min>(x, rows, n, out, scratch, output, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+template <typename T>
+cudaError_t LaunchReduceColumns(ReduceOp op, const T* x, int64_t outer, int64_t rows, int64_t cols,
+                                T* out, ReduceOutput output, cudaStream_t stream) {
+  if (outer * cols == 0) return cudaSuccess;
+  switch (op) {
+    case ReduceOp::kSum: return ReduceColumns<T, order::Sum>(x, outer, rows, cols, out, output, stream);
+    case ReduceOp::kProd: return ReduceColumns<T, order::Prod>(x, outer, rows, cols, out, output, stream);
+    case ReduceOp::kMax: return ReduceColumns<T, order::Max>(x, outer, rows, cols, out, output, stream);
+    case ReduceOp::kMin: return ReduceColumns<T, order::Min>(x, outer, rows, cols, out, output, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+template <typename T>
+cudaError_t LaunchFill(T* out, int64_t n, T value, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  FillKernel<T><<<Blocks(n), kThreads, 0, stream>>>(out, n, value);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t LaunchStridedCopy(const T* x, T* out, int64_t n, const StridedCopy& copy,
+                              cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  StridedCopyKernel<T><<<Blocks(n), kThreads, 0, stream>>>(x, out, n, copy);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t LaunchBiasGrad(const T* g, int64_t outer, int64_t channels, int64_t inner,
+                           int64_t chunk_rows, T* partials, T* out, cudaStream_t stream) {
+  if (channels == 0) return cudaSuccess;
+  const int64_t chunks = (outer + chunk_rows - 1) / chunk_rows;
+  if (chunks > 0) {
+    BiasGradChunksKernel<T><<<Blocks(chunks * channels), kThreads, 0, stream>>>(
+        g, outer, channels, inner, chunk_rows, chunks, partials);
+  }
+  BiasGradTotalKernel<T><<<Blocks(channels), kThreads, 0, stream>>>(partials, chunks, channels,
+                                                                    out);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t LaunchSparseXent(const T* logits, const int64_t* labels, int64_t batch, int64_t depth,
+                             T* loss, T* backprop, cudaStream_t stream) {
+  if (batch == 0) return cudaSuccess;
+  SparseXentKernel<T><<<Blocks(batch), kThreads, 0, stream>>>(logits, labels, batch, depth, loss,
+                                                              backprop);
+  return cudaGetLastError();
+}
+
+#define PX_INSTANTIATE(T)                                                                          \
+  template cudaError_t LaunchReduceRows<T>(ReduceOp, const T*, int64_t, int64_t, T*, T*,           \
+                                           ReduceOutput, cudaStream_t);                            \
+  template cudaError_t LaunchReduceColumns<T>(ReduceOp, const T*, int64_t, int64_t, int64_t, T*,   \
+                                              ReduceOutput, cudaStream_t);                         \
+  template cudaError_t LaunchFill<T>(T*, int64_t, T, cudaStream_t);                                \
+  template cudaError_t LaunchStridedCopy<T>(const T*, T*, int64_t, const StridedCopy&,             \
+                                            cudaStream_t);                                         \
+  template cudaError_t LaunchBiasGrad<T>(const T*, int64_t, int64_t, int64_t, int64_t, T*, T*,     \
+                                         cudaStream_t);                                            \
+  template cudaError_t LaunchSparseXent<T>(const T*, const int64_t*, int64_t, int64_t, T*, T*,     \
+                                           cudaStream_t);
+PX_INSTANTIATE(float)
+PX_INSTANTIATE(double)
+#undef PX_INSTANTIATE
+
+}  // namespace parallax::cuda_kernels

@@ -1,0 +1,67 @@
+// Launch functions of the GPU's reductions (reduction_kernels.cu), called by their
+// OpKernels (reduction_ops.cc). Plain types only: read by nvcc and g++ alike.
+//
+// Every sum is taken in the CPU kernels' order (../reduction_order.h), so a GPU result
+// has the CPU's bits: rows by the pairwise tree (its kTask subtrees on threads of their
+// own, then combined in the tree's order), columns by the column tree, BiasAddGrad by
+// its chunks. SparseSoftmaxCrossEntropyWithLogits follows the CPU's loop too; its exp
+// and log are the GPU's (a few ulps from the CPU's).
+#ifndef PARALLAX_LIB_RUNTIME_KERNELS_CUDA_REDUCTION_LAUNCH_H_
+#define PARALLAX_LIB_RUNTIME_KERNELS_CUDA_REDUCTION_LAUNCH_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace parallax::cuda_kernels {
+
+enum class ReduceOp { kSum, kProd, kMax, kMin };
+
+// Each result is divided by `divisor` when it is > 0 (Mean).
+struct ReduceOutput {
+  int64_t divisor = 0;
+};
+
+// out[i] = the reduction of x[i * n, (i + 1) * n), i < rows. `scratch` holds
+// rows * ReduceRowsScratch(n) values (none when that is 0).
+int64_t ReduceRowsScratch(int64_t n);
+template <typename T>
+cudaError_t LaunchReduceRows(ReduceOp op, const T* x, int64_t rows, int64_t n, T* out, T* scratch,
+                             ReduceOutput output, cudaStream_t stream);
+
+// out[i * cols + c] = the reduction over r < rows of x[(i * rows + r) * cols + c].
+template <typename T>
+cudaError_t LaunchReduceColumns(ReduceOp op, const T* x, int64_t outer, int64_t rows, int64_t cols,
+                                T* out, ReduceOutput output, cudaStream_t stream);
+
+// out[i] = value, i < n.
+template <typename T>
+cudaError_t LaunchFill(T* out, int64_t n, T value, cudaStream_t stream);
+
+inline constexpr int kMaxCopyRank = 8;
+
+// out (row-major over dims) = x read with src_strides: a transpose.
+struct StridedCopy {
+  int rank = 0;
+  int64_t dims[kMaxCopyRank] = {};
+  int64_t src_strides[kMaxCopyRank] = {};
+};
+template <typename T>
+cudaError_t LaunchStridedCopy(const T* x, T* out, int64_t n, const StridedCopy& copy,
+                              cudaStream_t stream);
+
+// BiasAddGrad of g as [outer, channels, inner]: rows of channels * inner values summed
+// per chunk of chunk_rows rows into partials [chunks, channels], then the chunks in order.
+template <typename T>
+cudaError_t LaunchBiasGrad(const T* g, int64_t outer, int64_t channels, int64_t inner,
+                           int64_t chunk_rows, T* partials, T* out, cudaStream_t stream);
+
+// Loss [batch] and backprop [batch, depth] of logits [batch, depth] against labels
+// (int64, checked on the host to be in [0, depth)).
+template <typename T>
+cudaError_t LaunchSparseXent(const T* logits, const int64_t* labels, int64_t batch, int64_t depth,
+                             T* loss, T* backprop, cudaStream_t stream);
+
+}  // namespace parallax::cuda_kernels
+
+#endif  // PARALLAX_LIB_RUNTIME_KERNELS_CUDA_REDUCTION_LAUNCH_H_

@@ -1,0 +1,213 @@
+// GPU kernels of the reductions Sum, Mean, Prod, Max, Min, of BiasAddGrad and of
+// SparseSoftmaxCrossEntropyWithLogits, float and double. Layouts are planned on the host
+// as the CPU kernels plan them (cpu/reduction_plan.h) and reduced in the CPU's order
+// (reduction_launch.h), so results have the CPU's bits (the cross-entropy's exp and log
+// aside). Axes, and the labels (checked as the CPU checks them), are read on the host.
+#include <limits>
+#include <vector>
+
+#include "lib/runtime/kernels/cpu/reduction_plan.h"
+#include "lib/runtime/kernels/cuda/cuda_kernel_util.h"
+#include "lib/runtime/kernels/cuda/reduction_launch.h"
+#include "lib/runtime/kernels/kernel_shapes.h"
+#include "lib/runtime/kernels/reduction_order.h"
+
+namespace parallax::cuda_kernels {
+namespace {
+
+template <typename T>
+T IdentityOf(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+      return reduction_order::Sum<T>::Identity();
+    case ReduceOp::kProd:
+      return reduction_order::Prod<T>::Identity();
+    case ReduceOp::kMax:
+      return reduction_order::Max<T>::Identity();
+    case ReduceOp::kMin:
+      return reduction_order::Min<T>::Identity();
+  }
+  return T(0);
+}
+
+// A device scratch tensor of n values of `like`'s dtype.
+StatusOr<Tensor> Scratch(KernelContext& context, DataType dtype, int64_t n) {
+  return Tensor::Allocate(context.device().memory(), dtype, TensorShape{n});
+}
+
+template <typename T, ReduceOp kOp, bool kMean = false>
+class ReductionKernel : public OpKernel {
+ public:
+  ReductionKernel(const KernelInit& init, Status* status) {
+    *status = init.GetAttrOr("keep_dims", &keep_dims_, false);
+  }
+  bool HostMemoryInput(int index) const override { return index == 1; }
+  bool ForwardsInputs() const override { return true; }
+
+  Status Compute(KernelContext& context) const override {
+    PX_RETURN_IF_ERROR(CheckDtype(context, 0, DataTypeOf<T>::value));
+    const Tensor& input = context.input(0);
+    PX_ASSIGN_OR_RETURN(ReductionPlan plan,
+                        PlanReduction(input.shape(), context.input(1), keep_dims_));
+    const std::vector<int64_t>& g = plan.group_sizes;
+    const std::vector<bool>& r = plan.group_reduced;
+    const bool any_reduced = std::find(r.begin(), r.end(), true) != r.end();
+    if (input.num_elements() > 0 && !any_reduced) {  // only size-1 dims reduced: same values
+      PX_ASSIGN_OR_RETURN(Tensor output, input.Reshaped(TensorShape(plan.out_dims)));
+      context.set_output(0, std::move(output));
+      return Status::Ok();
+    }
+    PX_ASSIGN_OR_RETURN(Tensor * output,
+                        context.AllocateDeviceOutput(0, input.dtype(), TensorShape(plan.out_dims)));
+    T* out = static_cast<T*>(output->raw_data());
+    const ReduceOutput finish{.divisor = kMean ? plan.reduced_count : 0};
+    CudaDevice& device = DeviceOf(context);
+    auto lock = device.LaunchLock();
+    PX_RETURN_IF_ERROR(device.MakeCurrent());
+    cudaStream_t stream = device.stream();
+    if (input.num_elements() == 0) {
+      T value = IdentityOf<T>(kOp);
+      if (kMean) value = value / static_cast<T>(plan.reduced_count);  // 0 / 0: NaN, as TF
+      return LaunchStatus(LaunchFill<T>(out, output->num_elements(), value, stream), device);
+    }
+    const T* x = static_cast<const T*>(input.raw_data());
+    const size_t k = g.size();
+    if ((k == 2 && r[0]) || (k == 3 && !r[0])) {  // [K1, R, K2]: column trees
+      const int64_t outer = k == 2 ? 1 : g[0];
+      const int64_t rows = k == 2 ? g[0] : g[1];
+      const int64_t cols = k == 2 ? g[1] : g[2];
+      return LaunchStatus(LaunchReduceColumns<T>(kOp, x, outer, rows, cols, out, finish, stream),
+                          device);
+    }
+    const int64_t n = plan.reduced_count;
+    const int64_t rows = input.num_elements() / n;
+    Tensor moved;
+    if (!(k == 1 && r[0]) && !(k == 2 && !r[0])) {
+      // General: transpose to [kept..., reduced...], then one tree per row.
+      if (k > static_cast<size_t>(kMaxCopyRank)) {
+        return UnimplementedError(
+            "reducing {} alternating groups of dims (the GPU kernel takes {})", k, kMaxCopyRank);
+      }
+      StridedCopy copy;
+      std::vector<int64_t> strides(k, 1);
+      for (size_t i = k - 1; i > 0; --i) strides[i - 1] = strides[i] * g[i];
+      for (int pass = 0; pass < 2; ++pass) {
+        for (size_t i = 0; i < k; ++i) {
+          if (r[i] != (pass == 1)) continue;
+          copy.dims[copy.rank] = g[i];
+          copy.src_strides[copy.rank] = strides[i];
+          ++copy.rank;
+        }
+      }
+      PX_ASSIGN_OR_RETURN(moved, Scratch(context, input.dtype(), input.num_elements()));
+      PX_RETURN_IF_ERROR(LaunchStatus(LaunchStridedCopy<T>(x, static_cast<T*>(moved.raw_data()),
+                                                           input.num_elements(), copy, stream),
+                                      device));
+      x = static_cast<const T*>(moved.raw_data());
+    }
+    Tensor scratch;
+    const int64_t per_row = ReduceRowsScratch(n);
+    if (per_row > 0) {
+      PX_ASSIGN_OR_RETURN(scratch, Scratch(context, input.dtype(), rows * per_row));
+    }
+    return LaunchStatus(
+        LaunchReduceRows<T>(kOp, x, rows, n, out,
+                            per_row > 0 ? static_cast<T*>(scratch.raw_data()) : nullptr, finish,
+                            stream),
+        device);
+  }
+
+ private:
+  bool keep_dims_ = false;
+};
+
+template <typename T>
+class BiasAddGradKernel : public OpKernel {
+ public:
+  BiasAddGradKernel(const KernelInit& init, Status* status) {
+    *status = ReadChannelsFormat(init, &nchw_);
+  }
+  Status Compute(KernelContext& context) const override {
+    PX_RETURN_IF_ERROR(CheckDtype(context, 0, DataTypeOf<T>::value));
+    const Tensor& grad = context.input(0);
+    PX_RETURN_IF_ERROR(CheckBiasAddGradShape(grad));
+    const ChannelSplit s = SplitChannels(grad.shape(), nchw_);
+    PX_ASSIGN_OR_RETURN(Tensor * out,
+                        context.AllocateDeviceOutput(0, grad.dtype(), TensorShape{s.channels}));
+    const int64_t chunk_rows = reduction_order::BiasGradChunkRows(s.channels * s.inner);
+    const int64_t chunks = (s.outer + chunk_rows - 1) / chunk_rows;
+    PX_ASSIGN_OR_RETURN(Tensor partials,
+                        Scratch(context, grad.dtype(), std::max<int64_t>(1, chunks * s.channels)));
+    CudaDevice& device = DeviceOf(context);
+    auto lock = device.LaunchLock();
+    PX_RETURN_IF_ERROR(device.MakeCurrent());
+    return LaunchStatus(
+        LaunchBiasGrad<T>(static_cast<const T*>(grad.raw_data()), s.outer, s.channels, s.inner,
+                          chunk_rows, static_cast<T*>(partials.raw_data()),
+                          static_cast<T*>(out->raw_data()), device.stream()),
+        device);
+  }
+
+ private:
+  bool nchw_ = false;
+};
+
+template <typename T>
+class SparseXentKernel : public OpKernel {
+ public:
+  SparseXentKernel(const KernelInit&, Status*) {}
+  bool HostMemoryInput(int index) const override { return index == 1; }
+  Status Compute(KernelContext& context) const override {
+    PX_RETURN_IF_ERROR(CheckDtype(context, 0, DataTypeOf<T>::value));
+    const Tensor& features = context.input(0);
+    const Tensor& labels = context.input(1);
+    PX_RETURN_IF_ERROR(CheckSparseXentShapes(features, labels));
+    const int64_t batch = features.dim(0), depth = features.dim(1);
+    PX_RETURN_IF_ERROR(SparseXentLabelError(labels, depth));
+    Tensor labels64(tensorflow::DT_INT64, TensorShape{batch});
+    for (int64_t b = 0; b < batch; ++b) {
+      labels64.data<int64_t>()[b] = labels.dtype() == tensorflow::DT_INT32
+                                        ? labels.data<int32_t>()[b]
+                                        : labels.data<int64_t>()[b];
+    }
+    PX_ASSIGN_OR_RETURN(Tensor device_labels, labels64.CopiedTo(context.device().memory()));
+    PX_ASSIGN_OR_RETURN(Tensor * loss,
+                        context.AllocateDeviceOutput(0, features.dtype(), TensorShape{batch}));
+    PX_ASSIGN_OR_RETURN(Tensor * backprop, context.AllocateDeviceOutput(1, features.dtype(),
+                                                                        TensorShape{batch, depth}));
+    CudaDevice& device = DeviceOf(context);
+    auto lock = device.LaunchLock();
+    PX_RETURN_IF_ERROR(device.MakeCurrent());
+    return LaunchStatus(LaunchSparseXent<T>(static_cast<const T*>(features.raw_data()),
+                                            static_cast<const int64_t*>(device_labels.raw_data()),
+                                            batch, depth, static_cast<T*>(loss->raw_data()),
+                                            static_cast<T*>(backprop->raw_data()), device.stream()),
+                        device);
+  }
+};
+
+template <typename T>
+using SumKernel = ReductionKernel<T, ReduceOp::kSum>;
+template <typename T>
+using MeanKernel = ReductionKernel<T, ReduceOp::kSum, true>;
+template <typename T>
+using ProdKernel = ReductionKernel<T, ReduceOp::kProd>;
+template <typename T>
+using MaxKernel = ReductionKernel<T, ReduceOp::kMax>;
+template <typename T>
+using MinKernel = ReductionKernel<T, ReduceOp::kMin>;
+
+#define PX_CUDA_FLOAT_KERNELS(Kernel, name)                                              \
+  PX_REGISTER_KERNEL(Kernel<float>, name, DeviceType::kCuda, "T", tensorflow::DT_FLOAT); \
+  PX_REGISTER_KERNEL(Kernel<double>, name, DeviceType::kCuda, "T", tensorflow::DT_DOUBLE)
+
+PX_CUDA_FLOAT_KERNELS(SumKernel, "Sum");
+PX_CUDA_FLOAT_KERNELS(MeanKernel, "Mean");
+PX_CUDA_FLOAT_KERNELS(ProdKernel, "Prod");
+PX_CUDA_FLOAT_KERNELS(MaxKernel, "Max");
+PX_CUDA_FLOAT_KERNELS(MinKernel, "Min");
+PX_CUDA_FLOAT_KERNELS(BiasAddGradKernel, "BiasAddGrad");
+PX_CUDA_FLOAT_KERNELS(SparseXentKernel, "SparseSoftmaxCrossEntropyWithLogits");
+
+}  // namespace
+}  // namespace parallax::cuda_kernels
