@@ -39,9 +39,10 @@ struct Input {
   Tensor value;                             // this value rather than random ones (axes)
 };
 
-Input Axes(std::vector<int32_t> axes) {
-  const int64_t n = static_cast<int64_t>(axes.size());
-  return {.value = Tensor::FromVector<int32_t>(std::move(axes), TensorShape{n})};
+// An int32 vector input (axes, dims, multiples, a permutation).
+Input Ints(std::vector<int32_t> values) {
+  const int64_t n = static_cast<int64_t>(values.size());
+  return {.value = Tensor::FromVector<int32_t>(std::move(values), TensorShape{n})};
 }
 
 struct KernelCase {
@@ -164,19 +165,19 @@ std::vector<KernelCase> Table() {
       {TensorShape{2, 1, 40000}, {-1}}};
   for (const char* op : {"Sum", "Mean", "Max", "Min"}) {
     for (const Reduction& r : reductions) {
-      cases.push_back({.op = op, .inputs = {{r.shape}, Axes(r.axes)}, .note = "reduction"});
+      cases.push_back({.op = op, .inputs = {{r.shape}, Ints(r.axes)}, .note = "reduction"});
     }
   }
   cases.push_back(
-      {.op = "Prod", .inputs = {{TensorShape{3, 257}, 0.99, 1.01}, Axes({1})}, .note = "reduction"});
+      {.op = "Prod", .inputs = {{TensorShape{3, 257}, 0.99, 1.01}, Ints({1})}, .note = "reduction"});
   cases.push_back({.op = "Sum",
-                   .inputs = {{TensorShape{5, 7}}, Axes({1})},
+                   .inputs = {{TensorShape{5, 7}}, Ints({1})},
                    .attrs = {{"keep_dims", BoolAttr(true)}},
                    .note = "keep_dims"});
   cases.push_back(
-      {.op = "Mean", .inputs = {{TensorShape{0, 3}}, Axes({0})}, .note = "empty"});
+      {.op = "Mean", .inputs = {{TensorShape{0, 3}}, Ints({0})}, .note = "empty"});
   cases.push_back({.op = "Sum",
-                   .inputs = {{TensorShape{6, 700}}, Axes({1})},
+                   .inputs = {{TensorShape{6, 700}}, Ints({1})},
                    .dtype = tensorflow::DT_DOUBLE,
                    .note = "reduction"});
   // BiasAddGrad: one chunk, several (NHWC), NCHW.
@@ -198,6 +199,21 @@ std::vector<KernelCase> Table() {
                    .attrs = {{"Tlabels", TypeAttr(tensorflow::DT_INT64)}},
                    .tolerance = kLibm,
                    .note = "wide"});
+
+  // Fills and copies: bit for bit.
+  cases.push_back({.op = "Fill", .inputs = {Ints({3, 5}), {TensorShape{}}}});
+  cases.push_back({.op = "Fill",
+                   .inputs = {Ints({4, 2}), {TensorShape{}, -100, 100}},
+                   .dtype = tensorflow::DT_INT32});
+  cases.push_back({.op = "ZerosLike", .inputs = {{odd}}});
+  cases.push_back({.op = "OnesLike", .inputs = {{odd}}});
+  cases.push_back({.op = "Tile", .inputs = {{TensorShape{2, 3}}, Ints({2, 3})}});
+  cases.push_back({.op = "Tile", .inputs = {{TensorShape{3, 1, 4}}, Ints({1, 5, 2})}});
+  cases.push_back({.op = "Transpose", .inputs = {{TensorShape{3, 4, 5}}, Ints({2, 0, 1})}});
+  cases.push_back({.op = "Transpose", .inputs = {{TensorShape{33, 65}}, Ints({1, 0})}});
+  cases.push_back({.op = "Transpose",
+                   .inputs = {{TensorShape{2, 3, 4, 5}}, Ints({3, 1, 2, 0})},
+                   .dtype = tensorflow::DT_DOUBLE});
 
   // Variable updates: the variable (and slots) compared after one update. Every rule's
   // operations are IEEE-exact (update_rules.h), so bit for bit.
@@ -248,6 +264,16 @@ std::vector<KernelCase> Table() {
   return cases;
 }
 
+// Not DataTypeShortName: names are made while tests register, before protobuf's tables.
+const char* TypeName(DataType dtype) {
+  switch (dtype) {
+    case tensorflow::DT_DOUBLE: return "double";
+    case tensorflow::DT_INT32: return "int32";
+    case tensorflow::DT_INT64: return "int64";
+    default: return "float";
+  }
+}
+
 std::string CaseName(const KernelCase& c) {
   std::string shapes;
   for (const Input& in : c.inputs) {
@@ -255,9 +281,8 @@ std::string CaseName(const KernelCase& c) {
         in.value.initialized() ? in.value.DebugString() : in.shape.DebugString();
     shapes += (shapes.empty() ? "" : " ") + shape;
   }
-  // Not DataTypeShortName: names are made while tests register, before protobuf's tables.
   return fmt::format("kernel table: {} {} {}{}", c.op,
-                     c.dtype == tensorflow::DT_DOUBLE ? "double" : "float", shapes,
+                     TypeName(c.dtype), shapes,
                      c.note.empty() ? "" : " (" + c.note + ")");
 }
 
@@ -332,8 +357,12 @@ void RunTableCase(const std::vector<KernelCase>& table, size_t index) {
   INFO("ops run on the host: " << fmt::format("{}", fmt::join(host, ", ")));
   CHECK(std::find(host.begin(), host.end(), c.op) == host.end());
   auto compare = [&](const Tensor& gpu_value, const Tensor& cpu_value) {
-    return c.dtype == tensorflow::DT_DOUBLE ? Compare<double>(gpu_value, cpu_value, c.tolerance)
-                                            : Compare<float>(gpu_value, cpu_value, c.tolerance);
+    switch (cpu_value.dtype()) {
+      case tensorflow::DT_DOUBLE: return Compare<double>(gpu_value, cpu_value, c.tolerance);
+      case tensorflow::DT_INT32: return Compare<int32_t>(gpu_value, cpu_value, 0);
+      case tensorflow::DT_INT64: return Compare<int64_t>(gpu_value, cpu_value, 0);
+      default: return Compare<float>(gpu_value, cpu_value, c.tolerance);
+    }
   };
   REQUIRE(on_gpu->outputs.size() == cpu->outputs.size());
   for (size_t k = 0; k < cpu->outputs.size(); ++k) {

@@ -290,55 +290,21 @@ class SqueezeOp : public OpKernel {
 PX_REGISTER_KERNEL(SqueezeOp, "Squeeze", kCpu);
 PX_REGISTER_KERNEL(OnDevice<SqueezeOp>, "Squeeze", DeviceType::kCuda);
 
-// Reads a permutation of [0, rank) (Transpose's perm).
-StatusOr<std::vector<int64_t>> ReadPermutation(const Tensor& perm_tensor, int rank) {
-  PX_ASSIGN_OR_RETURN(std::vector<int64_t> perm, IndexValues(perm_tensor, "perm"));
-  if (perm_tensor.rank() != 1 || static_cast<int64_t>(perm.size()) != rank) {
-    return InvalidArgumentError("transpose expects a vector of size {}. But input(1) is a vector "
-                                "of size {}",
-                                rank, perm.size());
-  }
-  std::vector<bool> seen(static_cast<size_t>(rank), false);
-  for (int64_t p : perm) {
-    if (p < 0 || p >= rank) return InvalidArgumentError("{} is out of range [0 .. {})", p, rank);
-    seen[static_cast<size_t>(p)] = true;
-  }
-  for (int i = 0; i < rank; ++i) {
-    if (!seen[static_cast<size_t>(i)]) {
-      std::string list;
-      for (size_t k = 0; k < perm.size(); ++k) list += (k ? "," : "") + std::to_string(perm[k]);
-      return InvalidArgumentError("{} is missing from {{{}}}.", i, list);
-    }
-  }
-  return perm;
-}
-
 class TransposeOp : public OpKernel {
  public:
   bool ForwardsInputs() const override { return true; }
   TransposeOp(const KernelInit&, Status*) {}
   Status Compute(KernelContext& context) const override {
     const Tensor& input = context.input(0);
-    const int rank = input.rank();
-    PX_ASSIGN_OR_RETURN(std::vector<int64_t> perm, ReadPermutation(context.input(1), rank));
-    const std::vector<int64_t>& in_dims = input.shape().dims();
-    const std::vector<int64_t> in_strides = RowMajorStrides(in_dims);
-    StridedCopySpec spec;
-    bool identity = true;
-    for (int i = 0; i < rank; ++i) {
-      const size_t p = static_cast<size_t>(perm[static_cast<size_t>(i)]);
-      spec.dims.push_back(in_dims[p]);
-      spec.src_strides.push_back(in_strides[p]);
-      identity &= (p == static_cast<size_t>(i)) || in_dims[p] == 1;
-    }
-    if (identity) {  // only size-1 dims move: the same bytes
-      PX_ASSIGN_OR_RETURN(Tensor output, input.Reshaped(TensorShape(spec.dims)));
+    PX_ASSIGN_OR_RETURN(cpu_array::CopyPlan plan,
+                        cpu_array::PlanTranspose(input.shape(), context.input(1)));
+    if (plan.same_bytes) {
+      PX_ASSIGN_OR_RETURN(Tensor output, input.Reshaped(TensorShape(plan.out_dims)));
       context.set_output(0, std::move(output));
       return Status::Ok();
     }
-    spec.dst_strides = RowMajorStrides(spec.dims);
-    Tensor* output = context.AllocateOutput(0, input.dtype(), TensorShape(spec.dims));
-    return StridedCopy(input, output, std::move(spec), context.threads());
+    Tensor* output = context.AllocateOutput(0, input.dtype(), TensorShape(plan.out_dims));
+    return StridedCopy(input, output, std::move(plan.copy), context.threads());
   }
 };
 PX_REGISTER_KERNEL(TransposeOp, "Transpose", kCpu);
@@ -893,15 +859,9 @@ class FillOp : public OpKernel {
  public:
   FillOp(const KernelInit&, Status*) {}
   Status Compute(KernelContext& context) const override {
-    PX_ASSIGN_OR_RETURN(std::vector<int64_t> dims, IndexVector(context.input(0), "dims"));
     const Tensor& value = context.input(1);
-    if (value.rank() != 0) {
-      return InvalidArgumentError("value must be a scalar, got shape {}", value.shape().DebugString());
-    }
-    for (int64_t d : dims) {
-      if (d < 0) return InvalidArgumentError("Dimension {} must be >= 0", d);
-    }
-    Tensor* output = context.AllocateOutput(0, value.dtype(), TensorShape(std::move(dims)));
+    PX_ASSIGN_OR_RETURN(TensorShape shape, cpu_array::FillShape(context.input(0), value));
+    Tensor* output = context.AllocateOutput(0, value.dtype(), std::move(shape));
     return cpu_array::FillWith(output, &value, context.threads());
   }
 };
@@ -912,31 +872,10 @@ class TileOp : public OpKernel {
   TileOp(const KernelInit&, Status*) {}
   Status Compute(KernelContext& context) const override {
     const Tensor& input = context.input(0);
-    const int rank = input.rank();
-    PX_ASSIGN_OR_RETURN(std::vector<int64_t> multiples, IndexValues(context.input(1), "multiples"));
-    if (context.input(1).rank() != 1 || static_cast<int>(multiples.size()) != rank) {
-      return InvalidArgumentError("Expected multiples argument to be a vector of length {} but got "
-                                  "length {}",
-                                  rank, context.input(1).num_elements());
-    }
-    std::vector<int64_t> out_dims;
-    for (int d = 0; d < rank; ++d) {
-      const int64_t m = multiples[static_cast<size_t>(d)];
-      if (m < 0) return InvalidArgumentError("Expected multiples[{}] >= 0, but got {}", d, m);
-      out_dims.push_back(input.dim(d) * m);
-    }
-    // Output dim d seen as [multiple, dim]: the input repeats along `multiple` (stride 0).
-    const std::vector<int64_t> in_strides = RowMajorStrides(input.shape().dims());
-    const std::vector<int64_t> out_strides = RowMajorStrides(out_dims);
-    StridedCopySpec spec;
-    for (int d = 0; d < rank; ++d) {
-      const size_t i = static_cast<size_t>(d);
-      spec.dims.insert(spec.dims.end(), {multiples[i], input.dim(d)});
-      spec.src_strides.insert(spec.src_strides.end(), {0, in_strides[i]});
-      spec.dst_strides.insert(spec.dst_strides.end(), {input.dim(d) * out_strides[i], out_strides[i]});
-    }
-    Tensor* output = context.AllocateOutput(0, input.dtype(), TensorShape(out_dims));
-    return StridedCopy(input, output, std::move(spec), context.threads());
+    PX_ASSIGN_OR_RETURN(cpu_array::CopyPlan plan,
+                        cpu_array::PlanTile(input.shape(), context.input(1)));
+    Tensor* output = context.AllocateOutput(0, input.dtype(), TensorShape(plan.out_dims));
+    return StridedCopy(input, output, std::move(plan.copy), context.threads());
   }
 };
 PX_REGISTER_KERNEL(TileOp, "Tile", kCpu);

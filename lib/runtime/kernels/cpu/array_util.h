@@ -259,6 +259,97 @@ inline Status FillWith(Tensor* t, const Tensor* value, ThreadPool& pool) {
   });
 }
 
+// ---- Plans the CPU and GPU kernels share: the checks, the output shape, the copy ----
+
+// Fill's output shape: `dims` a vector of non-negative sizes, `value` a scalar.
+inline StatusOr<TensorShape> FillShape(const Tensor& dims_t, const Tensor& value) {
+  PX_ASSIGN_OR_RETURN(std::vector<int64_t> dims, IndexVector(dims_t, "dims"));
+  if (value.rank() != 0) {
+    return InvalidArgumentError("value must be a scalar, got shape {}", value.shape().DebugString());
+  }
+  for (int64_t d : dims) {
+    if (d < 0) return InvalidArgumentError("Dimension {} must be >= 0", d);
+  }
+  return TensorShape(std::move(dims));
+}
+
+// A copy whose destination is row-major over `copy.dims`, and its output's shape.
+struct CopyPlan {
+  std::vector<int64_t> out_dims;
+  StridedCopySpec copy;
+  bool same_bytes = false;  // the output is the input's bytes (reshape instead)
+};
+
+// Reads a permutation of [0, rank) (Transpose's perm).
+inline StatusOr<std::vector<int64_t>> ReadPermutation(const Tensor& perm_tensor, int rank) {
+  PX_ASSIGN_OR_RETURN(std::vector<int64_t> perm, IndexValues(perm_tensor, "perm"));
+  if (perm_tensor.rank() != 1 || static_cast<int64_t>(perm.size()) != rank) {
+    return InvalidArgumentError("transpose expects a vector of size {}. But input(1) is a vector "
+                                "of size {}",
+                                rank, perm.size());
+  }
+  std::vector<bool> seen(static_cast<size_t>(rank), false);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= rank) return InvalidArgumentError("{} is out of range [0 .. {})", p, rank);
+    seen[static_cast<size_t>(p)] = true;
+  }
+  for (int i = 0; i < rank; ++i) {
+    if (!seen[static_cast<size_t>(i)]) {
+      std::string list;
+      for (size_t k = 0; k < perm.size(); ++k) list += (k ? "," : "") + std::to_string(perm[k]);
+      return InvalidArgumentError("{} is missing from {{{}}}.", i, list);
+    }
+  }
+  return perm;
+}
+
+// Transpose: output dim i is input dim perm[i]; same bytes when only size-1 dims move.
+inline StatusOr<CopyPlan> PlanTranspose(const TensorShape& shape, const Tensor& perm_t) {
+  const int rank = shape.rank();
+  PX_ASSIGN_OR_RETURN(std::vector<int64_t> perm, ReadPermutation(perm_t, rank));
+  const std::vector<int64_t>& in_dims = shape.dims();
+  const std::vector<int64_t> in_strides = RowMajorStrides(in_dims);
+  CopyPlan plan;
+  plan.same_bytes = true;
+  for (int i = 0; i < rank; ++i) {
+    const size_t p = static_cast<size_t>(perm[static_cast<size_t>(i)]);
+    plan.copy.dims.push_back(in_dims[p]);
+    plan.copy.src_strides.push_back(in_strides[p]);
+    plan.same_bytes &= (p == static_cast<size_t>(i)) || in_dims[p] == 1;
+  }
+  plan.copy.dst_strides = RowMajorStrides(plan.copy.dims);
+  plan.out_dims = plan.copy.dims;
+  return plan;
+}
+
+// Tile: output dim d seen as [multiple, dim], the input repeating along `multiple`
+// (stride 0).
+inline StatusOr<CopyPlan> PlanTile(const TensorShape& shape, const Tensor& multiples_t) {
+  const int rank = shape.rank();
+  PX_ASSIGN_OR_RETURN(std::vector<int64_t> multiples, IndexValues(multiples_t, "multiples"));
+  if (multiples_t.rank() != 1 || static_cast<int>(multiples.size()) != rank) {
+    return InvalidArgumentError("Expected multiples argument to be a vector of length {} but got "
+                                "length {}",
+                                rank, multiples_t.num_elements());
+  }
+  CopyPlan plan;
+  for (int d = 0; d < rank; ++d) {
+    const int64_t m = multiples[static_cast<size_t>(d)];
+    if (m < 0) return InvalidArgumentError("Expected multiples[{}] >= 0, but got {}", d, m);
+    plan.out_dims.push_back(shape.dim(d) * m);
+  }
+  const std::vector<int64_t> in_strides = RowMajorStrides(shape.dims());
+  const std::vector<int64_t> out_strides = RowMajorStrides(plan.out_dims);
+  StridedCopySpec& spec = plan.copy;
+  for (int d = 0; d < rank; ++d) {
+    const size_t i = static_cast<size_t>(d);
+    spec.dims.insert(spec.dims.end(), {multiples[i], shape.dim(d)});
+    spec.src_strides.insert(spec.src_strides.end(), {0, in_strides[i]});
+    spec.dst_strides.insert(spec.dst_strides.end(), {shape.dim(d) * out_strides[i], out_strides[i]});
+  }
+  return plan;
+}
+
 }  // namespace parallax::cpu_array
 
 #endif  // PARALLAX_LIB_RUNTIME_KERNELS_CPU_ARRAY_UTIL_H_

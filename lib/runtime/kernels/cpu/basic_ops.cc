@@ -114,6 +114,7 @@ class NoOp : public OpKernel {
   Status Compute(KernelContext&) const override { return Status::Ok(); }
 };
 PX_REGISTER_KERNEL(NoOp, "NoOp", kCpu);
+PX_REGISTER_KERNEL(OnDevice<NoOp>, "NoOp", DeviceType::kCuda);  // nothing to run
 PX_REGISTER_KERNEL(NoOp, "ControlTrigger", kCpu);
 
 // The while-loop ops hand their input on (a variable as itself); the executor gives them

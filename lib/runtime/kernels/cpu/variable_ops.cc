@@ -2,6 +2,7 @@
 // variables (VarHandleOp, ReadVariableOp, AssignVariableOp), both kept in the executor's
 // VariableStore by name (shared_name when set, else the node name).
 #include "lib/runtime/kernel.h"
+#include "lib/runtime/kernels/cpu/on_device.h"
 
 #include <cstring>
 
@@ -29,6 +30,9 @@ class VariableOp : public OpKernel {
 };
 PX_REGISTER_KERNEL(VariableOp, "VariableV2", kCpu);
 PX_REGISTER_KERNEL(VariableOp, "Variable", kCpu);
+// On a GPU it hands on the same ref: where the value lives is the executor's (executor.h).
+PX_REGISTER_KERNEL(OnDevice<VariableOp>, "VariableV2", DeviceType::kCuda);
+PX_REGISTER_KERNEL(OnDevice<VariableOp>, "Variable", DeviceType::kCuda);
 
 // Assign(ref, value): the variable takes the value (a copy: later writes to the variable
 // must not change the value's other readers, nor the reverse).

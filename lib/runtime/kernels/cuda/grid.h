@@ -16,4 +16,9 @@ inline int Blocks(int64_t n) {
 
 }  // namespace parallax::cuda_kernels
 
+// Thread i of a grid-stride loop over n items (in a __global__ function).
+#define PX_GRID_LOOP(i, n)                                                       \
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; \
+       i < (n); i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+
 #endif  // PARALLAX_LIB_RUNTIME_KERNELS_CUDA_GRID_H_

@@ -10,11 +10,6 @@ namespace {
 
 namespace order = reduction_order;
 
-// Thread i of a grid-stride loop over n items.
-#define PX_GRID_LOOP(i, n)                                                       \
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; \
-       i < (n); i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-
 template <typename T>
 __device__ T Finish(T value, ReduceOutput output) {
   return output.divisor > 0 ? value / static_cast<T>(output.divisor) : value;
@@ -49,23 +44,6 @@ __global__ void ColumnsKernel(const T* x, int64_t outer, int64_t rows, int64_t c
   PX_GRID_LOOP(item, outer * cols) {
     const int64_t i = item / cols, c = item % cols;
     out[item] = Finish(order::PairwiseColumn<T, R>(x + i * rows * cols + c, rows, cols), output);
-  }
-}
-
-template <typename T>
-__global__ void FillKernel(T* out, int64_t n, T value) {
-  PX_GRID_LOOP(i, n) { out[i] = value; }
-}
-
-template <typename T>
-__global__ void StridedCopyKernel(const T* x, T* out, int64_t n, StridedCopy copy) {
-  PX_GRID_LOOP(i, n) {
-    int64_t rest = i, src = 0;
-    for (int d = copy.rank - 1; d >= 0; --d) {
-      src += (rest % copy.dims[d]) * copy.src_strides[d];
-      rest /= copy.dims[d];
-    }
-    out[i] = x[src];
   }
 }
 
@@ -185,21 +163,6 @@ cudaError_t LaunchReduceColumns(ReduceOp op, const T* x, int64_t outer, int64_t 
 }
 
 template <typename T>
-cudaError_t LaunchFill(T* out, int64_t n, T value, cudaStream_t stream) {
-  if (n == 0) return cudaSuccess;
-  FillKernel<T><<<Blocks(n), kThreads, 0, stream>>>(out, n, value);
-  return cudaGetLastError();
-}
-
-template <typename T>
-cudaError_t LaunchStridedCopy(const T* x, T* out, int64_t n, const StridedCopy& copy,
-                              cudaStream_t stream) {
-  if (n == 0) return cudaSuccess;
-  StridedCopyKernel<T><<<Blocks(n), kThreads, 0, stream>>>(x, out, n, copy);
-  return cudaGetLastError();
-}
-
-template <typename T>
 cudaError_t LaunchBiasGrad(const T* g, int64_t outer, int64_t channels, int64_t inner,
                            int64_t chunk_rows, T* partials, T* out, cudaStream_t stream) {
   if (channels == 0) return cudaSuccess;
@@ -227,9 +190,6 @@ cudaError_t LaunchSparseXent(const T* logits, const int64_t* labels, int64_t bat
                                            ReduceOutput, cudaStream_t);                            \
   template cudaError_t LaunchReduceColumns<T>(ReduceOp, const T*, int64_t, int64_t, int64_t, T*,   \
                                               ReduceOutput, cudaStream_t);                         \
-  template cudaError_t LaunchFill<T>(T*, int64_t, T, cudaStream_t);                                \
-  template cudaError_t LaunchStridedCopy<T>(const T*, T*, int64_t, const StridedCopy&,             \
-                                            cudaStream_t);                                         \
   template cudaError_t LaunchBiasGrad<T>(const T*, int64_t, int64_t, int64_t, int64_t, T*, T*,     \
                                          cudaStream_t);                                            \
   template cudaError_t LaunchSparseXent<T>(const T*, const int64_t*, int64_t, int64_t, T*, T*,     \

@@ -34,22 +34,6 @@ template <typename T>
 cudaError_t LaunchReduceColumns(ReduceOp op, const T* x, int64_t outer, int64_t rows, int64_t cols,
                                 T* out, ReduceOutput output, cudaStream_t stream);
 
-// out[i] = value, i < n.
-template <typename T>
-cudaError_t LaunchFill(T* out, int64_t n, T value, cudaStream_t stream);
-
-inline constexpr int kMaxCopyRank = 8;
-
-// out (row-major over dims) = x read with src_strides: a transpose.
-struct StridedCopy {
-  int rank = 0;
-  int64_t dims[kMaxCopyRank] = {};
-  int64_t src_strides[kMaxCopyRank] = {};
-};
-template <typename T>
-cudaError_t LaunchStridedCopy(const T* x, T* out, int64_t n, const StridedCopy& copy,
-                              cudaStream_t stream);
-
 // BiasAddGrad of g as [outer, channels, inner]: rows of channels * inner values summed
 // per chunk of chunk_rows rows into partials [chunks, channels], then the chunks in order.
 template <typename T>

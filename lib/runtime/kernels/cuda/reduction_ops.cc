@@ -9,6 +9,7 @@
 #include "lib/runtime/kernels/cpu/reduction_plan.h"
 #include "lib/runtime/kernels/cuda/cuda_kernel_util.h"
 #include "lib/runtime/kernels/cuda/reduction_launch.h"
+#include "lib/runtime/kernels/cuda/strided_copy.h"
 #include "lib/runtime/kernels/kernel_shapes.h"
 #include "lib/runtime/kernels/reduction_order.h"
 
@@ -84,25 +85,19 @@ class ReductionKernel : public OpKernel {
     Tensor moved;
     if (!(k == 1 && r[0]) && !(k == 2 && !r[0])) {
       // General: transpose to [kept..., reduced...], then one tree per row.
-      if (k > static_cast<size_t>(kMaxCopyRank)) {
-        return UnimplementedError(
-            "reducing {} alternating groups of dims (the GPU kernel takes {})", k, kMaxCopyRank);
-      }
-      StridedCopy copy;
+      cpu_array::StridedCopySpec copy;
       std::vector<int64_t> strides(k, 1);
       for (size_t i = k - 1; i > 0; --i) strides[i - 1] = strides[i] * g[i];
       for (int pass = 0; pass < 2; ++pass) {
         for (size_t i = 0; i < k; ++i) {
           if (r[i] != (pass == 1)) continue;
-          copy.dims[copy.rank] = g[i];
-          copy.src_strides[copy.rank] = strides[i];
-          ++copy.rank;
+          copy.dims.push_back(g[i]);
+          copy.src_strides.push_back(strides[i]);
         }
       }
+      copy.dst_strides = cpu_array::RowMajorStrides(copy.dims);
       PX_ASSIGN_OR_RETURN(moved, Scratch(context, input.dtype(), input.num_elements()));
-      PX_RETURN_IF_ERROR(LaunchStatus(LaunchStridedCopy<T>(x, static_cast<T*>(moved.raw_data()),
-                                                           input.num_elements(), copy, stream),
-                                      device));
+      PX_RETURN_IF_ERROR(CopyStrided(device, input, &moved, std::move(copy)));
       x = static_cast<const T*>(moved.raw_data());
     }
     Tensor scratch;

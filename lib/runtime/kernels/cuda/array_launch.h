@@ -1,0 +1,34 @@
+// Launch functions of the GPU's data-movement kernels (array_kernels.cu): fills and the
+// strided copy behind Transpose, Tile and a reduction's transposition. Plain types only.
+#ifndef PARALLAX_LIB_RUNTIME_KERNELS_CUDA_ARRAY_LAUNCH_H_
+#define PARALLAX_LIB_RUNTIME_KERNELS_CUDA_ARRAY_LAUNCH_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace parallax::cuda_kernels {
+
+// out[i] = value, i < n; T is float, double, int32_t or int64_t.
+template <typename T>
+cudaError_t LaunchFill(T* out, int64_t n, T value, cudaStream_t stream);
+
+inline constexpr int kMaxCopyRank = 8;
+
+// Element (i_0, ..., i_k) of the box `dims` goes from src[src_offset + sum i_d *
+// src_strides[d]] to dst[sum i_d * dst_strides[d]] (cpu_array::StridedCopySpec, simplified).
+struct StridedCopy {
+  int rank = 0;
+  int64_t dims[kMaxCopyRank] = {};
+  int64_t src_strides[kMaxCopyRank] = {};
+  int64_t dst_strides[kMaxCopyRank] = {};
+  int64_t src_offset = 0;
+};
+
+// `n` = the product of dims; elements of `element_size` bytes (1, 2, 4, 8 or 16).
+cudaError_t LaunchStridedCopy(const void* src, void* dst, int element_size, int64_t n,
+                              const StridedCopy& copy, cudaStream_t stream);
+
+}  // namespace parallax::cuda_kernels
+
+#endif  // PARALLAX_LIB_RUNTIME_KERNELS_CUDA_ARRAY_LAUNCH_H_

@@ -1,0 +1,102 @@
+// GPU kernels that make or move values without arithmetic: Fill, ZerosLike, OnesLike
+// (float, double, int32, int64), Tile and Transpose (any dtype of 1 to 16 bytes). Shapes,
+// multiples, permutations and Fill's value are read on the host and checked as the CPU
+// kernels check them (cpu/array_util.h plans both).
+#include "lib/runtime/kernels/cpu/array_util.h"
+#include "lib/runtime/kernels/cuda/array_launch.h"
+#include "lib/runtime/kernels/cuda/cuda_kernel_util.h"
+#include "lib/runtime/kernels/cuda/strided_copy.h"
+
+namespace parallax::cuda_kernels {
+namespace {
+
+template <typename T>
+class FillKernel : public OpKernel {
+ public:
+  FillKernel(const KernelInit&, Status*) {}
+  bool HostMemoryInput(int) const override { return true; }
+  Status Compute(KernelContext& context) const override {
+    const Tensor& value = context.input(1);
+    PX_ASSIGN_OR_RETURN(TensorShape shape, cpu_array::FillShape(context.input(0), value));
+    PX_RETURN_IF_ERROR(CheckDtype(context, 1, DataTypeOf<T>::value));
+    PX_ASSIGN_OR_RETURN(Tensor * out, context.AllocateDeviceOutput(0, value.dtype(), shape));
+    CudaDevice& device = DeviceOf(context);
+    auto lock = device.LaunchLock();
+    PX_RETURN_IF_ERROR(device.MakeCurrent());
+    return LaunchStatus(LaunchFill<T>(static_cast<T*>(out->raw_data()), out->num_elements(),
+                                      value.flat<T>()[0], device.stream()),
+                        device);
+  }
+};
+
+// ZerosLike / OnesLike: x's shape filled with kValue.
+template <typename T, int kValue>
+class FillLikeKernel : public OpKernel {
+ public:
+  FillLikeKernel(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    PX_RETURN_IF_ERROR(CheckDtype(context, 0, DataTypeOf<T>::value));
+    const Tensor& x = context.input(0);
+    PX_ASSIGN_OR_RETURN(Tensor * out, context.AllocateDeviceOutput(0, x.dtype(), x.shape()));
+    CudaDevice& device = DeviceOf(context);
+    auto lock = device.LaunchLock();
+    PX_RETURN_IF_ERROR(device.MakeCurrent());
+    return LaunchStatus(LaunchFill<T>(static_cast<T*>(out->raw_data()), out->num_elements(),
+                                      T(kValue), device.stream()),
+                        device);
+  }
+};
+
+// Tile and Transpose: a strided copy of the input as the CPU plans it.
+template <bool kTranspose>
+class CopyKernel : public OpKernel {
+ public:
+  CopyKernel(const KernelInit&, Status*) {}
+  bool HostMemoryInput(int index) const override { return index == 1; }
+  bool ForwardsInputs() const override { return kTranspose; }
+  Status Compute(KernelContext& context) const override {
+    const Tensor& input = context.input(0);
+    const int size = DataTypeSize(input.dtype());
+    if (size <= 0 || size > 16 || (size & (size - 1)) != 0) {
+      return UnimplementedError("no GPU copy for {} elements", DataTypeShortName(input.dtype()));
+    }
+    PX_ASSIGN_OR_RETURN(cpu_array::CopyPlan plan,
+                        kTranspose ? cpu_array::PlanTranspose(input.shape(), context.input(1))
+                                   : cpu_array::PlanTile(input.shape(), context.input(1)));
+    if (plan.same_bytes) {
+      PX_ASSIGN_OR_RETURN(Tensor output, input.Reshaped(TensorShape(plan.out_dims)));
+      context.set_output(0, std::move(output));
+      return Status::Ok();
+    }
+    PX_ASSIGN_OR_RETURN(Tensor * out,
+                        context.AllocateDeviceOutput(0, input.dtype(), TensorShape(plan.out_dims)));
+    if (out->num_elements() == 0) return Status::Ok();
+    CudaDevice& device = DeviceOf(context);
+    auto lock = device.LaunchLock();
+    return CopyStrided(device, input, out, std::move(plan.copy));
+  }
+};
+
+using TileKernel = CopyKernel<false>;
+using TransposeKernel = CopyKernel<true>;
+
+template <typename T>
+using ZerosLikeKernel = FillLikeKernel<T, 0>;
+template <typename T>
+using OnesLikeKernel = FillLikeKernel<T, 1>;
+
+#define PX_CUDA_FILL_KERNELS(T)                                                            \
+  PX_REGISTER_KERNEL(FillKernel<T>, "Fill", DeviceType::kCuda, "T", DataTypeOf<T>::value); \
+  PX_REGISTER_KERNEL(ZerosLikeKernel<T>, "ZerosLike", DeviceType::kCuda, "T",              \
+                     DataTypeOf<T>::value);                                                \
+  PX_REGISTER_KERNEL(OnesLikeKernel<T>, "OnesLike", DeviceType::kCuda, "T", DataTypeOf<T>::value)
+
+PX_CUDA_FILL_KERNELS(float);
+PX_CUDA_FILL_KERNELS(double);
+PX_CUDA_FILL_KERNELS(int32_t);
+PX_CUDA_FILL_KERNELS(int64_t);
+PX_REGISTER_KERNEL(TileKernel, "Tile", DeviceType::kCuda);
+PX_REGISTER_KERNEL(TransposeKernel, "Transpose", DeviceType::kCuda);
+
+}  // namespace
+}  // namespace parallax::cuda_kernels
