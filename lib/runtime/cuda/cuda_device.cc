@@ -16,6 +16,11 @@ Status CublasStatus(cublasStatus_t status, std::string_view call, std::string_vi
   return InternalError("{} on {}: {}", call, device, cublasGetStatusString(status));
 }
 
+Status CudnnStatus(cudnnStatus_t status, std::string_view call, std::string_view device) {
+  if (status == CUDNN_STATUS_SUCCESS) return Status::Ok();
+  return InternalError("{} on {}: {}", call, device, cudnnGetErrorString(status));
+}
+
 StatusOr<int> CudaDeviceCount() {
   int count = 0;
   const cudaError_t error = cudaGetDeviceCount(&count);
@@ -94,6 +99,7 @@ CudaDevice::~CudaDevice() {
   if (stream_ != nullptr) cudaStreamSynchronize(stream_);
   memory_.reset();  // tensors still alive keep the memory (and its stream) until they go
   if (cublas_ != nullptr) cublasDestroy(cublas_);
+  if (cudnn_ != nullptr) cudnnDestroy(cudnn_);
 }
 
 StatusOr<std::unique_ptr<CudaDevice>> CudaDevice::Open(int ordinal, int host_threads) {
@@ -122,6 +128,14 @@ StatusOr<cublasHandle_t> CudaDevice::cublas() {
   PX_RETURN_IF_ERROR(CublasStatus(cublasCreate(&cublas_), "cublasCreate", name_));
   PX_RETURN_IF_ERROR(CublasStatus(cublasSetStream(cublas_, stream_), "cublasSetStream", name_));
   return cublas_;
+}
+
+StatusOr<cudnnHandle_t> CudaDevice::cudnn() {
+  if (cudnn_ != nullptr) return cudnn_;
+  PX_RETURN_IF_ERROR(MakeCurrent());
+  PX_RETURN_IF_ERROR(CudnnStatus(cudnnCreate(&cudnn_), "cudnnCreate", name_));
+  PX_RETURN_IF_ERROR(CudnnStatus(cudnnSetStream(cudnn_, stream_), "cudnnSetStream", name_));
+  return cudnn_;
 }
 
 Status CudaDevice::MakeCurrent() const {

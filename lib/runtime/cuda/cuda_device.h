@@ -6,7 +6,7 @@
 //    before it is read, and a freed block (device_memory.h: CachingAllocator over
 //    cudaMalloc) can serve the next allocation at once. A kernel's Compute returns once
 //    its work is queued; CopyToHost waits for the stream.
-//  - *launch lock*: cuBLAS handles are not to be used from two threads at once, and the
+//  - *launch lock*: cuBLAS and cuDNN handles are not to be used from two threads at once, and the
 //    executor runs independent nodes on several threads: a kernel queues its work under
 //    LaunchLock() (queuing takes microseconds; the GPU runs it after).
 //  - TF32: off unless the job asks for it (Precision), so GPU results track the CPU's.
@@ -16,6 +16,7 @@
 #define PARALLAX_LIB_RUNTIME_CUDA_CUDA_DEVICE_H_
 
 #include <cublas_v2.h>
+#include <cudnn.h>
 #include <cuda_runtime_api.h>
 
 #include <memory>
@@ -31,6 +32,7 @@ namespace parallax {
 // OK, or an error "CALL on DEVICE: cudaErrorX: text".
 Status CudaStatus(cudaError_t error, std::string_view call, std::string_view device);
 Status CublasStatus(cublasStatus_t status, std::string_view call, std::string_view device);
+Status CudnnStatus(cudnnStatus_t status, std::string_view call, std::string_view device);
 
 // The GPUs this process can use; an error saying why there are none.
 StatusOr<int> CudaDeviceCount();
@@ -71,6 +73,8 @@ class CudaDevice : public Device {
   cudaStream_t stream() const { return stream_; }
   // Made on first use, bound to the stream; call under LaunchLock().
   StatusOr<cublasHandle_t> cublas();
+  // The same for cuDNN.
+  StatusOr<cudnnHandle_t> cudnn();
   std::unique_lock<std::mutex> LaunchLock() { return std::unique_lock<std::mutex>(launch_mutex_); }
   // Makes current the device of the calling thread (the executor's threads are shared).
   Status MakeCurrent() const;
@@ -89,6 +93,7 @@ class CudaDevice : public Device {
   std::string description_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
+  cudnnHandle_t cudnn_ = nullptr;
   std::mutex launch_mutex_;
   Precision precision_ = Precision::kFp32;
   std::shared_ptr<CudaMemory> memory_;

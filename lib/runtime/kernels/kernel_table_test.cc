@@ -215,6 +215,78 @@ std::vector<KernelCase> Table() {
                    .inputs = {{TensorShape{2, 3, 4, 5}}, Ints({3, 1, 2, 0})},
                    .dtype = tensorflow::DT_DOUBLE});
 
+  // Convolutions through cuDNN (its sums in its order: 1e-5), each pass: symmetric SAME,
+  // strided SAME (padded asymmetrically: an explicit pad), VALID, NCHW, LeNet's first layer.
+  struct Conv {
+    TensorShape input, filter;
+    std::vector<int64_t> strides;
+    const char* padding;
+    const char* format;
+    TensorShape output;
+  };
+  const std::vector<Conv> convs = {
+      {{2, 8, 8, 3}, {3, 3, 3, 4}, {1, 1, 1, 1}, "SAME", "NHWC", {2, 8, 8, 4}},
+      {{2, 8, 8, 3}, {3, 3, 3, 4}, {1, 2, 2, 1}, "SAME", "NHWC", {2, 4, 4, 4}},
+      {{2, 9, 7, 3}, {3, 2, 3, 5}, {1, 2, 1, 1}, "VALID", "NHWC", {2, 4, 6, 5}},
+      {{2, 3, 8, 8}, {3, 3, 3, 4}, {1, 1, 2, 2}, "SAME", "NCHW", {2, 4, 4, 4}},
+      {{4, 28, 28, 1}, {5, 5, 1, 32}, {1, 1, 1, 1}, "SAME", "NHWC", {4, 28, 28, 32}},
+  };
+  auto sizes = [](const TensorShape& shape) {
+    return Ints(std::vector<int32_t>(shape.dims().begin(), shape.dims().end()));
+  };
+  for (const Conv& c : convs) {
+    const AttrMap attrs = {{"strides", IntListAttr(c.strides)},
+                           {"padding", StringAttr(c.padding)},
+                           {"data_format", StringAttr(c.format)}};
+    const std::string note = fmt::format("{} {} stride {}", c.padding, c.format,
+                                         c.strides[std::string(c.format) == "NCHW" ? 2 : 1]);
+    cases.push_back({.op = "Conv2D",
+                     .inputs = {{c.input, -1, 1}, {c.filter, -1, 1}},
+                     .attrs = attrs,
+                     .tolerance = kGemm,
+                     .note = note});
+    cases.push_back({.op = "Conv2DBackpropInput",
+                     .inputs = {sizes(c.input), {c.filter, -1, 1}, {c.output, -1, 1}},
+                     .attrs = attrs,
+                     .tolerance = kGemm,
+                     .note = note});
+    cases.push_back({.op = "Conv2DBackpropFilter",
+                     .inputs = {{c.input, -1, 1}, sizes(c.filter), {c.output, -1, 1}},
+                     .attrs = attrs,
+                     .tolerance = kGemm,
+                     .note = note});
+  }
+  // Pooling: the CPU's windows and order, bit for bit. 2x2/2 VALID, 3x3/2 SAME (padded
+  // after only), NCHW.
+  struct Pool {
+    TensorShape input;
+    std::vector<int64_t> ksize, strides;
+    const char* padding;
+    const char* format;
+    TensorShape output;
+  };
+  const std::vector<Pool> pools = {
+      {{2, 8, 8, 3}, {1, 2, 2, 1}, {1, 2, 2, 1}, "VALID", "NHWC", {2, 4, 4, 3}},
+      {{2, 8, 8, 3}, {1, 3, 3, 1}, {1, 2, 2, 1}, "SAME", "NHWC", {2, 4, 4, 3}},
+      {{2, 3, 7, 7}, {1, 1, 3, 3}, {1, 1, 2, 2}, "SAME", "NCHW", {2, 3, 4, 4}},
+  };
+  for (const Pool& p : pools) {
+    const AttrMap attrs = {{"ksize", IntListAttr(p.ksize)},
+                           {"strides", IntListAttr(p.strides)},
+                           {"padding", StringAttr(p.padding)},
+                           {"data_format", StringAttr(p.format)}};
+    const std::string note = std::string(p.padding) + " " + p.format;
+    for (const char* op : {"MaxPool", "AvgPool"}) {
+      cases.push_back({.op = op, .inputs = {{p.input}}, .attrs = attrs, .note = note});
+    }
+    cases.push_back({.op = "MaxPoolGrad",
+                     .inputs = {{p.input}, {p.output}, {p.output}},
+                     .attrs = attrs,
+                     .note = note});
+    cases.push_back(
+        {.op = "AvgPoolGrad", .inputs = {sizes(p.input), {p.output}}, .attrs = attrs, .note = note});
+  }
+
   // Variable updates: the variable (and slots) compared after one update. Every rule's
   // operations are IEEE-exact (update_rules.h), so bit for bit.
   const TensorShape var{3, 257};

@@ -31,6 +31,7 @@
 
 #include "lib/runtime/kernel.h"
 #include "lib/runtime/kernels/cpu/blas_gemm.h"
+#include "lib/runtime/kernels/cpu/conv_geometry.h"
 #include "lib/runtime/kernels/cpu/conv_impl.h"
 #include "lib/runtime/kernels/cpu/nn_kernel_util.h"
 
@@ -48,98 +49,22 @@ using tensorflow::DT_FLOAT;
 // filter 35 vs 8. oneDNN wins where the FLOPs are, so it takes every float convolution.
 constexpr bool kFloatConvUsesDnnl = true;
 
+using conv::CheckOutBackprop;
+using conv::CheckPoolGrad;
+using conv::CheckRank4;
+using conv::ConvAttrs;
+using conv::Dims;
 using conv::Layout;
-
-// Attr data_format (default NHWC).
-StatusOr<Layout> ReadLayout(const KernelInit& init) {
-  std::string format;
-  PX_RETURN_IF_ERROR(init.GetAttrOr("data_format", &format, std::string("NHWC")));
-  return conv::ParseLayout(format);
-}
-
-// A 4-entry list attr (strides, ksize) in `layout`'s order whose batch and depth entries
-// must be 1.
-Status ReadSpatialList(const KernelInit& init, const char* name, Layout layout,
-                       std::vector<int64_t>* list) {
-  PX_RETURN_IF_ERROR(init.GetAttr(name, list));
-  if (list->size() != 4) {
-    return InvalidArgumentError("attr '{}' must have 4 entries, got {}", name, list->size());
-  }
-  if ((*list)[conv::DimsOf(layout).n] != 1 || (*list)[conv::DimsOf(layout).c] != 1) {
-    return UnimplementedError("attr '{}': windows over the batch or depth dimension are not "
-                              "supported, got [{}] ({})",
-                              name, fmt::join(*list, ","), conv::LayoutName(layout));
-  }
-  for (int64_t v : *list) {
-    if (v <= 0) return InvalidArgumentError("attr '{}' must be positive, got [{}]", name, fmt::join(*list, ","));
-  }
-  return Status::Ok();
-}
-
-std::vector<int64_t> Dims(const Tensor& t) { return t.shape().dims(); }
-
-// The attrs of the three convolution ops.
-struct ConvAttrs {
-  Layout layout = Layout::kNhwc;
-  std::vector<int64_t> strides;
-  conv::Padding padding = conv::Padding::kValid;
-  std::vector<int64_t> explicit_paddings;
-
-  Status Read(const KernelInit& init) {
-    PX_ASSIGN_OR_RETURN(layout, ReadLayout(init));
-    PX_RETURN_IF_ERROR(ReadSpatialList(init, "strides", layout, &strides));
-    std::string pad;
-    PX_RETURN_IF_ERROR(init.GetAttr("padding", &pad));
-    PX_ASSIGN_OR_RETURN(padding, conv::ParsePadding(pad, /*allow_explicit=*/true));
-    PX_RETURN_IF_ERROR(init.GetAttrOr("explicit_paddings", &explicit_paddings, {}));
-    std::vector<int64_t> dilations;
-    PX_RETURN_IF_ERROR(init.GetAttrOr("dilations", &dilations, {1, 1, 1, 1}));
-    for (int64_t d : dilations) {
-      if (d != 1) {
-        return UnimplementedError("attr 'dilations': only 1 is supported, got [{}]",
-                                  fmt::join(dilations, ","));
-      }
-    }
-    SetBlasThreads(init.device().threads().num_threads());
-    return Status::Ok();
-  }
-
-  StatusOr<conv::Geometry> Geometry(const std::vector<int64_t>& input,
-                                    const std::vector<int64_t>& filter) const {
-    return conv::ComputeGeometry(input, filter, strides, padding, explicit_paddings, layout);
-  }
-};
+using conv::PoolAttrs;
+using conv::ReadSizes4;
+using conv::Window;
+using conv::WindowAt;
 
 // oneDNN takes float convolutions with every dimension non-empty.
 template <typename T>
 bool UseDnnl(const conv::Geometry& g) {
   return std::is_same_v<T, float> && kFloatConvUsesDnnl && g.batch > 0 && g.in_h > 0 &&
          g.in_w > 0 && g.in_c > 0 && g.out_c > 0 && g.out_h > 0 && g.out_w > 0;
-}
-
-Status CheckRank4(const Tensor& t, int input, const char* name) {
-  if (t.rank() == 4) return Status::Ok();
-  return InvalidArgumentError("input {} ({}) must be 4-D, got shape {}", input, name,
-                              t.shape().DebugString());
-}
-
-// out_backprop must have the convolution's output shape.
-Status CheckOutBackprop(const Tensor& out_backprop, const conv::Geometry& g) {
-  const TensorShape expected(g.output_shape());
-  if (out_backprop.shape() == expected) return Status::Ok();
-  return InvalidArgumentError("input 2 (out_backprop) has shape {}, but the convolution's "
-                              "output has shape {}",
-                              out_backprop.shape().DebugString(), expected.DebugString());
-}
-
-// input_sizes / filter_sizes: a 4-entry size vector at input `index`.
-StatusOr<std::vector<int64_t>> ReadSizes4(const Tensor& tensor, int index, const char* name) {
-  PX_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, nn::ReadSizes(tensor, index, name));
-  if (sizes.size() != 4) {
-    return InvalidArgumentError("input {} ({}) must have 4 entries, got {}", index, name,
-                                sizes.size());
-  }
-  return sizes;
 }
 
 // The im2col path is NHWC only: an NCHW tensor goes in transposed (ToNhwc) and the
@@ -163,6 +88,7 @@ class ConvOpBase : public OpKernel {
  protected:
   ConvOpBase(const KernelInit& init, Status* status) {
     *status = attrs_.Read(init);
+    SetBlasThreads(init.device().threads().num_threads());
     dnnl_.set_num_threads(init.device().threads().num_threads());
   }
 
@@ -267,58 +193,6 @@ PX_REGISTER_FLOAT_KERNELS(Conv2DBackpropFilterOp, "Conv2DBackpropFilter");
 
 // ---- Pooling ----
 
-struct PoolAttrs {
-  Layout layout = Layout::kNhwc;
-  std::vector<int64_t> ksize, strides;
-  conv::Padding padding = conv::Padding::kValid;
-
-  Status Read(const KernelInit& init) {
-    PX_ASSIGN_OR_RETURN(layout, ReadLayout(init));
-    PX_RETURN_IF_ERROR(ReadSpatialList(init, "ksize", layout, &ksize));
-    PX_RETURN_IF_ERROR(ReadSpatialList(init, "strides", layout, &strides));
-    std::string pad;
-    PX_RETURN_IF_ERROR(init.GetAttr("padding", &pad));
-    PX_ASSIGN_OR_RETURN(padding, conv::ParsePadding(pad, /*allow_explicit=*/false));
-    return Status::Ok();
-  }
-
-  // Pooling as a depthwise window (in_c = out_c = channels) over the NHWC view of
-  // `input` (the loops' geometry; its layout is always NHWC): the input itself, or for
-  // NCHW [N, C, H, W] the [N*C, H, W, 1] it is in memory.
-  StatusOr<conv::Geometry> Geometry(const std::vector<int64_t>& input) const {
-    if (input.size() != 4) {
-      return InvalidArgumentError("input must be 4-D ({}), got {} dimensions",
-                                  conv::LayoutName(layout), input.size());
-    }
-    const conv::LayoutDims d = conv::DimsOf(layout);
-    const std::vector<int64_t> view =
-        layout == Layout::kNchw ? std::vector<int64_t>{input[0] * input[1], input[2], input[3], 1}
-                                : input;
-    return conv::ComputeGeometry(view, {ksize[d.h], ksize[d.w], view[3], view[3]},
-                                 {1, strides[d.h], strides[d.w], 1}, padding, {});
-  }
-
-  // The pooling output's shape (in `layout`'s order) for `input` and its Geometry.
-  TensorShape OutputShape(const std::vector<int64_t>& input, const conv::Geometry& g) const {
-    const conv::LayoutDims d = conv::DimsOf(layout);
-    std::vector<int64_t> shape = input;
-    shape[d.h] = g.out_h;
-    shape[d.w] = g.out_w;
-    return TensorShape(shape);
-  }
-};
-
-// The in-bounds window of output (oy, ox): rows [y0, y1), columns [x0, x1).
-struct Window {
-  int64_t y0, y1, x0, x1;
-  int64_t count() const { return (y1 - y0) * (x1 - x0); }
-};
-Window WindowAt(const conv::Geometry& g, int64_t oy, int64_t ox) {
-  const int64_t iy = oy * g.stride_h - g.pad_top, ix = ox * g.stride_w - g.pad_left;
-  return {std::max<int64_t>(iy, 0), std::min(iy + g.filter_h, g.in_h), std::max<int64_t>(ix, 0),
-          std::min(ix + g.filter_w, g.in_w)};
-}
-
 template <typename T, bool kMax>
 class PoolOp : public OpKernel {
  public:
@@ -367,13 +241,6 @@ class PoolOp : public OpKernel {
  private:
   PoolAttrs attrs_;
 };
-
-// grad must have the pooling output's shape, `expected`.
-Status CheckPoolGrad(const Tensor& grad, const TensorShape& expected, int input) {
-  if (grad.shape() == expected) return Status::Ok();
-  return InvalidArgumentError("input {} (grad) has shape {}, but the pooling output has shape {}",
-                              input, grad.shape().DebugString(), expected.DebugString());
-}
 
 // MaxPoolGrad(orig_input, orig_output, grad): orig_output is not needed, the maxima are
 // found again in orig_input (first maximum in row-major window order).
