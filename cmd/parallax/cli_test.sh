@@ -664,6 +664,15 @@ expect 2 "$parallax" verify "$tmp/open_softmax.pb" --ranks 0 --synthetic
 expect_stderr_line "parallax: error: --ranks: must be at least 1, not 0"
 expect 2 "$parallax" verify "$tmp/open_softmax.pb" --ranks 2 --steps 0 --synthetic
 expect_stderr_line "parallax: error: --steps: must be at least 1, not 0"
+# verify --device: both sides on one GPU (the ranks sharing it); without one, exit 2 and
+# why; --accumulate is the CPU's.
+expect 2 "$parallax" verify "$tmp/open_softmax.pb" --ranks 2 --synthetic --device gpu
+head -n 1 "$tmp/err" | grep -Eqx "parallax: error: --device gpu: (this parallax was built without CUDA \(build it with --config=cuda: docs/gpu.md\)|no usable GPU: .*)" \
+  && pass || fail "verify --device gpu without a GPU: $(head -n 1 "$tmp/err")"
+expect 2 "$parallax" verify "$tmp/open_softmax.pb" --ranks 2 --synthetic --device gpu:1 --accumulate
+expect_stderr_line "parallax: error: --device gpu:1: --accumulate runs on the CPU only"
+expect 2 "$parallax" verify "$tmp/open_softmax.pb" --ranks 2 --synthetic --device gpu1
+expect_stderr_line "parallax: error: --device gpu1: expected cpu, gpu or gpu:N"
 
 echo "cli_test: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]

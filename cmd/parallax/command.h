@@ -69,6 +69,10 @@ bool IsJobDir(const std::string& path);
 // "GPU 0 of host gpu-a": where the plan puts a GPU rank.
 std::string GpuPlacementText(const RankPlacement& rank);
 
+// --device (run, verify): -1 for the CPU, else the GPU's ordinal; "cpu", "gpu" (GPU 0)
+// or "gpu:N", else an error naming the flag.
+StatusOr<int> ParseDeviceFlag(const std::string& text);
+
 // OK when this process can use GPU `index`; else why not ("this parallax was built
 // without CUDA ...", "no usable GPU: ...", "this host has 1 usable GPU").
 Status UsableGpu(int index);

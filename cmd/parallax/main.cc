@@ -138,6 +138,19 @@ std::string GpuPlacementText(const RankPlacement& rank) {
   return fmt::format("GPU {} of host {}", rank.device_index, rank.host);
 }
 
+StatusOr<int> ParseDeviceFlag(const std::string& text) {
+  if (text == "cpu") return -1;
+  if (text == "gpu") return 0;
+  if (text.starts_with("gpu:")) {
+    const std::string index = text.substr(4);
+    if (!index.empty() && index.size() < 6 &&
+        std::all_of(index.begin(), index.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      return std::stoi(index);
+    }
+  }
+  return InvalidArgumentError("--device {}: expected cpu, gpu or gpu:N", text);
+}
+
 Status UsableGpu(int index) {
   PX_ASSIGN_OR_RETURN(const int count, GpuDeviceCount());
   if (index < count) return Status::Ok();

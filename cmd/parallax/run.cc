@@ -318,20 +318,6 @@ struct RunFlags {
   std::string device = "cpu";     // cpu, gpu or gpu:N (a graph run alone)
 };
 
-// --device: -1 for the CPU, else the GPU's ordinal.
-StatusOr<int> ParseDeviceFlag(const std::string& text) {
-  if (text == "cpu") return -1;
-  if (text == "gpu") return 0;
-  if (text.starts_with("gpu:")) {
-    const std::string index = text.substr(4);
-    if (!index.empty() && index.size() < 6 &&
-        std::all_of(index.begin(), index.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      return std::stoi(index);
-    }
-  }
-  return InvalidArgumentError("--device {}: expected cpu, gpu or gpu:N", text);
-}
-
 // Whether progress is one live line on stderr: --progress live, or auto on a terminal.
 StatusOr<bool> LiveProgress(const std::string& mode) {
   if (mode == "live") return true;

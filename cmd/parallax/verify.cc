@@ -1,11 +1,13 @@
 // `parallax verify GRAPH --ranks N [--steps K] [feed flags as run] [--strategy S]
-// [--sparse M] [--partitions P] [--cluster C.yaml] [--accumulate] [--tolerance T]
+// [--sparse M] [--partitions P] [--cluster C.yaml] [--device D] [--accumulate] [--tolerance T]
 // [--noise-factor F]
 // [--init-checkpoint C] [--input-dir D] [--input-map OLD=NEW] [--keep DIR] [--json]`: trains the single-device graph with the global batch N·b (with
 // --accumulate: N accumulated batches of b) in this process and its N-rank transform with
 // b per rank under mpirun on localhost, then compares every variable
 // (lib/verify/verify.h does the work; docs/verify.md). Prints a row per variable and the
 // verdict. Exit status: 0 PASS, 1 FAIL, 2 bad input, 3 the job failed.
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <memory>
 
@@ -20,6 +22,7 @@ Command AddVerifyCommand(CLI::App& app, bool* failed) {
     std::vector<std::string> feeds, input_map;
     bool no_shuffle = false;
     std::string strategy, sparse;
+    std::string device = "cpu";
     int partitions = 0;
     CLI::Option* partitions_option = nullptr;
     bool json = false;
@@ -60,6 +63,11 @@ Command AddVerifyCommand(CLI::App& app, bool* failed) {
                   "N*b: a variable passes within max(tolerance, this x the noise), the noise "
                   "measured by two more one-device runs with each batch reordered (default 10; "
                   "0: no noise run, the tolerance alone)");
+  sub->add_option("--device", flags->device,
+                  "cpu, gpu or gpu:N: where both sides train: one device on that GPU, the N "
+                  "ranks sharing it (their collectives through the host; needs a build with "
+                  "CUDA)")
+      ->default_str("cpu");
   sub->add_flag("--accumulate", o.accumulate,
                 "one device accumulates the gradients of the ranks' N batches of b per step "
                 "(for graphs that fix their batch size) instead of one batch of N*b");
@@ -89,6 +97,11 @@ Command AddVerifyCommand(CLI::App& app, bool* failed) {
     options.sparse = strategy.sparse;
     PX_ASSIGN_OR_RETURN(options.input_map, ParseInputMap(flags->input_map));
     if (flags->partitions_option->count() > 0) options.partitions = flags->partitions;
+    PX_ASSIGN_OR_RETURN(options.gpu, ParseDeviceFlag(flags->device));
+    if (options.gpu >= 0 && !options.accumulate) {
+      const Status usable = UsableGpu(options.gpu);
+      if (!usable.ok()) return usable.WithPrefix(fmt::format("--device {}", flags->device));
+    }
     PX_ASSIGN_OR_RETURN(VerifyReport report, Verify(options));
     const std::string out =
         flags->json ? VerifyReportToJson(report) : RenderVerifyReport(report);

@@ -625,7 +625,8 @@ Status SpecParser::ParseHost(const YAML::Node& node, const std::string& path,
   }
   PX_ASSIGN_OR_RETURN(std::vector<Field> fields,
                       Fields(node, line, path,
-                             {"name", "gpus", "cpus", "memory_gb", "gpu_memory_gb"}, DottedPath));
+                             {"name", "gpus", "cpus", "memory_gb", "gpu_memory_gb", "ranks_per_gpu"},
+                             DottedPath));
   host.line = line;
   const Field* name = FindField(fields, "name");
   if (name == nullptr) return Error(line, path, "missing required key 'name'");
@@ -651,9 +652,22 @@ Status SpecParser::ParseHost(const YAML::Node& node, const std::string& path,
     }
     PX_ASSIGN_OR_RETURN(host.gpu_memory_gb, PositiveNumber(*gpu_memory, "GB"));
   }
+  if (const Field* shared = FindField(fields, "ranks_per_gpu")) {
+    if (gpus == nullptr) {
+      return Error(shared->line, shared->path, "a host of 'cpus' has no GPUs to share");
+    }
+    PX_ASSIGN_OR_RETURN(host.ranks_per_gpu,
+                        PositiveInt(*shared, "a number of ranks per GPU", kMaxRanksPerHost));
+  }
   if (gpus != nullptr) {
     host.device = DeviceKind::kGpu;
-    return ParseGpus(*gpus, host);
+    PX_RETURN_IF_ERROR(ParseGpus(*gpus, host));
+    if (host.num_ranks() > kMaxRanksPerHost) {
+      return Error(line, path,
+                   fmt::format("{} GPUs x ranks_per_gpu {} is over the limit of {} ranks",
+                               host.gpus.size(), host.ranks_per_gpu, kMaxRanksPerHost));
+    }
+    return Status::Ok();
   }
   host.device = DeviceKind::kCpu;
   PX_ASSIGN_OR_RETURN(host.cpus, PositiveInt(*cpus, "a number of CPU ranks", kMaxRanksPerHost));
@@ -867,6 +881,7 @@ std::string FormatClusterSpec(const ClusterSpec& spec) {
     out += fmt::format("  - name: {}\n", YamlQuoted(host.name));
     if (host.device == DeviceKind::kGpu) {
       out += fmt::format("    gpus: [{}]\n", fmt::join(host.gpus, ", "));
+      if (host.ranks_per_gpu != 1) out += fmt::format("    ranks_per_gpu: {}\n", host.ranks_per_gpu);
     } else {
       out += fmt::format("    cpus: {}\n", host.cpus);
     }

@@ -4,9 +4,9 @@
 //
 // Terms:
 //  - a *host* is one machine, named as mpirun knows it ("node1", "localhost");
-//  - a *rank* is one process of the job; a GPU host runs one rank per listed GPU, a CPU
-//    host one rank per CPU slot (`cpus: N`). Ranks are numbered host by host
-//    (rank_layout.h);
+//  - a *rank* is one process of the job; a GPU host runs one rank per listed GPU (or
+//    `ranks_per_gpu` of them), a CPU host one rank per CPU slot (`cpus: N`). Ranks are
+//    numbered host by host (rank_layout.h);
 //  - the *strategy* is how each variable's gradient is synchronised: *allreduce* (dense
 //    gradients), *ps* (partitioned parameter servers), *allgather* (sparse gradients
 //    gathered on every rank), *dense* (a sparse gradient densified, then all-reduced);
@@ -57,6 +57,9 @@ struct HostSpec {
   std::string name;
   DeviceKind device = DeviceKind::kGpu;  // kGpu when `gpus` is given, kCpu for `cpus`
   std::vector<int> gpus;                 // GPU ids in the order listed (kGpu only)
+  // Ranks on each GPU (kGpu only; `ranks_per_gpu`, 1 unless given): more than one shares
+  // the GPU (a test of a multi-rank job on one GPU; their collectives go through the host).
+  int ranks_per_gpu = 1;
   int cpus = 0;                          // CPU ranks (kCpu only)
   int line = 0;                          // 1-based line of the entry; 0 when built in code
   // The host's memory in GB (10^9 bytes), which its CPU ranks share, and each GPU's (a GPU
@@ -65,8 +68,10 @@ struct HostSpec {
   double memory_gb = 0;
   double gpu_memory_gb = 0;
 
-  // Ranks this host runs: one per GPU, or `cpus`.
-  int num_ranks() const { return device == DeviceKind::kGpu ? static_cast<int>(gpus.size()) : cpus; }
+  // Ranks this host runs: ranks_per_gpu per GPU, or `cpus`.
+  int num_ranks() const {
+    return device == DeviceKind::kGpu ? static_cast<int>(gpus.size()) * ranks_per_gpu : cpus;
+  }
 };
 
 struct NetworkSpec {

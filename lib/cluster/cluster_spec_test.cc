@@ -96,6 +96,7 @@ void CheckSameSpec(const ClusterSpec& a, const ClusterSpec& b) {
     CHECK(a.hosts[i].cpus == b.hosts[i].cpus);
     CHECK(a.hosts[i].memory_gb == b.hosts[i].memory_gb);
     CHECK(a.hosts[i].gpu_memory_gb == b.hosts[i].gpu_memory_gb);
+    CHECK(a.hosts[i].ranks_per_gpu == b.hosts[i].ranks_per_gpu);
   }
   CHECK(a.network.bandwidth_gbps == b.network.bandwidth_gbps);
   CHECK(a.network.intra_host_bandwidth_gbps == b.network.intra_host_bandwidth_gbps);
@@ -121,6 +122,9 @@ hosts:
   - name: node1
     gpus: [0, 1, 2, 3]
     gpu_memory_gb: 141
+  - name: node2
+    gpus: [1]
+    ranks_per_gpu: 3
   - name: cpu-box
     cpus: 2
     memory_gb: 12.8
@@ -164,8 +168,10 @@ strategy:
   CheckSameSpec(long_pattern, *long_again);
 
   CHECK(again->hosts[0].gpu_memory_gb == 141);
-  CHECK(again->hosts[1].memory_gb == 12.8);
+  CHECK(again->hosts[2].memory_gb == 12.8);
   CHECK(again->hosts[0].memory_gb == 0);  // not given
+  CHECK(again->hosts[1].ranks_per_gpu == 3);
+  CHECK(again->hosts[1].num_ranks() == 3);
 
   const ClusterSpec minimal = Parse("hosts:\n  - {name: localhost, cpus: 1}\n");
   StatusOr<ClusterSpec> minimal_again = ParseClusterSpec(FormatClusterSpec(minimal), "m.yaml");
@@ -325,11 +331,17 @@ TEST_CASE("host names: what mpirun -H and hostfiles can carry") {
 }
 
 TEST_CASE("errors give the file, line and key path on one line") {
+  CHECK(ErrorOf("hosts:\n  - name: a\n    cpus: 2\n    ranks_per_gpu: 2\n") ==
+        "cluster.yaml:4: hosts[0].ranks_per_gpu: a host of 'cpus' has no GPUs to share");
+  CHECK(ErrorOf("hosts:\n  - name: a\n    gpus: [0]\n    ranks_per_gpu: 0\n") ==
+        "cluster.yaml:4: hosts[0].ranks_per_gpu: must be at least 1, got 0");
+  CHECK(ErrorOf("hosts:\n  - name: a\n    gpus: [0, 1]\n    ranks_per_gpu: 1000\n") ==
+        "cluster.yaml:2: hosts[0]: 2 GPUs x ranks_per_gpu 1000 is over the limit of 1024 ranks");
   CHECK(ErrorOf("hosts:\n  - name: a\n    gpus: [0]\n    gpu: [1]\n") ==
         "cluster.yaml:4: hosts[0].gpu: unknown key (did you mean 'gpus'?)");
   CHECK(ErrorOf("hosts:\n  - name: a\n    colour: red\n    gpus: [0]\n") ==
-        "cluster.yaml:3: hosts[0].colour: unknown key (expected name, gpus, cpus, memory_gb or "
-        "gpu_memory_gb)");
+        "cluster.yaml:3: hosts[0].colour: unknown key (expected name, gpus, cpus, memory_gb, "
+        "gpu_memory_gb or ranks_per_gpu)");
   CHECK(ErrorOf("hosts:\n  - name:\n    gpus: [0]\n") ==
         "cluster.yaml:2: hosts[0].name: expected a host name, got nothing");
   CHECK(ErrorOf("hosts:\n  - name: [a, b]\n    gpus: [0]\n") ==

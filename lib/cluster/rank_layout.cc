@@ -10,9 +10,9 @@ class RankLayoutBuilder {
  public:
   explicit RankLayoutBuilder(std::string_view source) : source_(source) {}
 
-  // Adds `host` with one rank per entry of device_indices.
+  // Adds `host` with `ranks_per_device` ranks per entry of device_indices (in order).
   Status AddHost(const std::string& host, DeviceKind device,
-                 const std::vector<int>& device_indices) {
+                 const std::vector<int>& device_indices, int ranks_per_device = 1) {
     if (!IsValidHostName(host)) {
       return InvalidArgumentError("{}: {}", source_, HostNameProblem(host));
     }
@@ -37,7 +37,11 @@ class RankLayoutBuilder {
                                     DeviceKindName(device), index);
       }
     }
-    const int local_size = static_cast<int>(device_indices.size());
+    const int local_size = static_cast<int>(device_indices.size()) * ranks_per_device;
+    if (local_size > kMaxRanksPerHost) {
+      return InvalidArgumentError("{}: host '{}' has {} ranks, over the limit of {}", source_,
+                                  host, local_size, kMaxRanksPerHost);
+    }
     for (int local = 0; local < local_size; ++local) {
       RankPlacement placement;
       placement.rank = layout_.world_size();
@@ -45,7 +49,7 @@ class RankLayoutBuilder {
       placement.local_rank = local;
       placement.local_size = local_size;
       placement.device = device;
-      placement.device_index = device_indices[static_cast<size_t>(local)];
+      placement.device_index = device_indices[static_cast<size_t>(local / ranks_per_device)];
       layout_.ranks_.push_back(std::move(placement));
     }
     layout_.hosts_.push_back(host);
@@ -93,8 +97,18 @@ std::string RankLayout::Summary() const {
   size_t r = 0;
   for (size_t h = 0; h < hosts_.size(); ++h) {
     const RankPlacement& first = ranks_[r];
-    text += fmt::format("{} {} ({} {}{}", h == 0 ? "" : ",", first.host, first.local_size,
-                        DeviceKindName(first.device), first.local_size == 1 ? "" : "s");
+    std::set<int> devices;
+    for (int local = 0; local < first.local_size; ++local) {
+      devices.insert(ranks_[r + static_cast<size_t>(local)].device_index);
+    }
+    const int shared = static_cast<int>(devices.size());
+    if (first.device == DeviceKind::kGpu && shared < first.local_size) {  // ranks_per_gpu
+      text += fmt::format("{} {} ({} ranks on {} GPU{}", h == 0 ? "" : ",", first.host,
+                          first.local_size, shared, shared == 1 ? "" : "s");
+    } else {
+      text += fmt::format("{} {} ({} {}{}", h == 0 ? "" : ",", first.host, first.local_size,
+                          DeviceKindName(first.device), first.local_size == 1 ? "" : "s");
+    }
     if (first.device == DeviceKind::kGpu) {
       for (int local = 0; local < first.local_size; ++local) {
         text += fmt::format("{}{}", local == 0 ? ": " : ",", ranks_[r + local].device_index);
@@ -114,8 +128,9 @@ StatusOr<RankLayout> LayoutRanks(const ClusterSpec& spec) {
       return InvalidArgumentError("{}: host '{}' has {} CPU ranks, over the limit of {}",
                                   source, host.name, host.cpus, kMaxRanksPerHost);
     }
-    PX_RETURN_IF_ERROR(builder.AddHost(
-        host.name, host.device, host.device == DeviceKind::kGpu ? host.gpus : Iota(host.cpus)));
+    const bool gpu = host.device == DeviceKind::kGpu;
+    PX_RETURN_IF_ERROR(builder.AddHost(host.name, host.device, gpu ? host.gpus : Iota(host.cpus),
+                                       gpu ? host.ranks_per_gpu : 1));
   }
   return std::move(builder).Finish();
 }

@@ -2,7 +2,8 @@
 //
 // The rule (DESIGN §3, docs/cluster.md): ranks are laid out host by host, in the order
 // the hosts are listed, one rank per GPU of a GPU host (in the order its GPU ids are
-// listed) and one per CPU slot of a CPU host. This is the order in which mpirun's
+// listed; `ranks_per_gpu` consecutive ranks per GPU when the spec shares them) and one per
+// CPU slot of a CPU host. This is the order in which mpirun's
 // default by-slot mapping starts processes from a hostfile, so rank r of the plan is
 // rank r of the job.
 //

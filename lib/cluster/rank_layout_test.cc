@@ -51,6 +51,23 @@ hosts:
         "7 ranks on 3 hosts: node1 (2 GPUs: 0,1), node2 (3 GPUs: 3,1,2), cpu1 (2 CPUs)");
 }
 
+TEST_CASE("ranks_per_gpu puts consecutive ranks on each GPU") {
+  const RankLayout layout = Layout(R"yaml(
+hosts:
+  - name: node1
+    gpus: [2, 0]
+    ranks_per_gpu: 2
+)yaml");
+  const std::vector<RankPlacement> expected = {
+      {0, "node1", 0, 4, DeviceKind::kGpu, 2},
+      {1, "node1", 1, 4, DeviceKind::kGpu, 2},
+      {2, "node1", 2, 4, DeviceKind::kGpu, 0},
+      {3, "node1", 3, 4, DeviceKind::kGpu, 0},
+  };
+  CHECK(layout.ranks() == expected);
+  CHECK(layout.Summary() == "4 ranks on 1 host: node1 (4 ranks on 2 GPUs: 2,2,0,0)");
+}
+
 TEST_CASE("the example clusters lay out as their comments say") {
   StatusOr<ClusterSpec> local = LoadClusterSpec(testing::RepoPath("configs/local-2cpu.yaml"));
   REQUIRE(local.ok());

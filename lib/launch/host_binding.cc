@@ -1,6 +1,7 @@
 #include "lib/launch/host_binding.h"
 
 #include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -34,6 +35,7 @@ std::string RankRange(const PlanHostRole& role) {
 
 std::vector<PlanHostRole> PlanHostRoles(const Plan& plan) {
   std::vector<PlanHostRole> roles;
+  std::set<int> gpus;  // of the last role
   for (const RankPlacement& r : plan.ranks) {
     if (roles.empty() || roles.back().name != r.host) {
       PlanHostRole role;
@@ -41,9 +43,14 @@ std::vector<PlanHostRole> PlanHostRoles(const Plan& plan) {
       role.name = r.host;
       role.first_rank = r.rank;
       roles.push_back(role);
+      gpus.clear();
     }
     ++roles.back().ranks;
-    if (r.device == DeviceKind::kGpu) ++roles.back().gpu_ranks;
+    if (r.device == DeviceKind::kGpu) {
+      ++roles.back().gpu_ranks;
+      gpus.insert(r.device_index);
+      roles.back().gpus = static_cast<int>(gpus.size());
+    }
   }
   return roles;
 }
@@ -71,10 +78,9 @@ std::vector<std::string> HostBinding::Describe() const {
   for (const BoundHost& bound : hosts) {
     const int capacity = std::max(bound.host.slots, bound.host.max_slots.value_or(0));
     std::string gpus;
-    if (bound.role.gpu_ranks > 0) {
-      gpus = bound.host.gpus
-                 ? fmt::format(", {} of {} GPUs", bound.role.gpu_ranks, *bound.host.gpus)
-                 : fmt::format(", {}", Plural(bound.role.gpu_ranks, "GPU"));
+    if (bound.role.gpus > 0) {
+      gpus = bound.host.gpus ? fmt::format(", {} of {} GPUs", bound.role.gpus, *bound.host.gpus)
+                             : fmt::format(", {}", Plural(bound.role.gpus, "GPU"));
     }
     lines.push_back(fmt::format("host {} ({}) -> {}: {} ({} of {} slot{}{})", bound.role.index,
                                 bound.role.name, bound.host.name, RankRange(bound.role),
@@ -110,10 +116,11 @@ StatusOr<HostBinding> BindPlanHosts(const Plan& plan, const Hostfile& allocation
                                   allocation.source, host.name, Plural(capacity, "slot"),
                                   role.index, role.name, Plural(role.ranks, "rank"));
     }
-    if (host.gpus && *host.gpus < role.gpu_ranks) {
-      return InvalidArgumentError("{}: host '{}' has {} but plan host {} ({}) puts {} on GPUs",
+    if (host.gpus && *host.gpus < role.gpus) {
+      return InvalidArgumentError("{}: host '{}' has {} but plan host {} ({}) puts {} on {}",
                                   allocation.source, host.name, Plural(*host.gpus, "GPU"),
-                                  role.index, role.name, Plural(role.gpu_ranks, "rank"));
+                                  role.index, role.name, Plural(role.gpu_ranks, "rank"),
+                                  Plural(role.gpus, "GPU"));
     }
     binding.hosts.push_back(BoundHost{.role = role, .host = host});
   }

@@ -35,6 +35,7 @@ struct PlanHostRole {
   int first_rank = 0;
   int ranks = 0;
   int gpu_ranks = 0;      // of its ranks, those the plan puts on GPUs
+  int gpus = 0;           // the GPUs they use (fewer when ranks share one: ranks_per_gpu)
 };
 
 // The plan's hosts in rank order.

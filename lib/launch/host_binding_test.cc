@@ -23,6 +23,12 @@ TEST_CASE("plan hosts are roles in rank order") {
   CHECK(roles[1].first_rank == 4);
   CHECK(roles[1].ranks == 2);
   CHECK(roles[1].gpu_ranks == 2);
+  CHECK(roles[1].gpus == 2);
+  // Ranks sharing a GPU (ranks_per_gpu) count it once.
+  Plan shared = PlanOnHosts({{"node1", 4}}, DeviceKind::kGpu);
+  for (RankPlacement& r : shared.ranks) r.device_index = r.local_rank / 2;
+  CHECK(PlanHostRoles(shared)[0].gpu_ranks == 4);
+  CHECK(PlanHostRoles(shared)[0].gpus == 2);
 }
 
 TEST_CASE("1, 2 and 3 plan hosts bound in order to names of this machine") {
@@ -71,7 +77,7 @@ TEST_CASE("max_slots counts as room; GPUs are checked where the allocation knows
   gpus.hosts[1].gpus = 2;
   const Plan plan = PlanOnHosts({{"node1", 4}, {"node2", 4}}, DeviceKind::kGpu);
   CHECK(BindPlanHosts(plan, gpus).status().message() ==
-        "SLURM_JOB_NODELIST: host 'g2' has 2 GPUs but plan host 1 (node2) puts 4 ranks on GPUs");
+        "SLURM_JOB_NODELIST: host 'g2' has 2 GPUs but plan host 1 (node2) puts 4 ranks on 4 GPUs");
   gpus.hosts[1].gpus = 4;
   StatusOr<HostBinding> bound = BindPlanHosts(plan, gpus);
   REQUIRE(bound.ok());

@@ -52,7 +52,7 @@ std::string SbatchScript(const Plan& plan, std::string_view job_name,
   int gpus_per_node = 0;
   for (const PlanHostRole& role : roles) {
     ranks_per_node = std::max(ranks_per_node, role.ranks);
-    gpus_per_node = std::max(gpus_per_node, role.gpu_ranks);
+    gpus_per_node = std::max(gpus_per_node, role.gpus);
   }
   std::string script = fmt::format(
       "#!/bin/sh\n"

@@ -1,5 +1,7 @@
 #include "lib/transform/memory_estimate.h"
 
+#include <map>
+
 #include <algorithm>
 #include <cmath>
 #include <string_view>
@@ -124,14 +126,17 @@ Status CheckPlanFitsMemory(const Plan& plan, const ClusterSpec& cluster) {
   for (const HostSpec& host : cluster.hosts) {
     std::optional<HostMemory> memory = MemoryOfHost(host, cluster.source);
     if (!memory) continue;
-    int64_t need = 0;  // the host's ranks together, or its largest rank (GPU memory)
+    int64_t need = 0;  // the host's ranks together, or its fullest GPU's (GPU memory)
     int count = 0;
     int largest = -1;
+    std::map<int, int64_t> per_gpu;  // ranks sharing a GPU (ranks_per_gpu) add up
     for (size_t r = 0; r < plan.memory.size() && r < plan.ranks.size(); ++r) {
       if (plan.ranks[r].host != host.name) continue;
       const int64_t total = plan.memory[r].total();
       ++count;
-      need = memory->per_rank ? std::max(need, total) : need + total;
+      int64_t& on_gpu = per_gpu[plan.ranks[r].device_index];
+      on_gpu += total;
+      need = memory->per_rank ? std::max(need, on_gpu) : need + total;
       if (largest < 0 || total > plan.memory[static_cast<size_t>(largest)].total()) {
         largest = static_cast<int>(r);
       }

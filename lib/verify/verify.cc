@@ -161,8 +161,8 @@ std::string Tail(const std::string& path, size_t max_lines) {
   return fmt::format("{}", fmt::join(lines, "\n"));
 }
 
-// The cluster verify runs on: localhost with N CPU ranks, the strategy from --cluster
-// (its hosts ignored) and --partitions.
+// The cluster verify runs on: localhost with N CPU ranks (or N ranks sharing the GPU),
+// the strategy from --cluster (its hosts ignored) and --partitions.
 StatusOr<ClusterSpec> VerifyCluster(const VerifyOptions& o) {
   ClusterSpec spec;
   if (!o.cluster.empty()) {
@@ -171,8 +171,14 @@ StatusOr<ClusterSpec> VerifyCluster(const VerifyOptions& o) {
   spec.source = o.cluster.empty() ? "verify" : o.cluster;
   HostSpec host;
   host.name = "localhost";
-  host.device = DeviceKind::kCpu;
-  host.cpus = o.ranks;
+  if (o.gpu >= 0) {
+    host.device = DeviceKind::kGpu;
+    host.gpus = {o.gpu};
+    host.ranks_per_gpu = o.ranks;
+  } else {
+    host.device = DeviceKind::kCpu;
+    host.cpus = o.ranks;
+  }
   spec.hosts = {host};
   if (o.partitions) spec.strategy.partitions = *o.partitions;
   return spec;
@@ -334,6 +340,9 @@ StatusOr<VerifyReport> Verify(const VerifyOptions& o) {
   }
   if (!(o.noise_factor >= 0)) {
     return InvalidArgumentError("--noise-factor must be 0 or more, not {}", o.noise_factor);
+  }
+  if (o.gpu >= 0 && o.accumulate) {
+    return InvalidArgumentError("--device gpu:{}: --accumulate runs on the CPU only", o.gpu);
   }
   if (o.partitions && *o.partitions < 1) {
     return InvalidArgumentError("--partitions must be at least 1, not {}", *o.partitions);
@@ -497,6 +506,7 @@ StatusOr<VerifyReport> Verify(const VerifyOptions& o) {
   single.seed = o.seed;
   single.shuffle = o.shuffle;
   single.threads = o.threads;
+  single.gpu = o.gpu;
   if (o.accumulate && o.threads <= 0) {
     // The ranks' kernel threads (the cores divided by N, as `parallax run JOB_DIR`): a
     // kernel's result can depend on how its work is split, and with accumulation the one

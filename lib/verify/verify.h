@@ -126,6 +126,10 @@ struct VerifyOptions {
   // combined as the plan's reduction and applied once (accumulate.h), instead of one batch
   // of N·b: for graphs that fix their batch size.
   bool accumulate = false;
+  // The GPU both sides train on (-1: the CPU): one device there, and the N ranks sharing
+  // it (a cluster of localhost with that GPU and ranks_per_gpu N: their collectives go
+  // through the host). Not with `accumulate`.
+  int gpu = -1;
   // Start both sides from this checkpoint: a `parallax run` safetensors checkpoint of the
   // input graph's variables replaces the init op (sliced for parameter-server storage); a
   // TF checkpoint (prefix, or a directory with a `checkpoint` file) is passed to both as
