@@ -8,13 +8,18 @@
 #                                  # every check below; the report goes to $OUT (or
 #                                  # ./device-report) as device_check.txt, with the logs
 #
-# The GPU machine brings the NVIDIA driver, CUDA 13's runtime, cuBLAS and NCCL inside its
-# Python nvidia-* packages (found through python3 and put on LD_LIBRARY_PATH), and
-# PyTorch for the side-by-side runs. The checks, at most 8 minutes in all:
+# The GPU machine brings the NVIDIA driver, CUDA 13's runtime, cuBLAS, cuDNN and NCCL
+# inside its Python nvidia-* packages (found through python3 and put on LD_LIBRARY_PATH),
+# and PyTorch for the side-by-side runs. It may have no mpirun: the pack carries this
+# machine's OpenMPI (relocated with OPAL_PREFIX; its PMIx library patched to look for its
+# plugins under $PMIX_DIR, where run copies them), used when the machine has none.
+# The checks, at most 8 minutes in all:
 #  1. the kernel table: every GPU kernel against its CPU kernel, case by case
 #     (PARALLAX_REQUIRE_GPU=1: a case that cannot run on the GPU fails);
 #  2. the zoo's mlp, lenet and embedding, 20 steps on the GPU and on the CPU from the
 #     same initial values and batches: every step's loss within 1e-4 relative;
+#     `parallax verify --ranks 2 --device gpu` of mlp: both ranks on the one GPU (their
+#     collectives through the host) against one device on it, PASS wanted;
 #  3. sgemm: Parallax's MatMul against cublasSgemm called directly (>= 0.95x wanted);
 #  4. step time of mlp (batch 256) and lenet (batch 64) against PyTorch eager on the same
 #     GPU, TF32 off on both (<= 1.2x wanted).
@@ -41,9 +46,41 @@ pack() {
   ldd .device/pack/bin/* | awk '/=> \// {print $3}' | sort -u |
     grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux-x86-64|libgcc_s|libstdc\+\+)\.so|/(libcuda|libcudart|libcublas|libcublasLt|libcudnn[a-z_]*|libnccl)\.so' |
     while read -r lib; do cp -L "$lib" .device/pack/lib/; done
+  pack_mpi
   tar -C .device -czf .device/pack.tgz pack
   rm -rf .device/pack
   ls -l .device/pack.tgz
+}
+
+# Where run puts PMIx's plugins: a path exactly as long as Debian's PMIx prefix, which
+# the packed libpmix is patched to (PMIx takes no relocation of its plugin folder).
+PMIX_DIR=/tmp/parallax_device_check_pmix
+DEBIAN_PMIX=/usr/lib/x86_64-linux-gnu/pmix2
+
+# OpenMPI (Debian's) into .device/pack/mpi as a relocatable prefix, PMIx beside it, and
+# the libraries they load into .device/pack/lib.
+pack_mpi() {
+  local mpi=.device/pack/mpi
+  mkdir -p "$mpi/bin" "$mpi/lib/x86_64-linux-gnu" "$mpi/share"
+  cp -L /usr/bin/orterun "$mpi/bin/mpirun"
+  cp -L /usr/bin/orted "$mpi/bin/"
+  cp -a /usr/lib/x86_64-linux-gnu/openmpi "$mpi/lib/x86_64-linux-gnu/"
+  cp -a /usr/share/openmpi "$mpi/share/"
+  cp -a "$DEBIAN_PMIX" .device/pack/pmix2
+  rm -rf "$mpi/lib/x86_64-linux-gnu/openmpi/include" .device/pack/pmix2/include
+  find "$mpi" .device/pack/pmix2 -name '*.a' -delete
+  find "$mpi" .device/pack/pmix2 -name '*.so*' -type f -print0 | xargs -0 ldd 2>/dev/null |
+    awk '/=> \// {print $3}' | sort -u |
+    grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux-x86-64|libgcc_s|libstdc\+\+)\.so' |
+    while read -r lib; do cp -L "$lib" .device/pack/lib/; done
+  python3 - "$DEBIAN_PMIX" "$PMIX_DIR" .device/pack/lib/libpmix.so.2 <<'PY'
+import sys
+old, new, path = sys.argv[1].encode(), sys.argv[2].encode(), sys.argv[3]
+assert len(old) == len(new), "the PMIx path must keep its length"
+data = open(path, "rb").read()
+assert old in data, f"{path} does not name {sys.argv[1]}"
+open(path, "wb").write(data.replace(old, new))
+PY
 }
 
 # The lib folders of the Python nvidia-* packages (cuBLAS, cuDNN, NCCL, the runtime).
@@ -69,6 +106,11 @@ run() {
   export LD_LIBRARY_PATH="$work/pack/lib:$(nvidia_libs)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   local failed=0
   say() { echo "$*" | tee -a "$report"; }
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  if ! command -v mpirun >/dev/null; then  # the packed OpenMPI
+    rm -rf "$PMIX_DIR" && cp -a "$work/pack/pmix2" "$PMIX_DIR"
+    export OPAL_PREFIX=$work/pack/mpi PATH=$work/pack/mpi/bin:$PATH
+  fi
   : > "$report"
   say "device_check $(date -u +%FT%TZ) $(git rev-parse --short HEAD 2>/dev/null)"
   nvidia-smi -L 2>&1 | tee -a "$report"
@@ -106,6 +148,15 @@ sys.exit(0 if ok else 1)
 PY
     then :; else failed=1; tail -n 3 "$out/$model.gpu.log" | tee -a "$report"; fi
   done
+  "$px/parallax" models export mlp -o "$work/mlp_open.pb" --batch 0 --force >/dev/null 2>&1
+  if timeout 240 "$px/parallax" verify "$work/mlp_open.pb" --ranks 2 --device gpu --synthetic \
+      --batch 64 --steps 20 > "$out/verify.log" 2>&1; then
+    say "PASS verify --ranks 2 on one GPU: $(grep '^overall' "$out/verify.log")"
+  else
+    say "FAIL verify --ranks 2 on one GPU (verify.log):"
+    tail -n 5 "$out/verify.log" | tee -a "$report"
+    failed=1
+  fi
 
   # 3. sgemm against cuBLAS.
   timeout 120 "$px/sgemm_bench" 2>&1 | tee -a "$report" || failed=1
