@@ -74,6 +74,11 @@ head -n 1 "$tmp/err" | grep -Eqx "parallax: error: training on GPU 0: (this para
   && pass || fail "--device gpu without a GPU: $(head -n 1 "$tmp/err")"
 expect 2 "$parallax" run "$example" --device tpu --steps 1 --synthetic
 expect_stderr_line "parallax: error: --device tpu: expected cpu, gpu or gpu:N"
+# --precision: a GPU's; fp32 on the CPU is the only one.
+expect 2 "$parallax" run "$example" --precision tf32 --steps 1 --synthetic
+expect_stderr_line "parallax: error: --precision tf32: a GPU's (the CPU computes in fp32); train on a GPU (--device gpu) or leave --precision out"
+expect 2 "$parallax" run "$example" --precision fp16 --steps 1 --synthetic
+expect_stderr_line "parallax: error: --precision fp16: expected fp32, tf32 or bf16"
 
 # Every malformed input: exit 2 and its exact one-line error.
 cd "$bad"

@@ -275,6 +275,7 @@ Status RunJobRank(const std::string& dir, TrainerOptions options, bool threads_g
                      "trains on the CPU",
                      comm->rank(), gpu, usable.message());
         options.cpu_fallback_from = gpu;
+        options.precision = GpuPrecision::kFp32;  // the CPU's
       }
     }
     const std::string graph_path =
@@ -316,6 +317,7 @@ struct RunFlags {
   bool cpu_fallback = false;
   std::string progress = "auto";  // auto, live or lines
   std::string device = "cpu";     // cpu, gpu or gpu:N (a graph run alone)
+  std::string precision = "fp32";  // fp32, tf32 or bf16 (a GPU's)
 };
 
 // Whether progress is one live line on stderr: --progress live, or auto on a terminal.
@@ -376,6 +378,11 @@ void RegisterRunFlags(CLI::App* sub, RunFlags* flags) {
                   "kernels for, the host the rest; needs a build with CUDA). A job's ranks "
                   "train where the plan places them")
       ->default_str("cpu");
+  sub->add_option("--precision", flags->precision,
+                  "fp32, tf32 or bf16: how a GPU computes float matrix products and "
+                  "convolutions: FP32 (GPU results track the CPU's), or operands rounded to "
+                  "TF32 or bfloat16 on tensor cores, sums in FP32 (values stay FP32)")
+      ->default_str("fp32");
   sub->add_flag("--cpu-fallback", flags->cpu_fallback,
                 "a job rank the plan puts on a GPU trains on the CPU instead (warned in the "
                 "log and every metrics line); without it such a rank is an error");
@@ -406,6 +413,7 @@ void RegisterRunFlags(CLI::App* sub, RunFlags* flags) {
 // --input-map's pairs.
 StatusOr<TrainerOptions> OptionsFromFlags(const RunFlags& flags) {
   TrainerOptions options = flags.options;
+  PX_ASSIGN_OR_RETURN(options.precision, ParseGpuPrecision(flags.precision));
   options.shuffle = !flags.no_shuffle;
   if (!flags.resume.empty()) {
     if (flags.resume != "always" && flags.resume != "if-exists") {

@@ -49,9 +49,26 @@ StatusOr<int> GpuDeviceCount() {
   return RegisteredGpuSupport().device_count();
 }
 
-StatusOr<std::unique_ptr<Device>> OpenGpuDevice(int ordinal, int host_threads) {
+StatusOr<std::unique_ptr<Device>> OpenGpuDevice(int ordinal, int host_threads,
+                                                GpuPrecision precision) {
   if (!GpuSupportBuiltIn()) return FailedPreconditionError("{}", kNoCuda);
-  return RegisteredGpuSupport().open(ordinal, host_threads);
+  return RegisteredGpuSupport().open(ordinal, host_threads, precision);
+}
+
+StatusOr<GpuPrecision> ParseGpuPrecision(std::string_view text) {
+  if (text == "fp32") return GpuPrecision::kFp32;
+  if (text == "tf32") return GpuPrecision::kTf32;
+  if (text == "bf16") return GpuPrecision::kBf16;
+  return InvalidArgumentError("--precision {}: expected fp32, tf32 or bf16", text);
+}
+
+const char* GpuPrecisionName(GpuPrecision precision) {
+  switch (precision) {
+    case GpuPrecision::kFp32: return "fp32";
+    case GpuPrecision::kTf32: return "tf32";
+    case GpuPrecision::kBf16: return "bf16";
+  }
+  return "fp32";
 }
 
 }  // namespace parallax

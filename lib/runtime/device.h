@@ -61,10 +61,20 @@ class CpuDevice : public Device {
 // open one; without it OpenGpuDevice says the build has no CUDA.
 //  - GpuDeviceCount: the GPUs this process can use, or why none (no driver, no device).
 //  - OpenGpuDevice: GPU `ordinal` (0-based, of those CUDA_VISIBLE_DEVICES shows), with a
-//    host device of `host_threads` threads for the ops it has no kernel for.
+//    host device of `host_threads` threads for the ops it has no kernel for, computing
+//    its float matrix products and convolutions at `precision`.
+//  - GpuPrecision: kFp32 (the default: products summed in FP32 from FP32 operands, so GPU
+//    results track the CPU's), kTf32 (operands rounded to TF32 on tensor cores: 10 bits
+//    of mantissa), kBf16 (operands rounded to bfloat16: 7 bits; sums in FP32). Values
+//    are stored as FP32 in all three; only the products' operands are rounded.
+enum class GpuPrecision { kFp32, kTf32, kBf16 };
+// "fp32", "tf32", "bf16"; an error "--precision X: expected fp32, tf32 or bf16".
+StatusOr<GpuPrecision> ParseGpuPrecision(std::string_view text);
+const char* GpuPrecisionName(GpuPrecision precision);
 struct GpuSupport {
   StatusOr<int> (*device_count)() = nullptr;
-  StatusOr<std::unique_ptr<Device>> (*open)(int ordinal, int host_threads) = nullptr;
+  StatusOr<std::unique_ptr<Device>> (*open)(int ordinal, int host_threads,
+                                            GpuPrecision precision) = nullptr;
 };
 void RegisterGpuSupport(GpuSupport support);
 // The job's collectives for a rank on `gpu`, over its host communicator (which must
@@ -75,7 +85,8 @@ void RegisterGpuCommunicator(GpuCommunicatorMaker maker);
 StatusOr<std::shared_ptr<Communicator>> MakeGpuCommunicator(Communicator& host, Device& gpu);
 bool GpuSupportBuiltIn();
 StatusOr<int> GpuDeviceCount();
-StatusOr<std::unique_ptr<Device>> OpenGpuDevice(int ordinal, int host_threads);
+StatusOr<std::unique_ptr<Device>> OpenGpuDevice(int ordinal, int host_threads,
+                                                GpuPrecision precision = GpuPrecision::kFp32);
 
 }  // namespace parallax
 

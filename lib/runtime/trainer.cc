@@ -573,8 +573,13 @@ Status Trainer::Plan() {
                   DataTypeShortName(value.dtype()), value.shape().DebugString());
   }
 
+  if (o.gpu < 0 && o.precision != GpuPrecision::kFp32) {
+    return InvalidArgumentError("--precision {}: a GPU's (the CPU computes in fp32); train on "
+                                "a GPU (--device gpu) or leave --precision out",
+                                GpuPrecisionName(o.precision));
+  }
   if (o.gpu >= 0) {
-    StatusOr<std::unique_ptr<Device>> gpu = OpenGpuDevice(o.gpu, o.threads);
+    StatusOr<std::unique_ptr<Device>> gpu = OpenGpuDevice(o.gpu, o.threads, o.precision);
     if (!gpu.ok()) return gpu.status().WithPrefix(fmt::format("training on GPU {}", o.gpu));
     device_ = std::move(gpu).value();
   } else {
@@ -605,7 +610,9 @@ Status Trainer::Plan() {
   input.shard_count = static_cast<int>(o.shard.count);
   input.seed = o.seed;
   executor_ = std::make_unique<Executor>(graph_, *device_, std::move(input));
-  if (device_->memory() != nullptr) spdlog::info("training on {}", device_->name());
+  if (device_->memory() != nullptr) {
+    spdlog::info("training on {} (precision {})", device_->name(), GpuPrecisionName(o.precision));
+  }
   if (o.overlap && o.communicator != nullptr && o.communicator->size() > 1) {
     // Kernels keep the cores (their own threads); the collectives wait on a thread of
     // their own.

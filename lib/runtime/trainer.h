@@ -144,6 +144,9 @@ struct TrainerOptions {
   // ops it has kernels for, the host the rest (executor.h, Placement); `threads` is then
   // the host's.
   int gpu = -1;
+  // The GPU's float matrix products and convolutions (device.h): fp32 unless tf32 or bf16
+  // is asked for; anything but fp32 needs a GPU.
+  GpuPrecision precision = GpuPrecision::kFp32;
   // In a job of several ranks: collectives run on a communication thread of their own,
   // overlapping the compute of the step (executor.h, Concurrency). Off (the default: on
   // 2 shared cores the waiting thread slowed steps by 1.07-1.18x, bench/bucket_bench.sh):

@@ -13,8 +13,8 @@ bool GpuRequired() {
   return value != nullptr && std::strcmp(value, "1") == 0;
 }
 
-std::unique_ptr<Device> OpenTestGpu(std::string* why_not) {
-  StatusOr<std::unique_ptr<Device>> gpu = OpenGpuDevice(0, 2);
+std::unique_ptr<Device> OpenTestGpu(std::string* why_not, GpuPrecision precision) {
+  StatusOr<std::unique_ptr<Device>> gpu = OpenGpuDevice(0, 2, precision);
   if (!gpu.ok()) {
     *why_not = gpu.status().message();
     return nullptr;

@@ -18,9 +18,10 @@ namespace parallax::testing {
 // True under PARALLAX_REQUIRE_GPU=1.
 bool GpuRequired();
 
-// GPU 0 with a 2-thread host device, or nullptr and *why_not ("this parallax was built
-// without CUDA ...", "no usable GPU: cudaGetDeviceCount: ...").
-std::unique_ptr<Device> OpenTestGpu(std::string* why_not);
+// GPU 0 with a 2-thread host device computing at `precision`, or nullptr and *why_not
+// ("this parallax was built without CUDA ...", "no usable GPU: cudaGetDeviceCount: ...").
+std::unique_ptr<Device> OpenTestGpu(std::string* why_not,
+                                    GpuPrecision precision = GpuPrecision::kFp32);
 
 // Case `name` cannot run for `why`: prints its SKIP line, or FAILs under GpuRequired().
 void SkipGpuCase(const std::string& name, const std::string& why);

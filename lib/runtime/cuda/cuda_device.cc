@@ -102,13 +102,15 @@ CudaDevice::~CudaDevice() {
   if (cudnn_ != nullptr) cudnnDestroy(cudnn_);
 }
 
-StatusOr<std::unique_ptr<CudaDevice>> CudaDevice::Open(int ordinal, int host_threads) {
+StatusOr<std::unique_ptr<CudaDevice>> CudaDevice::Open(int ordinal, int host_threads,
+                                                       GpuPrecision precision) {
   PX_ASSIGN_OR_RETURN(const int count, CudaDeviceCount());
   if (ordinal < 0 || ordinal >= count) {
     return InvalidArgumentError("GPU {} does not exist: this process sees {} GPU{}", ordinal, count,
                                 count == 1 ? "" : "s");
   }
   std::unique_ptr<CudaDevice> device(new CudaDevice(ordinal, host_threads));
+  device->precision_ = precision;
   PX_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(ordinal), "cudaSetDevice", device->name_));
   cudaDeviceProp props{};
   PX_RETURN_IF_ERROR(CudaStatus(cudaGetDeviceProperties(&props, ordinal), "cudaGetDeviceProperties",
@@ -149,8 +151,10 @@ Status CudaDevice::Synchronize() const {
 
 namespace {
 
-StatusOr<std::unique_ptr<Device>> OpenCudaDevice(int ordinal, int host_threads) {
-  PX_ASSIGN_OR_RETURN(std::unique_ptr<CudaDevice> device, CudaDevice::Open(ordinal, host_threads));
+StatusOr<std::unique_ptr<Device>> OpenCudaDevice(int ordinal, int host_threads,
+                                                 GpuPrecision precision) {
+  PX_ASSIGN_OR_RETURN(std::unique_ptr<CudaDevice> device,
+                      CudaDevice::Open(ordinal, host_threads, precision));
   return std::unique_ptr<Device>(std::move(device));
 }
 

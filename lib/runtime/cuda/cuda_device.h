@@ -9,7 +9,8 @@
 //  - *launch lock*: cuBLAS and cuDNN handles are not to be used from two threads at once, and the
 //    executor runs independent nodes on several threads: a kernel queues its work under
 //    LaunchLock() (queuing takes microseconds; the GPU runs it after).
-//  - TF32: off unless the job asks for it (Precision), so GPU results track the CPU's.
+//  - precision (device.h, GpuPrecision): FP32 unless the job asks for TF32 or bf16, so
+//    GPU results track the CPU's.
 //  - errors: a CUDA or cuBLAS failure is a Status naming the call and the device; an
 //    asynchronous fault of an earlier kernel shows at the next synchronising call.
 #ifndef PARALLAX_LIB_RUNTIME_CUDA_CUDA_DEVICE_H_
@@ -37,8 +38,6 @@ Status CudnnStatus(cudnnStatus_t status, std::string_view call, std::string_view
 // The GPUs this process can use; an error saying why there are none.
 StatusOr<int> CudaDeviceCount();
 
-enum class Precision { kFp32, kTf32 };
-
 class CudaMemory : public DeviceMemory {
  public:
   CudaMemory(std::string name, int ordinal, cudaStream_t stream);
@@ -60,7 +59,8 @@ class CudaMemory : public DeviceMemory {
 class CudaDevice : public Device {
  public:
   // GPU `ordinal` with a host device of `host_threads` threads (<= 0: one per core).
-  static StatusOr<std::unique_ptr<CudaDevice>> Open(int ordinal, int host_threads);
+  static StatusOr<std::unique_ptr<CudaDevice>> Open(int ordinal, int host_threads,
+                                                    GpuPrecision precision = GpuPrecision::kFp32);
   ~CudaDevice() override;
 
   DeviceType type() const override { return DeviceType::kCuda; }
@@ -80,8 +80,7 @@ class CudaDevice : public Device {
   Status MakeCurrent() const;
   Status Synchronize() const;
 
-  void set_precision(Precision precision) { precision_ = precision; }
-  Precision precision() const { return precision_; }
+  GpuPrecision precision() const { return precision_; }
   // "NVIDIA H200, 139.8 GiB, compute capability 9.0"
   const std::string& description() const { return description_; }
 
@@ -95,7 +94,7 @@ class CudaDevice : public Device {
   cublasHandle_t cublas_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
   std::mutex launch_mutex_;
-  Precision precision_ = Precision::kFp32;
+  GpuPrecision precision_ = GpuPrecision::kFp32;
   std::shared_ptr<CudaMemory> memory_;
   CpuDevice host_;
 };

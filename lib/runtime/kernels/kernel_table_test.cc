@@ -17,6 +17,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -53,10 +54,16 @@ struct KernelCase {
   double tolerance = 0;
   std::string note;  // what the case is about, for its name
   std::vector<int> ref_inputs;  // inputs that are variables (updates): compared after the run
+  GpuPrecision precision = GpuPrecision::kFp32;  // the GPU's (the CPU computes in FP32)
 };
 
 constexpr double kLibm = 1e-6;
 constexpr double kGemm = 1e-5;
+
+// "precision tf32" (no device.h call: names are made while tests register).
+std::string GpuPrecisionNote(GpuPrecision precision) {
+  return precision == GpuPrecision::kTf32 ? "precision tf32" : "precision bf16";
+}
 
 std::vector<KernelCase> Table() {
   std::vector<KernelCase> cases;
@@ -287,6 +294,36 @@ std::vector<KernelCase> Table() {
         {.op = "AvgPoolGrad", .inputs = {sizes(p.input), {p.output}}, .attrs = attrs, .note = note});
   }
 
+  // --precision tf32 and bf16: the products' operands rounded to 10 and 7 bits of
+  // mantissa (unit roundoff u = 2^-11, 2^-8), the sums in FP32, against the CPU's FP32.
+  // Over K terms of operands in [-1, 1] the error's standard deviation is about
+  // sqrt(K / 9) * sqrt(2 / 3) * u: for K = 64 (MatMul) and 27 (the 3x3x3 convolution)
+  // under 1.2e-3 (tf32) and 1e-2 (bf16); the tolerances, 1e-2 and 5e-2, are 5 of those.
+  for (GpuPrecision precision : {GpuPrecision::kTf32, GpuPrecision::kBf16}) {
+    const double tolerance = precision == GpuPrecision::kTf32 ? 1e-2 : 5e-2;
+    const std::string note = GpuPrecisionNote(precision);
+    cases.push_back({.op = "MatMul",
+                     .inputs = {{TensorShape{64, 64}, -1, 1}, {TensorShape{64, 64}, -1, 1}},
+                     .tolerance = tolerance,
+                     .note = note,
+                     .precision = precision});
+    for (const char* op : {"Conv2D", "Conv2DBackpropFilter"}) {
+      const bool forward = std::string(op) == "Conv2D";
+      cases.push_back({.op = op,
+                       .inputs = {{TensorShape{2, 8, 8, 3}, -1, 1},
+                                  forward ? Input{TensorShape{3, 3, 3, 8}, -1, 1}
+                                          : sizes(TensorShape{3, 3, 3, 8}),
+                                  {TensorShape{2, 8, 8, 8}, -1, 1}},
+                       .attrs = {{"strides", IntListAttr({1, 1, 1, 1})},
+                                 {"padding", StringAttr("SAME")},
+                                 {"data_format", StringAttr("NHWC")}},
+                       .tolerance = tolerance,
+                       .note = note,
+                       .precision = precision});
+      if (forward) cases.back().inputs.pop_back();
+    }
+  }
+
   // Variable updates: the variable (and slots) compared after one update. Every rule's
   // operations are IEEE-exact (update_rules.h), so bit for bit.
   const TensorShape var{3, 257};
@@ -409,9 +446,11 @@ TEST_CASE("the kernel table's cases run on the CPU") {
 // The table's case `index` on the GPU against the CPU (or its SKIP line).
 void RunTableCase(const std::vector<KernelCase>& table, size_t index) {
   static std::string why_not;
-  static const std::unique_ptr<Device> gpu = testing::OpenTestGpu(&why_not);
+  static std::map<GpuPrecision, std::unique_ptr<Device>> gpus;  // opened on first use
   const KernelCase& c = table[index];
   const std::string name = CaseName(c);
+  if (!gpus.contains(c.precision)) gpus[c.precision] = testing::OpenTestGpu(&why_not, c.precision);
+  const std::unique_ptr<Device>& gpu = gpus[c.precision];
   if (gpu == nullptr) {
     testing::SkipGpuCase(name, why_not);
     return;

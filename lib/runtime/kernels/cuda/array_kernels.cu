@@ -1,4 +1,6 @@
 // The GPU's fills and strided copies (array_launch.h).
+#include <cuda_bf16.h>
+
 #include "lib/runtime/kernels/cuda/array_launch.h"
 #include "lib/runtime/kernels/cuda/grid.h"
 
@@ -8,6 +10,14 @@ namespace {
 template <typename T>
 __global__ void FillKernel(T* out, int64_t n, T value) {
   PX_GRID_LOOP(i, n) { out[i] = value; }
+}
+
+__global__ void FloatToBf16Kernel(const float* in, uint16_t* out, int64_t n) {
+  PX_GRID_LOOP(i, n) { out[i] = __bfloat16_as_ushort(__float2bfloat16_rn(in[i])); }
+}
+
+__global__ void Bf16ToFloatKernel(const uint16_t* in, float* out, int64_t n) {
+  PX_GRID_LOOP(i, n) { out[i] = __bfloat162float(__ushort_as_bfloat16(in[i])); }
 }
 
 struct alignas(16) Bytes16 {
@@ -41,6 +51,18 @@ template <typename T>
 cudaError_t LaunchFill(T* out, int64_t n, T value, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   FillKernel<T><<<Blocks(n), kThreads, 0, stream>>>(out, n, value);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchFloatToBf16(const float* in, uint16_t* out, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  FloatToBf16Kernel<<<Blocks(n), kThreads, 0, stream>>>(in, out, n);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchBf16ToFloat(const uint16_t* in, float* out, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  Bf16ToFloatKernel<<<Blocks(n), kThreads, 0, stream>>>(in, out, n);
   return cudaGetLastError();
 }
 

@@ -1,5 +1,6 @@
-// Launch functions of the GPU's data-movement kernels (array_kernels.cu): fills and the
-// strided copy behind Transpose, Tile and a reduction's transposition. Plain types only.
+// Launch functions of the GPU's data-movement kernels (array_kernels.cu): fills, the
+// strided copy behind Transpose, Tile and a reduction's transposition, and the bfloat16
+// conversions of --precision bf16's convolutions. Plain types only.
 #ifndef PARALLAX_LIB_RUNTIME_KERNELS_CUDA_ARRAY_LAUNCH_H_
 #define PARALLAX_LIB_RUNTIME_KERNELS_CUDA_ARRAY_LAUNCH_H_
 
@@ -24,6 +25,11 @@ struct StridedCopy {
   int64_t dst_strides[kMaxCopyRank] = {};
   int64_t src_offset = 0;
 };
+
+// bfloat16 copies of float values (round to nearest even) and back, n elements; a
+// bfloat16 is its 16 bits.
+cudaError_t LaunchFloatToBf16(const float* in, uint16_t* out, int64_t n, cudaStream_t stream);
+cudaError_t LaunchBf16ToFloat(const uint16_t* in, float* out, int64_t n, cudaStream_t stream);
 
 // `n` = the product of dims; elements of `element_size` bytes (1, 2, 4, 8 or 16).
 cudaError_t LaunchStridedCopy(const void* src, void* dst, int element_size, int64_t n,

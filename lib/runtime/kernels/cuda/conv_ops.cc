@@ -11,9 +11,12 @@
 //    cropped back.
 //  - algorithms: cuDNN's heuristics (cudnnGet*Algorithm_v7), the first that succeeds and
 //    is deterministic, so a step's result does not vary run to run; the workspace is a
-//    device tensor of the call. Math: FMA only (no TF32) unless the device's precision
-//    is TF32. Results differ from the CPU's by the order of the sums (the kernel table's
-//    1e-5).
+//    device tensor of the call. Results differ from the CPU's by the order of the sums
+//    (the kernel table's 1e-5).
+//  - precision (device.h, GpuPrecision): FP32 uses cuDNN's FMA math (no TF32); TF32 its
+//    default math (TF32 tensor cores allowed); bf16 rounds the operands to bfloat16
+//    copies, convolves them on tensor cores summing in FP32, and converts the result
+//    back to FP32.
 // double convolutions run on the host (cuDNN's NHWC algorithms are float and half).
 #include <vector>
 
@@ -88,30 +91,33 @@ cpu_array::StridedCopySpec PadCopy(const Padded& p, const conv::Geometry& origin
   return spec;
 }
 
+bool Bf16(const CudaDevice& device) { return device.precision() == GpuPrecision::kBf16; }
+
 Status Describe(CudaDevice& device, const conv::Geometry& g, CudnnConv& c) {
   PX_ASSIGN_OR_RETURN(c.handle, device.cudnn());
   const std::string& name = device.name();
   const cudnnTensorFormat_t format = FormatOf(g.layout);
+  const cudnnDataType_t data = Bf16(device) ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
   const auto n = static_cast<int>(g.batch);
   PX_RETURN_IF_ERROR(
       CudnnStatus(cudnnCreateTensorDescriptor(&c.x), "cudnnCreateTensorDescriptor", name));
-  PX_RETURN_IF_ERROR(CudnnStatus(
-      cudnnSetTensor4dDescriptor(c.x, format, CUDNN_DATA_FLOAT, n, static_cast<int>(g.in_c),
-                                 static_cast<int>(g.in_h), static_cast<int>(g.in_w)),
-      "cudnnSetTensor4dDescriptor (input)", name));
+  PX_RETURN_IF_ERROR(
+      CudnnStatus(cudnnSetTensor4dDescriptor(c.x, format, data, n, static_cast<int>(g.in_c),
+                                             static_cast<int>(g.in_h), static_cast<int>(g.in_w)),
+                  "cudnnSetTensor4dDescriptor (input)", name));
   PX_RETURN_IF_ERROR(
       CudnnStatus(cudnnCreateTensorDescriptor(&c.y), "cudnnCreateTensorDescriptor", name));
-  PX_RETURN_IF_ERROR(CudnnStatus(
-      cudnnSetTensor4dDescriptor(c.y, format, CUDNN_DATA_FLOAT, n, static_cast<int>(g.out_c),
-                                 static_cast<int>(g.out_h), static_cast<int>(g.out_w)),
-      "cudnnSetTensor4dDescriptor (output)", name));
+  PX_RETURN_IF_ERROR(
+      CudnnStatus(cudnnSetTensor4dDescriptor(c.y, format, data, n, static_cast<int>(g.out_c),
+                                             static_cast<int>(g.out_h), static_cast<int>(g.out_w)),
+                  "cudnnSetTensor4dDescriptor (output)", name));
   PX_RETURN_IF_ERROR(
       CudnnStatus(cudnnCreateFilterDescriptor(&c.w), "cudnnCreateFilterDescriptor", name));
-  PX_RETURN_IF_ERROR(CudnnStatus(
-      cudnnSetFilter4dDescriptor(c.w, CUDNN_DATA_FLOAT, format, static_cast<int>(g.out_c),
-                                 static_cast<int>(g.in_c), static_cast<int>(g.filter_h),
-                                 static_cast<int>(g.filter_w)),
-      "cudnnSetFilter4dDescriptor", name));
+  PX_RETURN_IF_ERROR(
+      CudnnStatus(cudnnSetFilter4dDescriptor(c.w, data, format, static_cast<int>(g.out_c),
+                                             static_cast<int>(g.in_c), static_cast<int>(g.filter_h),
+                                             static_cast<int>(g.filter_w)),
+                  "cudnnSetFilter4dDescriptor", name));
   PX_RETURN_IF_ERROR(CudnnStatus(cudnnCreateConvolutionDescriptor(&c.conv),
                                  "cudnnCreateConvolutionDescriptor", name));
   PX_RETURN_IF_ERROR(CudnnStatus(
@@ -120,8 +126,9 @@ Status Describe(CudaDevice& device, const conv::Geometry& g, CudnnConv& c) {
                                       static_cast<int>(g.stride_w), 1, 1, CUDNN_CROSS_CORRELATION,
                                       CUDNN_DATA_FLOAT),
       "cudnnSetConvolution2dDescriptor", name));
-  const cudnnMathType_t math =
-      device.precision() == Precision::kTf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+  const cudnnMathType_t math = device.precision() == GpuPrecision::kFp32   ? CUDNN_FMA_MATH
+                               : device.precision() == GpuPrecision::kTf32 ? CUDNN_DEFAULT_MATH
+                                                                           : CUDNN_TENSOR_OP_MATH;
   PX_RETURN_IF_ERROR(
       CudnnStatus(cudnnSetConvolutionMathType(c.conv, math), "cudnnSetConvolutionMathType", name));
   return Status::Ok();
@@ -178,6 +185,34 @@ Status Zero(CudaDevice& device, Tensor* t) {
                       device);
 }
 
+// The operand cuDNN reads: `t` itself, or under bf16 a bfloat16 copy.
+StatusOr<Tensor> Operand(KernelContext& context, CudaDevice& device, const Tensor& t) {
+  if (!Bf16(device)) return t;
+  PX_ASSIGN_OR_RETURN(
+      Tensor copy, Tensor::Allocate(context.device().memory(), tensorflow::DT_BFLOAT16, t.shape()));
+  PX_RETURN_IF_ERROR(device.MakeCurrent());
+  PX_RETURN_IF_ERROR(LaunchStatus(
+      LaunchFloatToBf16(static_cast<const float*>(t.raw_data()),
+                        static_cast<uint16_t*>(copy.raw_data()), t.num_elements(), device.stream()),
+      device));
+  return copy;
+}
+
+// Where cuDNN writes a result meant for `out`: `out` itself, or under bf16 a bfloat16
+// tensor that Finish converts into `out`.
+StatusOr<Tensor> ResultFor(KernelContext& context, CudaDevice& device, const Tensor& out) {
+  if (!Bf16(device)) return out;
+  return Tensor::Allocate(context.device().memory(), tensorflow::DT_BFLOAT16, out.shape());
+}
+Status Finish(CudaDevice& device, const Tensor& result, Tensor* out) {
+  if (!Bf16(device)) return Status::Ok();
+  PX_RETURN_IF_ERROR(device.MakeCurrent());
+  return LaunchStatus(
+      LaunchBf16ToFloat(static_cast<const uint16_t*>(result.raw_data()),
+                        static_cast<float*>(out->raw_data()), out->num_elements(), device.stream()),
+      device);
+}
+
 bool Empty(const conv::Geometry& g) {
   return g.batch == 0 || g.in_c == 0 || g.out_c == 0 || g.out_h == 0 || g.out_w == 0 ||
          g.in_h == 0 || g.in_w == 0;
@@ -228,12 +263,16 @@ class Conv2DKernel : public ConvKernelBase {
     PX_ASSIGN_OR_RETURN(auto algo, (PickAlgorithm<cudnnConvolutionFwdAlgo_t>(perf, count, "forward",
                                                                              device.name())));
     PX_ASSIGN_OR_RETURN(Tensor workspace, Workspace(context, algo.second));
+    PX_ASSIGN_OR_RETURN(const Tensor x_op, Operand(context, device, *x));
+    PX_ASSIGN_OR_RETURN(const Tensor w_op, Operand(context, device, w));
+    PX_ASSIGN_OR_RETURN(Tensor y, ResultFor(context, device, *out));
     const float alpha = 1, beta = 0;
-    return CudnnStatus(
-        cudnnConvolutionForward(c.handle, &alpha, c.x, x->raw_data(), c.w, w.raw_data(), c.conv,
-                                algo.first, workspace.raw_data(), algo.second, &beta, c.y,
-                                out->raw_data()),
-        "cudnnConvolutionForward", device.name());
+    PX_RETURN_IF_ERROR(CudnnStatus(
+        cudnnConvolutionForward(c.handle, &alpha, c.x, x_op.raw_data(), c.w, w_op.raw_data(),
+                                c.conv, algo.first, workspace.raw_data(), algo.second, &beta, c.y,
+                                y.raw_data()),
+        "cudnnConvolutionForward", device.name()));
+    return Finish(device, y, out);
   }
 };
 
@@ -278,12 +317,16 @@ class Conv2DBackpropInputKernel : public ConvKernelBase {
     PX_ASSIGN_OR_RETURN(auto algo, (PickAlgorithm<cudnnConvolutionBwdDataAlgo_t>(
                                        perf, count, "backward data", device.name())));
     PX_ASSIGN_OR_RETURN(Tensor workspace, Workspace(context, algo.second));
+    PX_ASSIGN_OR_RETURN(const Tensor w_op, Operand(context, device, w));
+    PX_ASSIGN_OR_RETURN(const Tensor dy_op, Operand(context, device, out_backprop));
+    PX_ASSIGN_OR_RETURN(Tensor dx_op, ResultFor(context, device, *dx));
     const float alpha = 1, beta = 0;
     PX_RETURN_IF_ERROR(CudnnStatus(
-        cudnnConvolutionBackwardData(c.handle, &alpha, c.w, w.raw_data(), c.y,
-                                     out_backprop.raw_data(), c.conv, algo.first,
-                                     workspace.raw_data(), algo.second, &beta, c.x, dx->raw_data()),
+        cudnnConvolutionBackwardData(c.handle, &alpha, c.w, w_op.raw_data(), c.y, dy_op.raw_data(),
+                                     c.conv, algo.first, workspace.raw_data(), algo.second, &beta,
+                                     c.x, dx_op.raw_data()),
         "cudnnConvolutionBackwardData", device.name()));
+    PX_RETURN_IF_ERROR(Finish(device, dx_op, dx));
     if (!p.explicit_pad) return Status::Ok();
     return CopyStrided(device, padded, out, PadCopy(p, g, false));  // crop the padding
   }
@@ -332,12 +375,16 @@ class Conv2DBackpropFilterKernel : public ConvKernelBase {
     PX_ASSIGN_OR_RETURN(auto algo, (PickAlgorithm<cudnnConvolutionBwdFilterAlgo_t>(
                                        perf, count, "backward filter", device.name())));
     PX_ASSIGN_OR_RETURN(Tensor workspace, Workspace(context, algo.second));
+    PX_ASSIGN_OR_RETURN(const Tensor x_op, Operand(context, device, *x));
+    PX_ASSIGN_OR_RETURN(const Tensor dy_op, Operand(context, device, out_backprop));
+    PX_ASSIGN_OR_RETURN(Tensor dw_op, ResultFor(context, device, dw));
     const float alpha = 1, beta = 0;
-    PX_RETURN_IF_ERROR(
-        CudnnStatus(cudnnConvolutionBackwardFilter(
-                        c.handle, &alpha, c.x, x->raw_data(), c.y, out_backprop.raw_data(), c.conv,
-                        algo.first, workspace.raw_data(), algo.second, &beta, c.w, dw.raw_data()),
-                    "cudnnConvolutionBackwardFilter", device.name()));
+    PX_RETURN_IF_ERROR(CudnnStatus(
+        cudnnConvolutionBackwardFilter(c.handle, &alpha, c.x, x_op.raw_data(), c.y,
+                                       dy_op.raw_data(), c.conv, algo.first, workspace.raw_data(),
+                                       algo.second, &beta, c.w, dw_op.raw_data()),
+        "cudnnConvolutionBackwardFilter", device.name()));
+    PX_RETURN_IF_ERROR(Finish(device, dw_op, &dw));
     return CopyStrided(device, dw, out, FilterCopy(g, false));  // back to HWIO
   }
 };

@@ -1,6 +1,7 @@
-// CUDA MatMul through cuBLAS (float: cublasSgemm, double: cublasDgemm), with TF32 only
-// when the device's precision asks for it (CudaDevice::set_precision), so that by
-// default GPU products track the CPU's to float rounding.
+// CUDA MatMul through cuBLAS (float: cublasGemmEx with FP32 storage, computing at the
+// device's precision — FP32, or TF32 or bf16 operands on tensor cores when the job asks
+// (device.h, GpuPrecision); double: cublasDgemm), so that by default GPU products track
+// the CPU's to float rounding.
 //
 // Row-major C[m,n] = op(A) op(B) is computed as cuBLAS's column-major C^T = op(B)^T op(A)^T:
 // the same memory, no transposes materialised.
@@ -13,12 +14,26 @@
 namespace parallax::cuda_kernels {
 namespace {
 
+cublasComputeType_t ComputeType(GpuPrecision precision) {
+  switch (precision) {
+    case GpuPrecision::kTf32:
+      return CUBLAS_COMPUTE_32F_FAST_TF32;
+    case GpuPrecision::kBf16:
+      return CUBLAS_COMPUTE_32F_FAST_16BF;
+    case GpuPrecision::kFp32:
+      break;
+  }
+  return CUBLAS_COMPUTE_32F;
+}
+
 template <typename T>
-cublasStatus_t Gemm(cublasHandle_t handle, cublasOperation_t op_b, cublasOperation_t op_a, int n,
-                    int m, int k, const T* b, int ldb, const T* a, int lda, T* c) {
+cublasStatus_t Gemm(cublasHandle_t handle, GpuPrecision precision, cublasOperation_t op_b,
+                    cublasOperation_t op_a, int n, int m, int k, const T* b, int ldb, const T* a,
+                    int lda, T* c) {
   const T one = 1, zero = 0;
   if constexpr (std::is_same_v<T, float>) {
-    return cublasSgemm(handle, op_b, op_a, n, m, k, &one, b, ldb, a, lda, &zero, c, n);
+    return cublasGemmEx(handle, op_b, op_a, n, m, k, &one, b, CUDA_R_32F, ldb, a, CUDA_R_32F, lda,
+                        &zero, c, CUDA_R_32F, n, ComputeType(precision), CUBLAS_GEMM_DEFAULT);
   } else {
     return cublasDgemm(handle, op_b, op_a, n, m, k, &one, b, ldb, a, lda, &zero, c, n);
   }
@@ -55,12 +70,8 @@ class MatMulKernel : public OpKernel {
                         "cudaMemsetAsync", device.name());
     }
     PX_ASSIGN_OR_RETURN(cublasHandle_t handle, device.cublas());
-    PX_RETURN_IF_ERROR(CublasStatus(cublasSetMathMode(handle, device.precision() == Precision::kTf32
-                                                                  ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                                  : CUBLAS_DEFAULT_MATH),
-                                    "cublasSetMathMode", device.name()));
     return CublasStatus(
-        Gemm<T>(handle, transpose_b_ ? CUBLAS_OP_T : CUBLAS_OP_N,
+        Gemm<T>(handle, device.precision(), transpose_b_ ? CUBLAS_OP_T : CUBLAS_OP_N,
                 transpose_a_ ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
                 static_cast<int>(k), static_cast<const T*>(b.raw_data()),
                 static_cast<int>(b.dim(1)), static_cast<const T*>(a.raw_data()),
