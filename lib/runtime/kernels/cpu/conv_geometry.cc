@@ -233,4 +233,15 @@ Status CheckPoolGrad(const Tensor& grad, const TensorShape& expected, int input)
                               input, grad.shape().DebugString(), expected.DebugString());
 }
 
+StatusOr<Geometry> MaxPoolGradGeometry(const KernelContext& context, const PoolAttrs& attrs,
+                                       DataType dtype) {
+  static const char* kNames[] = {"orig_input", "orig_output", "grad"};
+  for (int i = 0; i < 3; ++i) PX_RETURN_IF_ERROR(nn::CheckDtype(context, i, kNames[i], dtype));
+  const Tensor& input = context.input(0);
+  PX_RETURN_IF_ERROR(CheckRank4(input, 0, "orig_input"));
+  PX_ASSIGN_OR_RETURN(Geometry g, attrs.Geometry(Dims(input)));
+  PX_RETURN_IF_ERROR(CheckPoolGrad(context.input(2), attrs.OutputShape(Dims(input), g), 2));
+  return g;
+}
+
 }  // namespace parallax::conv

@@ -150,6 +150,11 @@ Window WindowAt(const Geometry& g, int64_t oy, int64_t ox);
 // grad must have the pooling output's shape, `expected`.
 Status CheckPoolGrad(const Tensor& grad, const TensorShape& expected, int input);
 
+// MaxPoolGrad(orig_input, orig_output, grad)'s inputs checked (all of `dtype`, orig_input
+// 4-D, grad of the pooling's output shape) and its geometry.
+StatusOr<Geometry> MaxPoolGradGeometry(const KernelContext& context, const PoolAttrs& attrs,
+                                       DataType dtype);
+
 }  // namespace parallax::conv
 
 #endif  // PARALLAX_LIB_RUNTIME_KERNELS_CPU_CONV_GEOMETRY_H_

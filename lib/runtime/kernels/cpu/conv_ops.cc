@@ -249,15 +249,10 @@ class MaxPoolGradOp : public OpKernel {
  public:
   MaxPoolGradOp(const KernelInit& init, Status* status) { *status = attrs_.Read(init); }
   Status Compute(KernelContext& context) const override {
-    for (int i = 0; i < 3; ++i) {
-      static const char* kNames[] = {"orig_input", "orig_output", "grad"};
-      PX_RETURN_IF_ERROR(nn::CheckDtype(context, i, kNames[i], DataTypeOf<T>::value));
-    }
+    PX_ASSIGN_OR_RETURN(conv::Geometry g,
+                        conv::MaxPoolGradGeometry(context, attrs_, DataTypeOf<T>::value));
     const Tensor& input = context.input(0);
     const Tensor& grad = context.input(2);
-    PX_RETURN_IF_ERROR(CheckRank4(input, 0, "orig_input"));
-    PX_ASSIGN_OR_RETURN(conv::Geometry g, attrs_.Geometry(Dims(input)));
-    PX_RETURN_IF_ERROR(CheckPoolGrad(grad, attrs_.OutputShape(Dims(input), g), 2));
     Tensor* out = context.AllocateOutput(0, input.dtype(), input.shape());
     const int64_t channels = g.in_c;
     const int64_t image_in = g.in_h * g.in_w * channels;

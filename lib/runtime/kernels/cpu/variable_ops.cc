@@ -3,6 +3,7 @@
 // VariableStore by name (shared_name when set, else the node name).
 #include "lib/runtime/kernel.h"
 #include "lib/runtime/kernels/cpu/on_device.h"
+#include "lib/runtime/kernels/cpu/variable_update.h"
 
 #include <cstring>
 
@@ -42,13 +43,9 @@ class AssignOp : public OpKernel {
     *status = init.GetAttrOr("validate_shape", &validate_shape_, true);
   }
   Status Compute(KernelContext& context) const override {
-    Tensor* variable = context.ref_input(0);
-    if (variable == nullptr) return InvalidArgumentError("input 0 is not a variable");
+    PX_ASSIGN_OR_RETURN(Tensor * variable,
+                        variable_update::AssignTarget(context, validate_shape_));
     const Tensor& value = context.input(1);
-    if (validate_shape_ && variable->initialized() && !(variable->shape() == value.shape())) {
-      return InvalidArgumentError("cannot assign a value of shape {} to a variable of shape {}",
-                                  value.shape().DebugString(), variable->shape().DebugString());
-    }
     if (variable->initialized() && variable->shape() == value.shape() &&
         variable->dtype() == value.dtype() && variable->bytes() > 0) {
       std::memcpy(variable->raw_data(), value.raw_data(), value.bytes());  // in place

@@ -99,6 +99,19 @@ StatusOr<T> ScalarInput(const KernelContext& context, int index, std::string_vie
   return value->data<T>()[0];
 }
 
+// Assign(ref, value)'s variable (input 0), checked: a ref, and with validate_shape an
+// initialised variable has the value's shape.
+inline StatusOr<Tensor*> AssignTarget(KernelContext& context, bool validate_shape) {
+  Tensor* variable = context.ref_input(0);
+  if (variable == nullptr) return InvalidArgumentError("input 0 is not a variable");
+  const Tensor& value = context.input(1);
+  if (validate_shape && variable->initialized() && !(variable->shape() == value.shape())) {
+    return InvalidArgumentError("cannot assign a value of shape {} to a variable of shape {}",
+                                value.shape().DebugString(), variable->shape().DebugString());
+  }
+  return variable;
+}
+
 // "var and grad do not have the same shape: [2,3] vs [3]".
 inline Status CheckSameShape(const Tensor& a, std::string_view a_name, const Tensor& b,
                              std::string_view b_name) {

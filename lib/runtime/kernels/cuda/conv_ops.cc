@@ -213,6 +213,25 @@ Status Finish(CudaDevice& device, const Tensor& result, Tensor* out) {
       device);
 }
 
+// The input cuDNN convolves: `input` itself, or a copy padded with zeros where the
+// padding is uneven (PadFor).
+StatusOr<Tensor> PaddedInput(KernelContext& context, CudaDevice& device, const Tensor& input,
+                             const Padded& p, const conv::Geometry& g) {
+  if (!p.explicit_pad) return input;
+  PX_ASSIGN_OR_RETURN(Tensor padded, DeviceTensor(context, p.g.input_shape()));
+  PX_RETURN_IF_ERROR(Zero(device, &padded));
+  PX_RETURN_IF_ERROR(CopyStrided(device, input, &padded, PadCopy(p, g, true)));
+  return padded;
+}
+
+// The HWIO filter in cuDNN's layout.
+StatusOr<Tensor> CudnnFilter(KernelContext& context, CudaDevice& device, const Tensor& filter,
+                             const conv::Geometry& g) {
+  PX_ASSIGN_OR_RETURN(Tensor w, DeviceTensor(context, {g.out_c, g.filter_h, g.filter_w, g.in_c}));
+  PX_RETURN_IF_ERROR(CopyStrided(device, filter, &w, FilterCopy(g, true)));
+  return w;
+}
+
 bool Empty(const conv::Geometry& g) {
   return g.batch == 0 || g.in_c == 0 || g.out_c == 0 || g.out_h == 0 || g.out_w == 0 ||
          g.in_h == 0 || g.in_w == 0;
@@ -242,16 +261,8 @@ class Conv2DKernel : public ConvKernelBase {
     if (out->num_elements() == 0) return Status::Ok();
     if (Empty(g)) return Zero(device, out);
     const Padded p = PadFor(g);
-    const Tensor* x = &input;
-    Tensor padded;
-    if (p.explicit_pad) {
-      PX_ASSIGN_OR_RETURN(padded, DeviceTensor(context, p.g.input_shape()));
-      PX_RETURN_IF_ERROR(Zero(device, &padded));
-      PX_RETURN_IF_ERROR(CopyStrided(device, input, &padded, PadCopy(p, g, true)));
-      x = &padded;
-    }
-    PX_ASSIGN_OR_RETURN(Tensor w, DeviceTensor(context, {g.out_c, g.filter_h, g.filter_w, g.in_c}));
-    PX_RETURN_IF_ERROR(CopyStrided(device, filter, &w, FilterCopy(g, true)));
+    PX_ASSIGN_OR_RETURN(const Tensor x, PaddedInput(context, device, input, p, g));
+    PX_ASSIGN_OR_RETURN(const Tensor w, CudnnFilter(context, device, filter, g));
     CudnnConv c;
     PX_RETURN_IF_ERROR(Describe(device, p.g, c));
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
@@ -263,7 +274,7 @@ class Conv2DKernel : public ConvKernelBase {
     PX_ASSIGN_OR_RETURN(auto algo, (PickAlgorithm<cudnnConvolutionFwdAlgo_t>(perf, count, "forward",
                                                                              device.name())));
     PX_ASSIGN_OR_RETURN(Tensor workspace, Workspace(context, algo.second));
-    PX_ASSIGN_OR_RETURN(const Tensor x_op, Operand(context, device, *x));
+    PX_ASSIGN_OR_RETURN(const Tensor x_op, Operand(context, device, x));
     PX_ASSIGN_OR_RETURN(const Tensor w_op, Operand(context, device, w));
     PX_ASSIGN_OR_RETURN(Tensor y, ResultFor(context, device, *out));
     const float alpha = 1, beta = 0;
@@ -304,8 +315,7 @@ class Conv2DBackpropInputKernel : public ConvKernelBase {
       PX_ASSIGN_OR_RETURN(padded, DeviceTensor(context, p.g.input_shape()));
       dx = &padded;
     }
-    PX_ASSIGN_OR_RETURN(Tensor w, DeviceTensor(context, {g.out_c, g.filter_h, g.filter_w, g.in_c}));
-    PX_RETURN_IF_ERROR(CopyStrided(device, filter, &w, FilterCopy(g, true)));
+    PX_ASSIGN_OR_RETURN(const Tensor w, CudnnFilter(context, device, filter, g));
     CudnnConv c;
     PX_RETURN_IF_ERROR(Describe(device, p.g, c));
     cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
@@ -354,14 +364,7 @@ class Conv2DBackpropFilterKernel : public ConvKernelBase {
     if (out->num_elements() == 0) return Status::Ok();
     if (Empty(g)) return Zero(device, out);
     const Padded p = PadFor(g);
-    const Tensor* x = &input;
-    Tensor padded;
-    if (p.explicit_pad) {
-      PX_ASSIGN_OR_RETURN(padded, DeviceTensor(context, p.g.input_shape()));
-      PX_RETURN_IF_ERROR(Zero(device, &padded));
-      PX_RETURN_IF_ERROR(CopyStrided(device, input, &padded, PadCopy(p, g, true)));
-      x = &padded;
-    }
+    PX_ASSIGN_OR_RETURN(const Tensor x, PaddedInput(context, device, input, p, g));
     PX_ASSIGN_OR_RETURN(Tensor dw,
                         DeviceTensor(context, {g.out_c, g.filter_h, g.filter_w, g.in_c}));
     CudnnConv c;
@@ -375,7 +378,7 @@ class Conv2DBackpropFilterKernel : public ConvKernelBase {
     PX_ASSIGN_OR_RETURN(auto algo, (PickAlgorithm<cudnnConvolutionBwdFilterAlgo_t>(
                                        perf, count, "backward filter", device.name())));
     PX_ASSIGN_OR_RETURN(Tensor workspace, Workspace(context, algo.second));
-    PX_ASSIGN_OR_RETURN(const Tensor x_op, Operand(context, device, *x));
+    PX_ASSIGN_OR_RETURN(const Tensor x_op, Operand(context, device, x));
     PX_ASSIGN_OR_RETURN(const Tensor dy_op, Operand(context, device, out_backprop));
     PX_ASSIGN_OR_RETURN(Tensor dw_op, ResultFor(context, device, dw));
     const float alpha = 1, beta = 0;

@@ -55,15 +55,10 @@ class MaxPoolGradKernel : public OpKernel {
  public:
   MaxPoolGradKernel(const KernelInit& init, Status* status) { *status = attrs_.Read(init); }
   Status Compute(KernelContext& context) const override {
-    for (int i = 0; i < 3; ++i) {
-      static const char* kNames[] = {"orig_input", "orig_output", "grad"};
-      PX_RETURN_IF_ERROR(nn::CheckDtype(context, i, kNames[i], DataTypeOf<T>::value));
-    }
+    PX_ASSIGN_OR_RETURN(conv::Geometry g,
+                        conv::MaxPoolGradGeometry(context, attrs_, DataTypeOf<T>::value));
     const Tensor& input = context.input(0);
     const Tensor& grad = context.input(2);
-    PX_RETURN_IF_ERROR(conv::CheckRank4(input, 0, "orig_input"));
-    PX_ASSIGN_OR_RETURN(conv::Geometry g, attrs_.Geometry(conv::Dims(input)));
-    PX_RETURN_IF_ERROR(conv::CheckPoolGrad(grad, attrs_.OutputShape(conv::Dims(input), g), 2));
     PX_ASSIGN_OR_RETURN(Tensor * out,
                         context.AllocateDeviceOutput(0, input.dtype(), input.shape()));
     CudaDevice& device = DeviceOf(context);

@@ -142,13 +142,9 @@ class AssignKernel : public OpKernel {
     *status = init.GetAttrOr("validate_shape", &validate_shape_, true);
   }
   Status Compute(KernelContext& context) const override {
-    Tensor* variable = context.ref_input(0);
-    if (variable == nullptr) return InvalidArgumentError("input 0 is not a variable");
+    PX_ASSIGN_OR_RETURN(Tensor * variable,
+                        variable_update::AssignTarget(context, validate_shape_));
     const Tensor& value = context.input(1);
-    if (validate_shape_ && variable->initialized() && !(variable->shape() == value.shape())) {
-      return InvalidArgumentError("cannot assign a value of shape {} to a variable of shape {}",
-                                  value.shape().DebugString(), variable->shape().DebugString());
-    }
     const std::shared_ptr<DeviceMemory> memory = context.device().memory();
     if (!variable->initialized() || !(variable->shape() == value.shape()) ||
         variable->dtype() != value.dtype() || variable->memory() != memory.get()) {
