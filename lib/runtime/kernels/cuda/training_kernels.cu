@@ -7,26 +7,30 @@
 namespace parallax::cuda_kernels {
 namespace {
 
-// The update is passed by value: its pointers and scalars sit in the kernel's parameters.
+// The update is passed by value: its pointers sit in the kernel's parameters. Each thread
+// reads the scalars and computes what the CPU kernel computes once per step (Adam's alpha,
+// 1 - beta): the same operations, so the same bits.
 template <typename T, DenseRule kRule, bool kNesterov>
 __global__ void DenseUpdateKernel(DenseUpdate<T> u, int64_t n) {
+  T h[8];
+  for (int k = 0; k < 8; ++k) h[k] = u.h[k] != nullptr ? *u.h[k] : T(0);
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const T g = u.grad[i];
     if constexpr (kRule == DenseRule::kGradientDescent) {
-      update_rules::GradientDescent(u.var[0][i], g, u.h[0]);
+      update_rules::GradientDescent(u.var[0][i], g, h[0]);
     } else if constexpr (kRule == DenseRule::kMomentum) {
-      update_rules::Momentum<kNesterov>(u.var[0][i], u.var[1][i], g, u.h[0], u.h[1]);
+      update_rules::Momentum<kNesterov>(u.var[0][i], u.var[1][i], g, h[0], h[1]);
     } else if constexpr (kRule == DenseRule::kAdam) {
-      update_rules::Adam<kNesterov>(u.var[0][i], u.var[1][i], u.var[2][i], g, u.h[0], u.h[1],
-                                    u.h[2], u.h[3], u.h[4]);
+      const T alpha = update_rules::AdamAlpha(h[0], h[1], h[2]);
+      update_rules::Adam<kNesterov>(u.var[0][i], u.var[1][i], u.var[2][i], g, alpha, h[3],
+                                    T(1) - h[3], T(1) - h[4], h[5]);
     } else if constexpr (kRule == DenseRule::kRMSProp) {
-      update_rules::RMSProp(u.var[0][i], u.var[1][i], u.var[2][i], g, u.h[0], u.h[1], u.h[2],
-                            u.h[3]);
+      update_rules::RMSProp(u.var[0][i], u.var[1][i], u.var[2][i], g, h[0], h[1], h[2], h[3]);
     } else if constexpr (kRule == DenseRule::kAdagrad) {
-      update_rules::Adagrad(u.var[0][i], u.var[1][i], g, u.h[0], u.update_slots);
+      update_rules::Adagrad(u.var[0][i], u.var[1][i], g, h[0], u.update_slots);
     } else {
-      update_rules::AdagradV2(u.var[0][i], u.var[1][i], g, u.h[0], u.h[1], u.update_slots);
+      update_rules::AdagradV2(u.var[0][i], u.var[1][i], g, h[0], h[1], u.update_slots);
     }
   }
 }

@@ -15,15 +15,17 @@ namespace parallax::cuda_kernels {
 
 enum class DenseRule { kGradientDescent, kMomentum, kAdam, kRMSProp, kAdagrad, kAdagradV2 };
 
-// `var[0]` the variable, then its slots in the op's input order; `h` the rule's scalars,
-// computed on the host: GradientDescent {alpha}; Momentum {lr, momentum}; Adam {alpha
-// (update_rules::AdamAlpha), beta1, 1 - beta1, 1 - beta2, epsilon}; RMSProp {lr, rho,
-// momentum, epsilon}; Adagrad {lr}; AdagradV2 {lr, epsilon}.
+// `var[0]` the variable, then its slots in the op's input order; `h` the rule's scalar
+// inputs in the op's order, in device memory (read by the kernel: no wait for the GPU to
+// hand them to the host; Adam's beta powers are variables updated on the GPU):
+// GradientDescent {alpha}; Momentum {lr, momentum}; Adam {beta1_power, beta2_power, lr,
+// beta1, beta2, epsilon}; RMSProp {lr, rho, momentum, epsilon}; Adagrad {lr}; AdagradV2
+// {lr, epsilon}.
 template <typename T>
 struct DenseUpdate {
   T* var[4] = {};
   const T* grad = nullptr;
-  T h[8] = {};
+  const T* h[8] = {};
   bool use_nesterov = false;
   bool update_slots = true;
 };

@@ -5,8 +5,9 @@
 //
 // The executor runs these on the GPU only for device variables (executor.h: every
 // updater of the variable has a GPU kernel), whose values it keeps in device memory;
-// the variable and its slots are checked to be there. Scalar hyper-parameters are read
-// on the host (HostMemoryInput) and passed in the launch; the gradient is on the device.
+// the variable and its slots are checked to be there. The gradient and the scalar
+// hyper-parameters are read on the device (no wait for the GPU: Adam's beta powers are
+// variables the GPU updates).
 // Sparse updates (SparseApply*, Scatter*) and resource variables run on the host.
 #include <cstring>
 #include <string>
@@ -17,14 +18,12 @@
 #include "lib/runtime/kernels/cuda/cuda_kernel_util.h"
 #include "lib/runtime/kernels/cuda/cwise_launch.h"
 #include "lib/runtime/kernels/cuda/training_launch.h"
-#include "lib/runtime/kernels/update_rules.h"
 
 namespace parallax::cuda_kernels {
 namespace {
 
 using variable_update::CheckSameShape;
 using variable_update::MutableVariable;
-using variable_update::ScalarInput;
 using variable_update::TypedInput;
 
 // The variable behind ref input `index`, initialised, of dtype T, in `device`'s memory.
@@ -73,10 +72,6 @@ class ApplyKernel : public OpKernel {
     if (status->ok()) *status = init.GetAttrOr("update_slots", &update_slots_, true);
   }
 
-  bool HostMemoryInput(int index) const override {
-    return index > rule_.slots && !IsGradient(static_cast<size_t>(index));
-  }
-
   Status Compute(KernelContext& context) const override {
     constexpr DataType kType = DataTypeOf<T>::value;
     if (context.num_inputs() != static_cast<int>(names_.size())) {
@@ -93,24 +88,22 @@ class ApplyKernel : public OpKernel {
       vars.push_back(var);
       update.var[j] = static_cast<T*>(var->raw_data());
     }
-    std::vector<T> h;
     const Tensor* grad = nullptr;
+    int num_scalars = 0;
     for (int j = rule_.slots + 1; j < context.num_inputs(); ++j) {
+      PX_ASSIGN_OR_RETURN(const Tensor* input, TypedInput(context, j, names_[j], kType));
       if (IsGradient(static_cast<size_t>(j))) {
-        PX_ASSIGN_OR_RETURN(grad, TypedInput(context, j, names_[j], kType));
-        PX_RETURN_IF_ERROR(CheckSameShape(*vars[0], "var", *grad, names_[j]));
+        PX_RETURN_IF_ERROR(CheckSameShape(*vars[0], "var", *input, names_[j]));
+        grad = input;
       } else {
-        PX_ASSIGN_OR_RETURN(T value, ScalarInput<T>(context, j, names_[j]));
-        h.push_back(value);
+        if (input->rank() != 0) {  // ScalarInput's check, without reading the value
+          return InvalidArgumentError("{} is not a scalar: {}", names_[j],
+                                      input->shape().DebugString());
+        }
+        update.h[num_scalars++] = static_cast<const T*>(input->raw_data());
       }
     }
     update.grad = static_cast<const T*>(grad->raw_data());
-    if (rule_.rule == DenseRule::kAdam) {
-      // {beta1_power, beta2_power, lr, beta1, beta2, epsilon} -> the kernel's scalars.
-      const T beta1 = h[3], beta2 = h[4];
-      h = {update_rules::AdamAlpha(h[0], h[1], h[2]), beta1, T(1) - beta1, T(1) - beta2, h[5]};
-    }
-    for (size_t k = 0; k < h.size(); ++k) update.h[k] = h[k];
     CudaDevice& device = DeviceOf(context);
     {
       auto lock = device.LaunchLock();
