@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "lib/graph/attr_values.h"
+#include "lib/ops/op_registry.h"
 #include "lib/runtime/device.h"
 #include "lib/runtime/kernel.h"
 #include "lib/runtime/testing/op_test_util.h"
@@ -59,6 +60,18 @@ struct KernelCase {
 
 constexpr double kLibm = 1e-6;
 constexpr double kGemm = 1e-5;
+
+// Not DataTypeShortName: names are made while tests register, before protobuf's tables.
+const char* TypeName(DataType dtype) {
+  switch (dtype) {
+    case tensorflow::DT_DOUBLE: return "double";
+    case tensorflow::DT_INT32: return "int32";
+    case tensorflow::DT_INT64: return "int64";
+    case tensorflow::DT_UINT8: return "uint8";
+    case tensorflow::DT_BOOL: return "bool";
+    default: return "float";
+  }
+}
 
 // "precision tf32" (no device.h call: names are made while tests register).
 std::string GpuPrecisionNote(GpuPrecision precision) {
@@ -207,11 +220,30 @@ std::vector<KernelCase> Table() {
                    .tolerance = kLibm,
                    .note = "wide"});
 
+  // Casts from float and double (the GPU's), the CPU's conversion element for element:
+  // out-of-range floats to the integer type's minimum, narrower integers wrapping, to
+  // bool x != 0.
+  struct CastCase {
+    DataType src, dst;
+    double lo, hi;
+  };
+  for (const CastCase& c : std::vector<CastCase>{
+           {tensorflow::DT_FLOAT, tensorflow::DT_INT32, -4e9, 4e9},
+           {tensorflow::DT_FLOAT, tensorflow::DT_INT64, -2e19, 2e19},
+           {tensorflow::DT_DOUBLE, tensorflow::DT_FLOAT, -1e3, 1e3},
+           {tensorflow::DT_FLOAT, tensorflow::DT_DOUBLE, -1e3, 1e3},
+           {tensorflow::DT_FLOAT, tensorflow::DT_UINT8, -300, 300},
+           {tensorflow::DT_FLOAT, tensorflow::DT_BOOL, -2, 2},
+       }) {
+    cases.push_back({.op = "Cast",
+                     .inputs = {{odd, c.lo, c.hi, c.src}},
+                     .attrs = {{"SrcT", TypeAttr(c.src)}, {"DstT", TypeAttr(c.dst)}},
+                     .dtype = c.dst,
+                     .note = std::string("from ") + TypeName(c.src)});
+  }
+
   // Fills and copies: bit for bit.
   cases.push_back({.op = "Fill", .inputs = {Ints({3, 5}), {TensorShape{}}}});
-  cases.push_back({.op = "Fill",
-                   .inputs = {Ints({4, 2}), {TensorShape{}, -100, 100}},
-                   .dtype = tensorflow::DT_INT32});
   cases.push_back({.op = "ZerosLike", .inputs = {{odd}}});
   cases.push_back({.op = "OnesLike", .inputs = {{odd}}});
   cases.push_back({.op = "Tile", .inputs = {{TensorShape{2, 3}}, Ints({2, 3})}});
@@ -373,16 +405,6 @@ std::vector<KernelCase> Table() {
   return cases;
 }
 
-// Not DataTypeShortName: names are made while tests register, before protobuf's tables.
-const char* TypeName(DataType dtype) {
-  switch (dtype) {
-    case tensorflow::DT_DOUBLE: return "double";
-    case tensorflow::DT_INT32: return "int32";
-    case tensorflow::DT_INT64: return "int64";
-    default: return "float";
-  }
-}
-
 std::string CaseName(const KernelCase& c) {
   std::string shapes;
   for (const Input& in : c.inputs) {
@@ -423,9 +445,13 @@ std::vector<Tensor> CaseInputs(const KernelCase& c, uint64_t seed) {
   return inputs;
 }
 
+// The case's attrs, with "T" from its dtype when the op has a "T" attr.
 AttrMap CaseAttrs(const KernelCase& c) {
   AttrMap attrs = c.attrs;
-  attrs.emplace("T", TypeAttr(c.dtype));
+  const OpSchema* schema = FindOpSchema(c.op);
+  const bool has_t = schema != nullptr && std::any_of(schema->attrs.begin(), schema->attrs.end(),
+                                                      [](const AttrSchema& a) { return a.name == "T"; });
+  if (has_t) attrs.emplace("T", TypeAttr(c.dtype));
   return attrs;
 }
 
@@ -472,6 +498,8 @@ void RunTableCase(const std::vector<KernelCase>& table, size_t index) {
       case tensorflow::DT_DOUBLE: return Compare<double>(gpu_value, cpu_value, c.tolerance);
       case tensorflow::DT_INT32: return Compare<int32_t>(gpu_value, cpu_value, 0);
       case tensorflow::DT_INT64: return Compare<int64_t>(gpu_value, cpu_value, 0);
+      case tensorflow::DT_UINT8: return Compare<uint8_t>(gpu_value, cpu_value, 0);
+      case tensorflow::DT_BOOL: return Compare<bool>(gpu_value, cpu_value, 0);
       default: return Compare<float>(gpu_value, cpu_value, c.tolerance);
     }
   };

@@ -82,8 +82,9 @@ class ShapeOp : public OpKernel {
 PX_REGISTER_KERNEL(ShapeOp, "Shape", kCpu);
 PX_REGISTER_KERNEL(ShapeOp, "ShapeN", kCpu);
 // On a GPU, where its inputs are (on_device.h): a device tensor's shape needs no copy.
-PX_REGISTER_KERNEL(OnDevice<ShapeOp>, "Shape", DeviceType::kCuda);
-PX_REGISTER_KERNEL(OnDevice<ShapeOp>, "ShapeN", DeviceType::kCuda);
+using ShapeOnDevice = OnDevice<ShapeOp>;
+PX_REGISTER_FLOAT_ON_DEVICE(ShapeOnDevice, "Shape");
+PX_REGISTER_FLOAT_ON_DEVICE(ShapeOnDevice, "ShapeN");
 
 class SizeOp : public OpKernel {
  public:
@@ -222,7 +223,7 @@ class ReshapeOp : public OpKernel {
 };
 PX_REGISTER_KERNEL(ReshapeOp, "Reshape", kCpu);
 using ReshapeOnDevice = OnDevice<ReshapeOp, 1>;  // the shape on the host
-PX_REGISTER_KERNEL(ReshapeOnDevice, "Reshape", DeviceType::kCuda);
+PX_REGISTER_FLOAT_ON_DEVICE(ReshapeOnDevice, "Reshape");
 
 class ExpandDimsOp : public OpKernel {
  public:
@@ -250,7 +251,7 @@ class ExpandDimsOp : public OpKernel {
 };
 PX_REGISTER_KERNEL(ExpandDimsOp, "ExpandDims", kCpu);
 using ExpandDimsOnDevice = OnDevice<ExpandDimsOp, 1>;  // the axis on the host
-PX_REGISTER_KERNEL(ExpandDimsOnDevice, "ExpandDims", DeviceType::kCuda);
+PX_REGISTER_FLOAT_ON_DEVICE(ExpandDimsOnDevice, "ExpandDims");
 
 class SqueezeOp : public OpKernel {
  public:
@@ -288,7 +289,8 @@ class SqueezeOp : public OpKernel {
   std::vector<int64_t> squeeze_dims_;
 };
 PX_REGISTER_KERNEL(SqueezeOp, "Squeeze", kCpu);
-PX_REGISTER_KERNEL(OnDevice<SqueezeOp>, "Squeeze", DeviceType::kCuda);
+using SqueezeOnDevice = OnDevice<SqueezeOp>;
+PX_REGISTER_FLOAT_ON_DEVICE(SqueezeOnDevice, "Squeeze");
 
 class TransposeOp : public OpKernel {
  public:

@@ -78,10 +78,10 @@ PX_REGISTER_KERNEL(IdentityOp, "StopGradient", kCpu);
 PX_REGISTER_KERNEL(IdentityOp, "PreventGradient", kCpu);
 PX_REGISTER_KERNEL(IdentityOp, "PlaceholderWithDefault", kCpu);
 // On a GPU they forward device buffers (on_device.h).
-PX_REGISTER_KERNEL(OnDevice<IdentityOp>, "Identity", DeviceType::kCuda);
-PX_REGISTER_KERNEL(OnDevice<IdentityOp>, "IdentityN", DeviceType::kCuda);
-PX_REGISTER_KERNEL(OnDevice<IdentityOp>, "StopGradient", DeviceType::kCuda);
-PX_REGISTER_KERNEL(OnDevice<IdentityOp>, "PreventGradient", DeviceType::kCuda);
+using IdentityOnDevice = OnDevice<IdentityOp>;
+PX_REGISTER_FLOAT_ON_DEVICE(IdentityOnDevice, "Identity");
+PX_REGISTER_FLOAT_ON_DEVICE(IdentityOnDevice, "StopGradient");
+PX_REGISTER_FLOAT_ON_DEVICE(IdentityOnDevice, "PreventGradient");
 
 // Snapshot is a copy (as in TF): later in-place updates of a variable it read do not
 // reach its output.

@@ -37,6 +37,7 @@
 #include <type_traits>
 
 #include "lib/ops/dtypes.h"
+#include "lib/runtime/kernels/cast_value.h"
 #include "lib/runtime/kernel.h"
 #include "lib/runtime/kernels/cpu/cwise_util.h"
 
@@ -647,24 +648,7 @@ class FillLikeOp : public OpKernel {
   }
 };
 
-// ---- Cast. ----
-
-template <typename S, typename D>
-D CastValue(S x) {
-  if constexpr (std::is_same_v<D, bool>) {
-    return x != S(0);
-  } else if constexpr (std::is_floating_point_v<S> && kIsInteger<D>) {
-    if constexpr (sizeof(D) < sizeof(int32_t)) {
-      return static_cast<D>(CastValue<S, int32_t>(x));  // wraps, like the x86 conversion
-    } else {
-      // Out of range (or NaN) is undefined in C++; x86 yields the minimum.
-      constexpr S kLimit = -static_cast<S>(std::numeric_limits<D>::min());  // 2^31 or 2^63
-      return (x >= -kLimit && x < kLimit) ? static_cast<D>(x) : std::numeric_limits<D>::min();
-    }
-  } else {
-    return static_cast<D>(x);
-  }
-}
+// ---- Cast (CastValue: ../cast_value.h, the GPU's too). ----
 
 using CastFunction = void (*)(const void* in, void* out, int64_t begin, int64_t end);
 

@@ -19,4 +19,11 @@ class OnDevice : public Kernel {
 
 }  // namespace parallax
 
+// Registers `kernel` (an OnDevice<...>, by an alias: a macro argument takes no comma) for
+// the GPU, for float and double "T" only: integer tensors are mostly shapes and indices made and read on
+// the host, which a GPU node would copy to the GPU and the next host node back.
+#define PX_REGISTER_FLOAT_ON_DEVICE(kernel, op)                                           \
+  PX_REGISTER_KERNEL(kernel, op, ::parallax::DeviceType::kCuda, "T", tensorflow::DT_FLOAT); \
+  PX_REGISTER_KERNEL(kernel, op, ::parallax::DeviceType::kCuda, "T", tensorflow::DT_DOUBLE)
+
 #endif  // PARALLAX_LIB_RUNTIME_KERNELS_CPU_ON_DEVICE_H_

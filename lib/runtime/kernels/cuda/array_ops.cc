@@ -1,5 +1,5 @@
-// GPU kernels that make or move values without arithmetic: Fill, ZerosLike, OnesLike
-// (float, double, int32, int64), Tile and Transpose (any dtype of 1 to 16 bytes). Shapes,
+// GPU kernels that make or move values without arithmetic: Fill, ZerosLike, OnesLike,
+// Tile and Transpose, float and double. Shapes,
 // multiples, permutations and Fill's value are read on the host and checked as the CPU
 // kernels check them (cpu/array_util.h plans both).
 #include "lib/runtime/kernels/cpu/array_util.h"
@@ -91,12 +91,14 @@ using OnesLikeKernel = FillLikeKernel<T, 1>;
                      DataTypeOf<T>::value);                                                \
   PX_REGISTER_KERNEL(OnesLikeKernel<T>, "OnesLike", DeviceType::kCuda, "T", DataTypeOf<T>::value)
 
+// float and double only: integer tensors are mostly shapes and indices made and read on
+// the host (cpu/on_device.h says why that matters).
 PX_CUDA_FILL_KERNELS(float);
 PX_CUDA_FILL_KERNELS(double);
-PX_CUDA_FILL_KERNELS(int32_t);
-PX_CUDA_FILL_KERNELS(int64_t);
-PX_REGISTER_KERNEL(TileKernel, "Tile", DeviceType::kCuda);
-PX_REGISTER_KERNEL(TransposeKernel, "Transpose", DeviceType::kCuda);
+PX_REGISTER_KERNEL(TileKernel, "Tile", DeviceType::kCuda, "T", tensorflow::DT_FLOAT);
+PX_REGISTER_KERNEL(TileKernel, "Tile", DeviceType::kCuda, "T", tensorflow::DT_DOUBLE);
+PX_REGISTER_KERNEL(TransposeKernel, "Transpose", DeviceType::kCuda, "T", tensorflow::DT_FLOAT);
+PX_REGISTER_KERNEL(TransposeKernel, "Transpose", DeviceType::kCuda, "T", tensorflow::DT_DOUBLE);
 
 }  // namespace
 }  // namespace parallax::cuda_kernels
