@@ -41,6 +41,9 @@ struct Input {
   Tensor value;                             // this value rather than random ones (axes)
 };
 
+// An int32 scalar input (Concat's axis).
+Input IntScalar(int32_t value) { return {.value = Tensor::Scalar<int32_t>(value)}; }
+
 // An int32 vector input (axes, dims, multiples, a permutation).
 Input Ints(std::vector<int32_t> values) {
   const int64_t n = static_cast<int64_t>(values.size());
@@ -249,6 +252,17 @@ std::vector<KernelCase> Table() {
   cases.push_back({.op = "Tile", .inputs = {{TensorShape{2, 3}}, Ints({2, 3})}});
   cases.push_back({.op = "Tile", .inputs = {{TensorShape{3, 1, 4}}, Ints({1, 5, 2})}});
   cases.push_back({.op = "Transpose", .inputs = {{TensorShape{3, 4, 5}}, Ints({2, 0, 1})}});
+  for (int32_t axis : {0, 1, -1}) {
+    cases.push_back({.op = "ConcatV2",
+                     .inputs = {{TensorShape{2, 3, 4}}, {TensorShape{2, 3, 4}}, IntScalar(axis)},
+                     .attrs = {{"N", IntAttr(2)}},
+                     .note = "axis " + std::to_string(axis)});
+  }
+  cases.push_back({.op = "ConcatV2",
+                   .inputs = {{TensorShape{2, 0, 4}}, {TensorShape{2, 5, 4}}, {TensorShape{2, 1, 4}},
+                              IntScalar(1)},
+                   .attrs = {{"N", IntAttr(3)}},
+                   .note = "an empty value"});
   cases.push_back({.op = "Transpose", .inputs = {{TensorShape{33, 65}}, Ints({1, 0})}});
   cases.push_back({.op = "Transpose",
                    .inputs = {{TensorShape{2, 3, 4, 5}}, Ints({3, 1, 2, 0})},

@@ -339,14 +339,8 @@ PX_REGISTER_KERNEL(InvertPermutationOp, "InvertPermutation", kCpu);
 // Copies `part` into `output` along `axis` at `offset` (both viewed as [outer, dim, inner]).
 Status CopyIntoAxis(const Tensor& part, Tensor* output, int axis, int64_t offset,
                     ThreadPool& pool) {
-  const std::vector<int64_t>& dims = part.shape().dims();
-  const int64_t outer = Product(dims, 0, static_cast<size_t>(axis));
-  const int64_t chunk = Product(dims, static_cast<size_t>(axis), dims.size());
-  const int64_t inner = Product(dims, static_cast<size_t>(axis) + 1, dims.size());
-  const int64_t out_chunk = output->dim(axis) * inner;
-  StridedCopySpec spec{.dims = {outer, chunk}, .src_strides = {chunk, 1},
-                       .dst_strides = {out_chunk, 1}, .dst_offset = offset * inner};
-  return StridedCopy(part, output, std::move(spec), pool);
+  return StridedCopy(part, output, cpu_array::IntoAxisCopy(part.shape(), output->shape(), axis, offset),
+                     pool);
 }
 
 // Copies the slab [offset, offset + output.dim(axis)) of `input` along `axis` into `output`.
@@ -369,43 +363,12 @@ class ConcatOp : public OpKernel {
   Status Compute(KernelContext& context) const override {
     const int n = context.num_inputs() - 1;
     const int first = v2_ ? 0 : 1;
-    const Tensor& axis_tensor = context.input(v2_ ? n : 0);
-    if (axis_tensor.rank() != 0 || !IsIndexType(axis_tensor.dtype())) {
-      return InvalidArgumentError("Concat dim tensor should be a scalar integer, but got shape {}",
-                                  axis_tensor.shape().DebugString());
-    }
-    PX_ASSIGN_OR_RETURN(int64_t axis, IndexScalar(axis_tensor, "axis"));
-    const Tensor& input0 = context.input(first);
-    const int rank = input0.rank();
-    if (rank == 0) return InvalidArgumentError("ConcatOp : Can't concatenate scalars (use tf.stack instead)");
-    if (axis < -rank || axis >= rank) {
-      return InvalidArgumentError("ConcatOp : Expected concatenating dimensions in the range "
-                                  "[{}, {}), but got {}",
-                                  -rank, rank, axis);
-    }
-    if (axis < 0) axis += rank;
-    const int a = static_cast<int>(axis);
-    TensorShape shape = input0.shape();
-    int64_t total = 0;
-    for (int i = 0; i < n; ++i) {
-      const Tensor& in = context.input(first + i);
-      if (in.rank() != rank) {
-        return InvalidArgumentError("ConcatOp : Ranks of all input tensors should match: shape[0] "
-                                    "= {} vs. shape[{}] = {}",
-                                    input0.shape().DebugString(), i, in.shape().DebugString());
-      }
-      for (int d = 0; d < rank; ++d) {
-        if (d != a && in.dim(d) != input0.dim(d)) {
-          return InvalidArgumentError("ConcatOp : Dimension {} in both shapes must be equal: "
-                                      "shape[0] = {} vs. shape[{}] = {}",
-                                      d, input0.shape().DebugString(), i,
-                                      in.shape().DebugString());
-        }
-      }
-      total += in.dim(a);
-    }
-    shape.set_dim(a, total);
-    Tensor* output = context.AllocateOutput(0, input0.dtype(), std::move(shape));
+    std::vector<const Tensor*> values;
+    for (int i = 0; i < n; ++i) values.push_back(&context.input(first + i));
+    PX_ASSIGN_OR_RETURN(cpu_array::ConcatPlan plan,
+                        cpu_array::PlanConcat(values, context.input(v2_ ? n : 0)));
+    const int a = plan.axis;
+    Tensor* output = context.AllocateOutput(0, values[0]->dtype(), std::move(plan.shape));
     int64_t offset = 0;
     for (int i = 0; i < n; ++i) {
       const Tensor& in = context.input(first + i);

@@ -350,6 +350,64 @@ inline StatusOr<CopyPlan> PlanTile(const TensorShape& shape, const Tensor& multi
   return plan;
 }
 
+// Concat's values (all of one rank, equal but along `axis`) and axis checked: the axis
+// (non-negative) and the output's shape.
+struct ConcatPlan {
+  int axis = 0;
+  TensorShape shape;
+};
+inline StatusOr<ConcatPlan> PlanConcat(const std::vector<const Tensor*>& values,
+                                       const Tensor& axis_tensor) {
+  if (axis_tensor.rank() != 0 || !IsIndexType(axis_tensor.dtype())) {
+    return InvalidArgumentError("Concat dim tensor should be a scalar integer, but got shape {}",
+                                axis_tensor.shape().DebugString());
+  }
+  PX_ASSIGN_OR_RETURN(int64_t axis, IndexScalar(axis_tensor, "axis"));
+  const Tensor& input0 = *values[0];
+  const int rank = input0.rank();
+  if (rank == 0) return InvalidArgumentError("ConcatOp : Can't concatenate scalars (use tf.stack instead)");
+  if (axis < -rank || axis >= rank) {
+    return InvalidArgumentError("ConcatOp : Expected concatenating dimensions in the range "
+                                "[{}, {}), but got {}",
+                                -rank, rank, axis);
+  }
+  if (axis < 0) axis += rank;
+  ConcatPlan plan{.axis = static_cast<int>(axis), .shape = input0.shape()};
+  int64_t total = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const Tensor& in = *values[i];
+    if (in.rank() != rank) {
+      return InvalidArgumentError("ConcatOp : Ranks of all input tensors should match: shape[0] "
+                                  "= {} vs. shape[{}] = {}",
+                                  input0.shape().DebugString(), i, in.shape().DebugString());
+    }
+    for (int d = 0; d < rank; ++d) {
+      if (d != plan.axis && in.dim(d) != input0.dim(d)) {
+        return InvalidArgumentError("ConcatOp : Dimension {} in both shapes must be equal: "
+                                    "shape[0] = {} vs. shape[{}] = {}",
+                                    d, input0.shape().DebugString(), i,
+                                    in.shape().DebugString());
+      }
+    }
+    total += in.dim(plan.axis);
+  }
+  plan.shape.set_dim(plan.axis, total);
+  return plan;
+}
+
+// The copy of `part` into `output` along `axis` at `offset` (both viewed as [outer, dim,
+// inner]).
+inline StridedCopySpec IntoAxisCopy(const TensorShape& part, const TensorShape& output, int axis,
+                                    int64_t offset) {
+  const std::vector<int64_t>& dims = part.dims();
+  const int64_t outer = Product(dims, 0, static_cast<size_t>(axis));
+  const int64_t chunk = Product(dims, static_cast<size_t>(axis), dims.size());
+  const int64_t inner = Product(dims, static_cast<size_t>(axis) + 1, dims.size());
+  const int64_t out_chunk = output.dim(axis) * inner;
+  return StridedCopySpec{.dims = {outer, chunk}, .src_strides = {chunk, 1},
+                         .dst_strides = {out_chunk, 1}, .dst_offset = offset * inner};
+}
+
 }  // namespace parallax::cpu_array
 
 #endif  // PARALLAX_LIB_RUNTIME_KERNELS_CPU_ARRAY_UTIL_H_

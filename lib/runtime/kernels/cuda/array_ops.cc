@@ -1,5 +1,5 @@
 // GPU kernels that make or move values without arithmetic: Fill, ZerosLike, OnesLike,
-// Tile and Transpose, float and double. Shapes,
+// Tile, Transpose and ConcatV2, float and double. Shapes,
 // multiples, permutations and Fill's value are read on the host and checked as the CPU
 // kernels check them (cpu/array_util.h plans both).
 #include "lib/runtime/kernels/cpu/array_util.h"
@@ -77,6 +77,40 @@ class CopyKernel : public OpKernel {
   }
 };
 
+// ConcatV2(values..., axis): each value copied into its slab of the output along the axis,
+// checked and planned as the CPU does; the axis (the last input) is read on the host.
+class ConcatKernel : public OpKernel {
+ public:
+  ConcatKernel(const KernelInit& init, Status* status) {
+    *status = init.GetAttr("N", &num_values_);
+  }
+  bool HostMemoryInput(int index) const override { return index == num_values_; }
+  Status Compute(KernelContext& context) const override {
+    const int n = context.num_inputs() - 1;
+    std::vector<const Tensor*> values;
+    for (int i = 0; i < n; ++i) values.push_back(&context.input(i));
+    PX_ASSIGN_OR_RETURN(cpu_array::ConcatPlan plan,
+                        cpu_array::PlanConcat(values, context.input(n)));
+    PX_ASSIGN_OR_RETURN(Tensor * out,
+                        context.AllocateDeviceOutput(0, values[0]->dtype(), plan.shape));
+    CudaDevice& device = DeviceOf(context);
+    auto lock = device.LaunchLock();
+    int64_t offset = 0;
+    for (const Tensor* value : values) {
+      if (value->num_elements() > 0) {
+        PX_RETURN_IF_ERROR(
+            CopyStrided(device, *value, out,
+                        cpu_array::IntoAxisCopy(value->shape(), out->shape(), plan.axis, offset)));
+      }
+      offset += value->dim(plan.axis);
+    }
+    return Status::Ok();
+  }
+
+ private:
+  int64_t num_values_ = 0;
+};
+
 using TileKernel = CopyKernel<false>;
 using TransposeKernel = CopyKernel<true>;
 
@@ -99,6 +133,8 @@ PX_REGISTER_KERNEL(TileKernel, "Tile", DeviceType::kCuda, "T", tensorflow::DT_FL
 PX_REGISTER_KERNEL(TileKernel, "Tile", DeviceType::kCuda, "T", tensorflow::DT_DOUBLE);
 PX_REGISTER_KERNEL(TransposeKernel, "Transpose", DeviceType::kCuda, "T", tensorflow::DT_FLOAT);
 PX_REGISTER_KERNEL(TransposeKernel, "Transpose", DeviceType::kCuda, "T", tensorflow::DT_DOUBLE);
+PX_REGISTER_KERNEL(ConcatKernel, "ConcatV2", DeviceType::kCuda, "T", tensorflow::DT_FLOAT);
+PX_REGISTER_KERNEL(ConcatKernel, "ConcatV2", DeviceType::kCuda, "T", tensorflow::DT_DOUBLE);
 
 }  // namespace
 }  // namespace parallax::cuda_kernels
