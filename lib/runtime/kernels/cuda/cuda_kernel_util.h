@@ -1,5 +1,6 @@
 // What every CUDA kernel of lib/runtime/kernels/cuda does around its launch: find its
-// device, check an input's dtype, and turn a launch's error into the node's Status.
+// device, check an input's dtype, turn a launch's error into the node's Status, and
+// register a float/double template (PX_CUDA_FLOAT_KERNELS).
 #ifndef PARALLAX_LIB_RUNTIME_KERNELS_CUDA_CUDA_KERNEL_UTIL_H_
 #define PARALLAX_LIB_RUNTIME_KERNELS_CUDA_CUDA_KERNEL_UTIL_H_
 
@@ -26,5 +27,12 @@ inline Status LaunchStatus(cudaError_t error, const CudaDevice& device) {
 }
 
 }  // namespace parallax::cuda_kernels
+
+// Registers the GPU kernel template `Kernel` for float and double "T".
+#define PX_CUDA_FLOAT_KERNELS(Kernel, name)                                                \
+  PX_REGISTER_KERNEL(Kernel<float>, name, ::parallax::DeviceType::kCuda, "T",              \
+                     tensorflow::DT_FLOAT);                                                \
+  PX_REGISTER_KERNEL(Kernel<double>, name, ::parallax::DeviceType::kCuda, "T",             \
+                     tensorflow::DT_DOUBLE)
 
 #endif  // PARALLAX_LIB_RUNTIME_KERNELS_CUDA_CUDA_KERNEL_UTIL_H_

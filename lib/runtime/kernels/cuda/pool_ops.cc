@@ -107,10 +107,6 @@ using MaxPoolKernel = PoolKernel<T, true>;
 template <typename T>
 using AvgPoolKernel = PoolKernel<T, false>;
 
-#define PX_CUDA_FLOAT_KERNELS(Kernel, name)                                              \
-  PX_REGISTER_KERNEL(Kernel<float>, name, DeviceType::kCuda, "T", tensorflow::DT_FLOAT); \
-  PX_REGISTER_KERNEL(Kernel<double>, name, DeviceType::kCuda, "T", tensorflow::DT_DOUBLE)
-
 PX_CUDA_FLOAT_KERNELS(MaxPoolKernel, "MaxPool");
 PX_CUDA_FLOAT_KERNELS(AvgPoolKernel, "AvgPool");
 PX_CUDA_FLOAT_KERNELS(MaxPoolGradKernel, "MaxPoolGrad");

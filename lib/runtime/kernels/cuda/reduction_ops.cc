@@ -3,7 +3,7 @@
 // as the CPU kernels plan them (cpu/reduction_plan.h) and reduced in the CPU's order
 // (reduction_launch.h), so results have the CPU's bits (the cross-entropy's exp and log
 // aside). Axes, and the labels (checked as the CPU checks them), are read on the host.
-#include <limits>
+#include <algorithm>
 #include <vector>
 
 #include "lib/runtime/kernels/cpu/reduction_plan.h"
@@ -191,10 +191,6 @@ template <typename T>
 using MaxKernel = ReductionKernel<T, ReduceOp::kMax>;
 template <typename T>
 using MinKernel = ReductionKernel<T, ReduceOp::kMin>;
-
-#define PX_CUDA_FLOAT_KERNELS(Kernel, name)                                              \
-  PX_REGISTER_KERNEL(Kernel<float>, name, DeviceType::kCuda, "T", tensorflow::DT_FLOAT); \
-  PX_REGISTER_KERNEL(Kernel<double>, name, DeviceType::kCuda, "T", tensorflow::DT_DOUBLE)
 
 PX_CUDA_FLOAT_KERNELS(SumKernel, "Sum");
 PX_CUDA_FLOAT_KERNELS(MeanKernel, "Mean");

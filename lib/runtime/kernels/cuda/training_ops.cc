@@ -9,7 +9,6 @@
 // hyper-parameters are read on the device (no wait for the GPU: Adam's beta powers are
 // variables the GPU updates).
 // Sparse updates (SparseApply*, Scatter*) and resource variables run on the host.
-#include <cstring>
 #include <string>
 #include <vector>
 
