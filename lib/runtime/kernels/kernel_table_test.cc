@@ -268,6 +268,47 @@ std::vector<KernelCase> Table() {
                    .inputs = {{TensorShape{2, 3, 4, 5}}, Ints({3, 1, 2, 0})},
                    .dtype = tensorflow::DT_DOUBLE});
 
+  // Gathers (the indices read on the host) and segment reductions (each segment's rows
+  // in input order; a negative id dropped; empty segments hold the identity): bit for bit.
+  const auto gather_attrs = [](DataType params, int64_t batch_dims) {
+    return AttrMap{{"Tparams", TypeAttr(params)},
+                   {"Tindices", TypeAttr(tensorflow::DT_INT32)},
+                   {"Taxis", TypeAttr(tensorflow::DT_INT32)},
+                   {"batch_dims", IntAttr(batch_dims)}};
+  };
+  cases.push_back({.op = "GatherV2",
+                   .inputs = {{TensorShape{10, 7}}, Ints({3, 0, 9, 3, 5}), IntScalar(0)},
+                   .attrs = gather_attrs(tensorflow::DT_FLOAT, 0)});
+  cases.push_back({.op = "GatherV2",
+                   .inputs = {{TensorShape{4, 6, 5}}, Ints({5, 0, 2}), IntScalar(1)},
+                   .attrs = gather_attrs(tensorflow::DT_DOUBLE, 0),
+                   .dtype = tensorflow::DT_DOUBLE,
+                   .note = "axis 1"});
+  cases.push_back(
+      {.op = "GatherV2",
+       .inputs = {{TensorShape{3, 5, 4}},
+                  {.value = Tensor::FromVector<int32_t>({4, 0, 1, 1, 3, 2}, TensorShape{3, 2})},
+                  IntScalar(1)},
+       .attrs = gather_attrs(tensorflow::DT_FLOAT, 1),
+       .note = "batch_dims 1"});
+  cases.push_back({.op = "Gather",
+                   .inputs = {{TensorShape{6, 3}}, Ints({1, 1, 4})},
+                   .attrs = {{"Tparams", TypeAttr(tensorflow::DT_FLOAT)},
+                             {"Tindices", TypeAttr(tensorflow::DT_INT32)}}});
+  const AttrMap segment_attrs = {{"Tindices", TypeAttr(tensorflow::DT_INT32)},
+                                 {"Tnumsegments", TypeAttr(tensorflow::DT_INT32)}};
+  for (const char* op :
+       {"UnsortedSegmentSum", "UnsortedSegmentMax", "UnsortedSegmentMin", "UnsortedSegmentProd"}) {
+    cases.push_back(
+        {.op = op,
+         .inputs = {{TensorShape{6, 33}, 0.5, 1.5}, Ints({2, 0, 2, -1, 4, 2}), IntScalar(5)},
+         .attrs = segment_attrs});
+  }
+  cases.push_back({.op = "UnsortedSegmentSum",
+                   .inputs = {{TensorShape{6, 2, 3}}, Ints({1, 1, 0, 1, 0, 1}), IntScalar(3)},
+                   .attrs = segment_attrs,
+                   .dtype = tensorflow::DT_DOUBLE});
+
   // Convolutions through cuDNN (its sums in its order: 1e-5), each pass: symmetric SAME,
   // strided SAME (padded asymmetrically: an explicit pad), VALID, NCHW, LeNet's first layer.
   struct Conv {
@@ -416,6 +457,65 @@ std::vector<KernelCase> Table() {
   cases.push_back({.op = "ApplyAdagradV2",
                    .inputs = {weights, positive, scalar, {TensorShape{}, 1e-8, 1e-7}, weights},
                    .ref_inputs = {0, 1}});
+
+  // Sparse updates: rows named by indices, duplicated ones applied in index order; bit for
+  // bit. Rows of one element take TF's scalar form of Adagrad.
+  const Input rows = Ints({3, 0, 3, 9, 3});
+  const auto int32 = TypeAttr(tensorflow::DT_INT32);
+  for (int64_t row_size : {int64_t{33}, int64_t{1}}) {
+    const Input table{TensorShape{10, row_size}, -1, 1};
+    const Input table_positive{TensorShape{10, row_size}, 0.1, 1};
+    const Input grad{TensorShape{5, row_size}, -1, 1};
+    const std::string note = row_size == 1 ? "rows of one" : "";
+    cases.push_back({.op = "SparseApplyAdagrad",
+                     .inputs = {table, table_positive, scalar, grad, rows},
+                     .attrs = {{"Tindices", int32}},
+                     .note = note,
+                     .ref_inputs = {0, 1}});
+  }
+  const Input table{TensorShape{10, 33}, -1, 1};
+  const Input table_positive{TensorShape{10, 33}, 0.1, 1};
+  const Input grad{TensorShape{5, 33}, -1, 1};
+  cases.push_back({.op = "SparseApplyAdagrad",
+                   .inputs = {table, table_positive, scalar, grad, rows},
+                   .attrs = {{"Tindices", int32}},
+                   .dtype = tensorflow::DT_DOUBLE,
+                   .ref_inputs = {0, 1}});
+  cases.push_back(
+      {.op = "SparseApplyAdagradV2",
+       .inputs = {table, table_positive, scalar, {TensorShape{}, 1e-8, 1e-7}, grad, rows},
+       .attrs = {{"Tindices", int32}},
+       .ref_inputs = {0, 1}});
+  for (bool nesterov : {false, true}) {
+    cases.push_back({.op = "SparseApplyMomentum",
+                     .inputs = {table, table, scalar, grad, rows, {TensorShape{}, 0.5, 0.9}},
+                     .attrs = {{"Tindices", int32}, {"use_nesterov", BoolAttr(nesterov)}},
+                     .note = nesterov ? "nesterov" : "",
+                     .ref_inputs = {0, 1}});
+  }
+  cases.push_back({.op = "SparseApplyRMSProp",
+                   .inputs = {table,
+                              table_positive,
+                              table,
+                              scalar,
+                              {TensorShape{}, 0.8, 0.95},
+                              {TensorShape{}, 0, 0.9},
+                              {TensorShape{}, 1e-8, 1e-7},
+                              grad,
+                              rows},
+                   .attrs = {{"Tindices", int32}},
+                   .ref_inputs = {0, 1, 2}});
+  for (const char* op : {"ScatterAdd", "ScatterSub", "ScatterUpdate"}) {
+    cases.push_back({.op = op,
+                     .inputs = {table, rows, grad},
+                     .attrs = {{"Tindices", int32}},
+                     .ref_inputs = {0}});
+  }
+  cases.push_back({.op = "ScatterAdd",
+                   .inputs = {table, rows, scalar},
+                   .attrs = {{"Tindices", int32}},
+                   .note = "scalar updates",
+                   .ref_inputs = {0}});
   return cases;
 }
 

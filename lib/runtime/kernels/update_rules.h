@@ -12,10 +12,12 @@
 
 #include <cmath>
 
+#ifndef PX_HOST_DEVICE
 #ifdef __CUDACC__
 #define PX_HOST_DEVICE __host__ __device__
 #else
 #define PX_HOST_DEVICE
+#endif
 #endif
 
 namespace parallax::update_rules {
@@ -80,6 +82,52 @@ template <typename T>
 PX_HOST_DEVICE inline void AdagradV2(T& var, T& accum, T g, T lr, T epsilon, bool update_slots) {
   if (update_slots) accum += g * g;
   var -= g * lr / (std::sqrt(accum) + epsilon);
+}
+
+// The sparse rules (SparseApply*: one element of an indexed row), where TF writes them
+// with other operations or in another order than the dense ones.
+
+// accum = accum * momentum + g; var -= lr * accum
+// (Nesterov: var -= lr * g + lr * momentum * accum).
+template <bool kNesterov, typename T>
+PX_HOST_DEVICE inline void SparseMomentum(T& var, T& accum, T g, T lr, T momentum) {
+  accum = accum * momentum + g;
+  if constexpr (kNesterov) {
+    var -= lr * g + lr * momentum * accum;
+  } else {
+    var -= lr * accum;
+  }
+}
+
+// accum += g^2 (when update_slots); var -= lr * g * rsqrt(accum) — for rows of one
+// element (`single`) lr * g / sqrt(accum), as TF's scalar loop.
+template <typename T>
+PX_HOST_DEVICE inline void SparseAdagrad(T& var, T& accum, T g, T lr, bool update_slots,
+                                         bool single) {
+  if (update_slots) accum += g * g;
+  if (single) {
+    var -= lr * g / std::sqrt(accum);
+  } else {
+    var -= lr * g * (T(1) / std::sqrt(accum));
+  }
+}
+
+// accum += g^2 (when update_slots); var -= lr * g / (sqrt(accum) + epsilon).
+template <typename T>
+PX_HOST_DEVICE inline void SparseAdagradV2(T& var, T& accum, T g, T lr, T epsilon,
+                                           bool update_slots) {
+  if (update_slots) accum += g * g;
+  var -= lr * g / (std::sqrt(accum) + epsilon);
+}
+
+// ms = ms * rho + g^2 * (1 - rho); mom = mom * momentum + rsqrt(ms + epsilon) * lr * g;
+// var -= mom.
+template <typename T>
+PX_HOST_DEVICE inline void SparseRMSProp(T& var, T& ms, T& mom, T g, T lr, T rho, T momentum,
+                                         T epsilon) {
+  ms = ms * rho + g * g * (T(1) - rho);
+  mom = mom * momentum + (T(1) / std::sqrt(ms + epsilon)) * lr * g;
+  var -= mom;
 }
 
 }  // namespace parallax::update_rules

@@ -17,6 +17,8 @@
 
 #include "lib/runtime/kernel.h"
 #include "lib/runtime/kernels/cpu/array_util.h"
+#include "lib/runtime/kernels/cpu/gather_plan.h"
+#include "lib/runtime/kernels/segment_reduce.h"
 
 namespace parallax {
 namespace {
@@ -42,10 +44,8 @@ int64_t RowsPerBlock(int64_t cost) {
 // ---- Gathers ----
 
 // GatherV2(params, indices, axis), Gather(params, indices) (axis 0) and
-// ResourceGather(resource, indices) (axis 0 of the variable's value). With batch_dims
-// b, the first b dims of params and indices are shared:
-//   output[B, O, I, N] = params[B, O, indices[B, I], N]
-// for batch B (b dims), outer O (params dims b..axis), index position I and inner N.
+// ResourceGather(resource, indices) (axis 0 of the variable's value), with batch_dims
+// (gather_plan.h: the plan and its checks, shared with the GPU's kernel).
 class GatherOp : public OpKernel {
  public:
   GatherOp(const KernelInit& init, Status* status)
@@ -73,62 +73,14 @@ class GatherOp : public OpKernel {
       params_value = context.input(0);
     }
     const Tensor& params = params_value;
-    const Tensor& indices = context.input(1);
-    const int params_rank = params.rank();
-    const int indices_rank = indices.rank();
-    int64_t axis = 0;
-    if (has_axis_) {
-      PX_ASSIGN_OR_RETURN(axis, IndexScalar(context.input(2), "axis"));
-    }
-    if (axis < -params_rank || axis >= params_rank) {
-      return InvalidArgumentError("Expected axis in the range [{}, {}), but got {}", -params_rank,
-                                  params_rank, axis);
-    }
-    if (axis < 0) axis += params_rank;
-    int64_t batch_dims = batch_dims_;
-    if (batch_dims < 0) batch_dims += indices_rank;
-    if (batch_dims != 0) {
-      if (batch_dims < 0 || batch_dims > indices_rank) {
-        return InvalidArgumentError("Expected batch_dims in the range [{}, {}], but got {}",
-                                    -indices_rank, indices_rank, batch_dims_);
-      }
-      if (batch_dims >= params_rank) {
-        return InvalidArgumentError("batch_dims ({}) must be less than rank(params) ({}).",
-                                    batch_dims, params_rank);
-      }
-      if (axis < batch_dims) {
-        return InvalidArgumentError("batch_dims ({}) must be less than or equal to axis ({}).",
-                                    batch_dims, axis);
-      }
-      for (int i = 0; i < batch_dims; ++i) {
-        if (params.dim(i) != indices.dim(i)) {
-          return InvalidArgumentError("params.shape[{}]: {} should be equal to indices.shape[{}]: {}",
-                                      i, params.dim(i), i, indices.dim(i));
-        }
-      }
-    }
-    PX_ASSIGN_OR_RETURN(std::vector<int64_t> idx, IndexValues(indices, "indices"));
-    const std::vector<int64_t>& pdims = params.shape().dims();
-    const size_t a = static_cast<size_t>(axis), b = static_cast<size_t>(batch_dims);
-    const int64_t limit = pdims[a];
-    for (size_t i = 0; i < idx.size(); ++i) {
-      if (idx[i] < 0 || idx[i] >= limit) {
-        return InvalidArgumentError("indices{} = {} is not in [0, {})",
-                                    IndexDebugString(indices.shape().dims(), static_cast<int64_t>(i)),
-                                    idx[i], limit);
-      }
-    }
-    std::vector<int64_t> out_dims(pdims.begin(), pdims.begin() + static_cast<int64_t>(a));
-    out_dims.insert(out_dims.end(), indices.shape().dims().begin() + static_cast<int64_t>(b),
-                    indices.shape().dims().end());
-    out_dims.insert(out_dims.end(), pdims.begin() + static_cast<int64_t>(a) + 1, pdims.end());
-    Tensor* output = context.AllocateOutput(0, params.dtype(), TensorShape(out_dims));
-
-    const int64_t batch = Product(pdims, 0, b);
-    const int64_t outer = Product(pdims, b, a);
-    const int64_t inner = Product(pdims, a + 1, pdims.size());
-    const int64_t per_batch = batch == 0 ? 0 : static_cast<int64_t>(idx.size()) / batch;
-    const int64_t rows = batch * outer * per_batch;
+    PX_ASSIGN_OR_RETURN(
+        gather_plan::GatherPlan plan,
+        gather_plan::PlanGather(params.shape(), context.input(1),
+                                has_axis_ ? &context.input(2) : nullptr, batch_dims_));
+    Tensor* output = context.AllocateOutput(0, params.dtype(), plan.output_shape);
+    const std::vector<int64_t>& idx = plan.indices;
+    const int64_t outer = plan.outer, inner = plan.inner, per_batch = plan.per_batch;
+    const int64_t limit = plan.limit, rows = plan.rows();
     ThreadPool& pool = context.threads();
     return VisitElementKind(params.dtype(), [&]<typename U>() {
       const U* in = Elements<U>(params);
@@ -221,62 +173,24 @@ PX_REGISTER_KERNEL(UniqueOp, "UniqueWithCounts", kCpu);
 
 // ---- Unsorted segment reductions ----
 
-enum class SegmentReduce { kSum, kMax, kMin, kProd };
-
-template <typename T, SegmentReduce R>
-struct SegmentReducer {
-  static T Identity() {
-    if constexpr (R == SegmentReduce::kSum) return T(0);
-    if constexpr (R == SegmentReduce::kProd) return T(1);
-    if constexpr (R == SegmentReduce::kMax) return std::numeric_limits<T>::lowest();
-    return std::numeric_limits<T>::max();
-  }
-  static void Combine(T& acc, T x) {
-    if constexpr (R == SegmentReduce::kSum) acc += x;
-    if constexpr (R == SegmentReduce::kProd) acc *= x;
-    if constexpr (R == SegmentReduce::kMax) acc = x > acc ? x : acc;
-    if constexpr (R == SegmentReduce::kMin) acc = x < acc ? x : acc;
-  }
-};
+using segment_reduce::Reduce;
 
 // UnsortedSegment*(data, segment_ids, num_segments): output[s, ...] reduces the rows of
 // data whose segment id is s (ids of any rank, a prefix of data's shape); empty segments
 // hold the identity (0, 1, lowest, max); negative ids are dropped; ids >= num_segments
 // are errors.
-template <typename T, SegmentReduce R>
+template <typename T, Reduce R>
 class UnsortedSegmentOp : public OpKernel {
  public:
   UnsortedSegmentOp(const KernelInit&, Status*) {}
   Status Compute(KernelContext& context) const override {
     const Tensor& data = context.input(0);
-    const Tensor& ids_t = context.input(1);
-    const Tensor& num_t = context.input(2);
-    if (num_t.rank() != 0) {
-      return InvalidArgumentError("num_segments should be a scalar, not shape {}",
-                                  num_t.shape().DebugString());
-    }
-    PX_ASSIGN_OR_RETURN(int64_t num_segments, IndexScalar(num_t, "num_segments"));
-    if (num_segments < 0) {
-      return InvalidArgumentError("Input num_segments == {} must not be negative.", num_segments);
-    }
-    const std::vector<int64_t>& ddims = data.shape().dims();
-    const std::vector<int64_t>& idims = ids_t.shape().dims();
-    if (idims.size() > ddims.size() || !std::equal(idims.begin(), idims.end(), ddims.begin())) {
-      return InvalidArgumentError("data.shape = {} does not start with segment_ids.shape = {}",
-                                  data.shape().DebugString(), ids_t.shape().DebugString());
-    }
-    PX_ASSIGN_OR_RETURN(std::vector<int64_t> ids, IndexValues(ids_t, "segment_ids"));
-    for (size_t i = 0; i < ids.size(); ++i) {
-      if (ids[i] >= num_segments) {
-        return InvalidArgumentError("segment_ids{} = {} is out of range [0, {})",
-                                    IndexDebugString(idims, static_cast<int64_t>(i)), ids[i],
-                                    num_segments);
-      }
-    }
-    std::vector<int64_t> out_dims = {num_segments};
-    out_dims.insert(out_dims.end(), ddims.begin() + static_cast<int64_t>(idims.size()), ddims.end());
-    const int64_t inner = Product(ddims, idims.size(), ddims.size());
-    Tensor* output = context.AllocateOutput(0, data.dtype(), TensorShape(out_dims));
+    PX_ASSIGN_OR_RETURN(
+        gather_plan::SegmentPlan plan,
+        gather_plan::PlanUnsortedSegment(data, context.input(1), context.input(2)));
+    const std::vector<int64_t>& ids = plan.ids;
+    const int64_t num_segments = plan.num_segments, inner = plan.inner;
+    Tensor* output = context.AllocateOutput(0, data.dtype(), plan.output_shape);
     T* out = output->data<T>();
     const T* in = data.data<T>();
     const int64_t rows = static_cast<int64_t>(ids.size());
@@ -285,14 +199,14 @@ class UnsortedSegmentOp : public OpKernel {
         16, kMinParallelElements / std::max<int64_t>(1, rows + num_segments));
     context.threads().ParallelFor(inner, cols_per_block, [&](int, int64_t c0, int64_t c1) {
       for (int64_t s = 0; s < num_segments; ++s) {
-        std::fill(out + s * inner + c0, out + s * inner + c1, SegmentReducer<T, R>::Identity());
+        std::fill(out + s * inner + c0, out + s * inner + c1, segment_reduce::Identity<R, T>());
       }
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t s = ids[static_cast<size_t>(r)];
         if (s < 0) continue;
         T* o = out + s * inner;
         const T* x = in + r * inner;
-        for (int64_t c = c0; c < c1; ++c) SegmentReducer<T, R>::Combine(o[c], x[c]);
+        for (int64_t c = c0; c < c1; ++c) segment_reduce::Combine<R>(o[c], x[c]);
       }
     });
     return Status::Ok();
@@ -300,7 +214,7 @@ class UnsortedSegmentOp : public OpKernel {
 };
 
 #define PX_REGISTER_UNSORTED_SEGMENT(T, R, name)                                      \
-  using UnsortedSegment##R##_##T = UnsortedSegmentOp<T, SegmentReduce::k##R>;         \
+  using UnsortedSegment##R##_##T = UnsortedSegmentOp<T, Reduce::k##R>;         \
   PX_REGISTER_KERNEL(UnsortedSegment##R##_##T, name, kCpu, "T", DataTypeOf<T>::value)
 #define PX_REGISTER_UNSORTED_SEGMENT_TYPES(R)                                  \
   PX_REGISTER_UNSORTED_SEGMENT(float, R, "UnsortedSegment" #R);                \

@@ -85,18 +85,8 @@ class ScatterOp : public OpKernel {
     PX_ASSIGN_OR_RETURN(Tensor * variable, MutableVariable(context, 0, name, resource_, kType));
     const Tensor& indices = context.input(1);
     PX_ASSIGN_OR_RETURN(const Tensor* updates, TypedInput(context, 2, "updates", kType));
-    if (variable->rank() < 1) {
-      return InvalidArgumentError("{} must be at least 1-dimensional, got shape {}", name,
-                                  variable->shape().DebugString());
-    }
-    TensorShape expected = indices.shape();
-    for (int d = 1; d < variable->rank(); ++d) expected.AddDim(variable->dim(d));
-    const bool scalar_updates = updates->rank() == 0;
-    if (!scalar_updates && !(updates->shape() == expected)) {
-      return InvalidArgumentError(
-          "updates must have shape indices.shape + {}.shape[1:] = {} or be a scalar, got {}", name,
-          expected.DebugString(), updates->shape().DebugString());
-    }
+    PX_ASSIGN_OR_RETURN(const bool scalar_updates,
+                        variable_update::CheckScatterUpdates(*variable, name, indices, *updates));
     PX_ASSIGN_OR_RETURN(std::vector<int64_t> rows, ReadIndices(indices, variable->dim(0)));
     const int64_t row_size = RowSize(*variable);
     T* x = variable->data<T>();

@@ -349,11 +349,10 @@ struct SparseMomentum {
     const T* g = a.grad + go;
     const T lr = a.h[0], momentum = a.h[1];
     for (int64_t k = 0; k < n; ++k) {
-      accum[k] = accum[k] * momentum + g[k];
       if (a.use_nesterov) {
-        var[k] -= lr * g[k] + lr * momentum * accum[k];
+        update_rules::SparseMomentum<true>(var[k], accum[k], g[k], lr, momentum);
       } else {
-        var[k] -= lr * accum[k];
+        update_rules::SparseMomentum<false>(var[k], accum[k], g[k], lr, momentum);
       }
     }
   }
@@ -376,13 +375,10 @@ struct SparseAdagradRule {
     const T* g = a.grad + go;
     const T lr = a.h[0], epsilon = kEpsilon ? a.h[1] : T(0);
     for (int64_t k = 0; k < n; ++k) {
-      if (a.update_slots) accum[k] += g[k] * g[k];
       if (kEpsilon) {
-        var[k] -= lr * g[k] / (std::sqrt(accum[k]) + epsilon);
-      } else if (n == 1) {
-        var[k] -= lr * g[k] / std::sqrt(accum[k]);
+        update_rules::SparseAdagradV2(var[k], accum[k], g[k], lr, epsilon, a.update_slots);
       } else {
-        var[k] -= lr * g[k] * (T(1) / std::sqrt(accum[k]));
+        update_rules::SparseAdagrad(var[k], accum[k], g[k], lr, a.update_slots, n == 1);
       }
     }
   }
@@ -405,9 +401,7 @@ struct SparseRMSProp {
     const T* g = a.grad + go;
     const T lr = a.h[0], rho = a.h[1], momentum = a.h[2], epsilon = a.h[3];
     for (int64_t k = 0; k < n; ++k) {
-      ms[k] = ms[k] * rho + g[k] * g[k] * (T(1) - rho);
-      mom[k] = mom[k] * momentum + (T(1) / std::sqrt(ms[k] + epsilon)) * lr * g[k];
-      var[k] -= mom[k];
+      update_rules::SparseRMSProp(var[k], ms[k], mom[k], g[k], lr, rho, momentum, epsilon);
     }
   }
 };
@@ -814,21 +808,7 @@ class ApplyOp : public OpKernel {
         Rule::Update(args, begin, begin, end - begin);
       });
     } else {
-      if (var.rank() < 1) {
-        return InvalidArgumentError("var must be at least 1-dimensional, got shape {}",
-                                    var.shape().DebugString());
-      }
-      if (indices->rank() != 1) {
-        return InvalidArgumentError("indices must be one-dimensional, got shape {}",
-                                    indices->shape().DebugString());
-      }
-      TensorShape expected = var.shape();
-      expected.set_dim(0, indices->dim(0));
-      if (!(grad->shape() == expected)) {
-        return InvalidArgumentError(
-            "grad must have shape indices.shape + var.shape[1:] = {}, got {}",
-            expected.DebugString(), grad->shape().DebugString());
-      }
+      PX_RETURN_IF_ERROR(variable_update::CheckSparseGrad(var, *grad, *indices));
       PX_ASSIGN_OR_RETURN(std::vector<int64_t> rows, ReadIndices(*indices, var.dim(0)));
       const int64_t row_size = RowSize(var);
       ForEachRowUpdate(context, rows, var.dim(0), row_size, [&](int64_t i, int64_t row) {

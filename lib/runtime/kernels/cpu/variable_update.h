@@ -143,6 +143,45 @@ inline StatusOr<std::vector<int64_t>> ReadIndices(const Tensor& indices, int64_t
   return rows;
 }
 
+// A SparseApply*'s shapes: var of rank >= 1, indices a vector, grad of shape
+// indices.shape + var.shape[1:].
+inline Status CheckSparseGrad(const Tensor& var, const Tensor& grad, const Tensor& indices) {
+  if (var.rank() < 1) {
+    return InvalidArgumentError("var must be at least 1-dimensional, got shape {}",
+                                var.shape().DebugString());
+  }
+  if (indices.rank() != 1) {
+    return InvalidArgumentError("indices must be one-dimensional, got shape {}",
+                                indices.shape().DebugString());
+  }
+  TensorShape expected = var.shape();
+  expected.set_dim(0, indices.dim(0));
+  if (!(grad.shape() == expected)) {
+    return InvalidArgumentError("grad must have shape indices.shape + var.shape[1:] = {}, got {}",
+                                expected.DebugString(), grad.shape().DebugString());
+  }
+  return Status::Ok();
+}
+
+// A Scatter*'s shapes (`name` the variable's input, "ref" or "resource"): the variable of
+// rank >= 1, updates of shape indices.shape + variable.shape[1:] or a scalar (true).
+inline StatusOr<bool> CheckScatterUpdates(const Tensor& variable, std::string_view name,
+                                          const Tensor& indices, const Tensor& updates) {
+  if (variable.rank() < 1) {
+    return InvalidArgumentError("{} must be at least 1-dimensional, got shape {}", name,
+                                variable.shape().DebugString());
+  }
+  TensorShape expected = indices.shape();
+  for (int d = 1; d < variable.rank(); ++d) expected.AddDim(variable.dim(d));
+  const bool scalar_updates = updates.rank() == 0;
+  if (!scalar_updates && !(updates.shape() == expected)) {
+    return InvalidArgumentError(
+        "updates must have shape indices.shape + {}.shape[1:] = {} or be a scalar, got {}", name,
+        expected.DebugString(), updates.shape().DebugString());
+  }
+  return scalar_updates;
+}
+
 // Elements per row of `variable` seen as [dim(0), rest].
 inline int64_t RowSize(const Tensor& variable) {
   int64_t size = 1;

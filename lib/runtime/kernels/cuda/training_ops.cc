@@ -1,14 +1,18 @@
 // GPU kernels of the variable updates, ref forms (TF1 variables), float and double:
-// Assign, AssignAdd, AssignSub, and the dense optimizer updates ApplyGradientDescent,
+// Assign, AssignAdd, AssignSub, the dense optimizer updates ApplyGradientDescent,
 // ApplyMomentum, ApplyAdam, ApplyRMSProp, ApplyAdagrad, ApplyAdagradV2 — one fused
-// kernel per variable and step, by the CPU kernels' rules (../update_rules.h).
+// kernel per variable and step, by the CPU kernels' rules (../update_rules.h) — and the
+// sparse ones TF1's optimizers use for embeddings: SparseApplyMomentum,
+// SparseApplyAdagrad, SparseApplyAdagradV2, SparseApplyRMSProp, ScatterAdd, ScatterSub,
+// ScatterUpdate (GradientDescent's and Adam's sparse steps). Their indices are read on
+// the host, checked as the CPU checks them and grouped by row (training_launch.h).
 //
 // The executor runs these on the GPU only for device variables (executor.h: every
 // updater of the variable has a GPU kernel), whose values it keeps in device memory;
 // the variable and its slots are checked to be there. The gradient and the scalar
 // hyper-parameters are read on the device (no wait for the GPU: Adam's beta powers are
 // variables the GPU updates).
-// Sparse updates (SparseApply*, Scatter*) and resource variables run on the host.
+// Resource variables, and the rarer sparse rules, run on the host.
 #include <string>
 #include <vector>
 
@@ -126,6 +130,136 @@ class ApplyKernel : public OpKernel {
   bool update_slots_ = true;
 };
 
+struct SparseOp {
+  const char* op;
+  SparseRule rule;
+  int slots;
+};
+
+constexpr SparseOp kSparseOps[] = {
+    {"SparseApplyMomentum", SparseRule::kMomentum, 1},
+    {"SparseApplyAdagrad", SparseRule::kAdagrad, 1},
+    {"SparseApplyAdagradV2", SparseRule::kAdagradV2, 1},
+    {"SparseApplyRMSProp", SparseRule::kRMSProp, 2},
+};
+
+// SparseApply*(var, slots..., scalars..., grad, indices, scalars...): inputs by the op's
+// schema, as ApplyKernel; `indices` is read on the host.
+template <typename T>
+class SparseApplyKernel : public OpKernel {
+ public:
+  SparseApplyKernel(const KernelInit& init, Status* status) {
+    for (const SparseOp& op : kSparseOps) {
+      if (init.node().op() == op.op) op_ = op;
+    }
+    const OpSchema* schema = FindOpSchema(init.node().op());
+    if (schema == nullptr) {
+      *status = InvalidArgumentError("no schema for op {}", init.node().op());
+      return;
+    }
+    for (const ArgSchema& arg : schema->inputs) names_.push_back(arg.name);
+    *status = init.GetAttrOr("use_nesterov", &use_nesterov_, false);
+    if (status->ok()) *status = init.GetAttrOr("update_slots", &update_slots_, true);
+  }
+  bool HostMemoryInput(int index) const override {
+    return index >= 0 && static_cast<size_t>(index) < names_.size() && names_[index] == "indices";
+  }
+
+  Status Compute(KernelContext& context) const override {
+    constexpr DataType kType = DataTypeOf<T>::value;
+    if (context.num_inputs() != static_cast<int>(names_.size())) {
+      return InvalidArgumentError("expected {} inputs, got {}", names_.size(),
+                                  context.num_inputs());
+    }
+    SparseUpdate<T> update;
+    update.use_nesterov = use_nesterov_;
+    update.update_slots = update_slots_;
+    std::vector<Tensor*> vars;
+    for (int j = 0; j <= op_.slots; ++j) {
+      PX_ASSIGN_OR_RETURN(Tensor * var, DeviceVariable(context, j, names_[j], kType));
+      if (j > 0) PX_RETURN_IF_ERROR(CheckSameShape(*vars[0], "var", *var, names_[j]));
+      vars.push_back(var);
+      update.var[j] = static_cast<T*>(var->raw_data());
+    }
+    const Tensor* grad = nullptr;
+    const Tensor* indices = nullptr;
+    int num_scalars = 0;
+    for (int j = op_.slots + 1; j < context.num_inputs(); ++j) {
+      if (names_[j] == "indices") {
+        indices = &context.input(j);
+        continue;
+      }
+      PX_ASSIGN_OR_RETURN(const Tensor* input, TypedInput(context, j, names_[j], kType));
+      if (names_[j] == "grad") {
+        grad = input;
+      } else {
+        if (input->rank() != 0) {
+          return InvalidArgumentError("{} is not a scalar: {}", names_[j],
+                                      input->shape().DebugString());
+        }
+        update.h[num_scalars++] = static_cast<const T*>(input->raw_data());
+      }
+    }
+    const Tensor& var = *vars[0];
+    PX_RETURN_IF_ERROR(variable_update::CheckSparseGrad(var, *grad, *indices));
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> rows,
+                        variable_update::ReadIndices(*indices, var.dim(0)));
+    PX_ASSIGN_OR_RETURN(UploadedRowGroups groups,
+                        UploadRowGroups(context, gather_plan::GroupByRow(rows)));
+    update.grad = static_cast<const T*>(grad->raw_data());
+    update.row_size = variable_update::RowSize(var);
+    CudaDevice& device = DeviceOf(context);
+    {
+      auto lock = device.LaunchLock();
+      PX_RETURN_IF_ERROR(device.MakeCurrent());
+      PX_RETURN_IF_ERROR(LaunchStatus(
+          LaunchSparseUpdate<T>(op_.rule, update, groups.view, device.stream()), device));
+    }
+    context.set_output_ref(0, vars[0]);
+    return Status::Ok();
+  }
+
+ private:
+  SparseOp op_{};
+  std::vector<std::string> names_;
+  bool use_nesterov_ = false;
+  bool update_slots_ = true;
+};
+
+// ScatterAdd / ScatterSub / ScatterUpdate(ref, indices, updates): updates of shape
+// indices.shape + ref.shape[1:], or a scalar.
+template <typename T, SparseRule kRule>
+class ScatterKernel : public OpKernel {
+ public:
+  ScatterKernel(const KernelInit&, Status*) {}
+  bool HostMemoryInput(int index) const override { return index == 1; }
+  Status Compute(KernelContext& context) const override {
+    constexpr DataType kType = DataTypeOf<T>::value;
+    PX_ASSIGN_OR_RETURN(Tensor * variable, DeviceVariable(context, 0, "ref", kType));
+    const Tensor& indices = context.input(1);
+    PX_ASSIGN_OR_RETURN(const Tensor* updates, TypedInput(context, 2, "updates", kType));
+    SparseUpdate<T> update;
+    PX_ASSIGN_OR_RETURN(update.scalar_grad,
+                        variable_update::CheckScatterUpdates(*variable, "ref", indices, *updates));
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> rows,
+                        variable_update::ReadIndices(indices, variable->dim(0)));
+    PX_ASSIGN_OR_RETURN(UploadedRowGroups groups,
+                        UploadRowGroups(context, gather_plan::GroupByRow(rows)));
+    update.var[0] = static_cast<T*>(variable->raw_data());
+    update.grad = static_cast<const T*>(updates->raw_data());
+    update.row_size = variable_update::RowSize(*variable);
+    CudaDevice& device = DeviceOf(context);
+    {
+      auto lock = device.LaunchLock();
+      PX_RETURN_IF_ERROR(device.MakeCurrent());
+      PX_RETURN_IF_ERROR(
+          LaunchStatus(LaunchSparseUpdate<T>(kRule, update, groups.view, device.stream()), device));
+    }
+    context.set_output_ref(0, variable);
+    return Status::Ok();
+  }
+};
+
 // Assign(ref, value): into the variable's buffer when the shapes agree, else a new
 // device buffer (never the value's own: later updates would write through it).
 class AssignKernel : public OpKernel {
@@ -186,6 +320,16 @@ void RegisterForType() {
     RegisterKernel(KernelKey(rule.op, DeviceType::kCuda, "T", kType),
                    kernel_internal::FactoryFor<ApplyKernel<T>>());
   }
+  for (const SparseOp& op : kSparseOps) {
+    RegisterKernel(KernelKey(op.op, DeviceType::kCuda, "T", kType),
+                   kernel_internal::FactoryFor<SparseApplyKernel<T>>());
+  }
+  RegisterKernel(KernelKey("ScatterAdd", DeviceType::kCuda, "T", kType),
+                 kernel_internal::FactoryFor<ScatterKernel<T, SparseRule::kScatterAdd>>());
+  RegisterKernel(KernelKey("ScatterSub", DeviceType::kCuda, "T", kType),
+                 kernel_internal::FactoryFor<ScatterKernel<T, SparseRule::kScatterSub>>());
+  RegisterKernel(KernelKey("ScatterUpdate", DeviceType::kCuda, "T", kType),
+                 kernel_internal::FactoryFor<ScatterKernel<T, SparseRule::kScatterUpdate>>());
   RegisterKernel(KernelKey("Assign", DeviceType::kCuda, "T", kType),
                  kernel_internal::FactoryFor<AssignKernel>());
   RegisterKernel(KernelKey("AssignAdd", DeviceType::kCuda, "T", kType),

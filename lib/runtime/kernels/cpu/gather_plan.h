@@ -1,0 +1,61 @@
+// The argument checks and index plans of the gathers and segment reductions, shared by
+// the CPU kernels (gather_ops.cc, training_ops.cc, state_ops.cc) and the GPU's
+// (cuda/gather_ops.cc, cuda/training_ops.cc), so both reject the same inputs with the
+// same messages and read the same indices.
+//
+// Terms:
+//  - a *gather* GatherV2(params, indices, axis) with batch_dims b reads
+//      output[B, O, I, N] = params[B, O, indices[B, I], N]
+//    for batch B (the first b dims, shared by params and indices), outer O (params dims
+//    b..axis), index position I and inner N (params dims after axis).
+//  - *row groups* order the positions of an index vector by the row each names, keeping
+//    the positions of one row in index order: a GPU thread per (row, column) then applies
+//    a row's updates in the order the CPU's sequential loop does, without atomics, so
+//    duplicated indices give the CPU's bits.
+#ifndef PARALLAX_LIB_RUNTIME_KERNELS_CPU_GATHER_PLAN_H_
+#define PARALLAX_LIB_RUNTIME_KERNELS_CPU_GATHER_PLAN_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "lib/base/status.h"
+#include "lib/runtime/tensor.h"
+
+namespace parallax::gather_plan {
+
+struct GatherPlan {
+  TensorShape output_shape;
+  int64_t batch = 0, outer = 0, inner = 0, per_batch = 0;
+  int64_t limit = 0;                                          // params' size along the axis
+  std::vector<int64_t> indices;                               // each in [0, limit)
+  int64_t rows() const { return batch * outer * per_batch; }  // of `inner` elements
+};
+
+// GatherV2 (`axis` its axis input) or Gather (`axis` nullptr: axis 0). TF's messages:
+// "indices[3] = 7 is not in [0, 5)".
+StatusOr<GatherPlan> PlanGather(const TensorShape& params, const Tensor& indices,
+                                const Tensor* axis, int64_t batch_dims);
+
+// UnsortedSegment*(data, segment_ids, num_segments): output [num_segments, data's dims
+// after segment_ids'] of rows of `inner` elements. Negative ids are kept (the kernels
+// drop them, as TF does); ids >= num_segments are errors.
+struct SegmentPlan {
+  TensorShape output_shape;
+  int64_t num_segments = 0, inner = 0;
+  std::vector<int64_t> ids;
+};
+StatusOr<SegmentPlan> PlanUnsortedSegment(const Tensor& data, const Tensor& segment_ids,
+                                          const Tensor& num_segments);
+
+// The positions of `targets` grouped by target: group g holds row `rows[g]`'s positions
+// positions[starts[g] .. starts[g + 1]) in increasing order; rows ascend; negative
+// targets are left out. starts has rows.size() + 1 entries.
+struct RowGroups {
+  std::vector<int64_t> rows, starts, positions;
+  int64_t size() const { return static_cast<int64_t>(rows.size()); }
+};
+RowGroups GroupByRow(const std::vector<int64_t>& targets);
+
+}  // namespace parallax::gather_plan
+
+#endif  // PARALLAX_LIB_RUNTIME_KERNELS_CPU_GATHER_PLAN_H_

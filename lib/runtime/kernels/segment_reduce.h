@@ -1,0 +1,43 @@
+// The element rule of the unsorted segment reductions (UnsortedSegment{Sum,Max,Min,Prod}),
+// shared by the CPU kernels (cpu/gather_ops.cc) and the GPU's (cuda/gather_kernels.cu):
+// each output element starts at the reduction's identity and combines its segment's rows
+// in input order, so both devices compute the same operations in the same order.
+//
+// Plain C++ read by g++ and nvcc alike (no project headers); Identity is host code.
+#ifndef PARALLAX_LIB_RUNTIME_KERNELS_SEGMENT_REDUCE_H_
+#define PARALLAX_LIB_RUNTIME_KERNELS_SEGMENT_REDUCE_H_
+
+#include <limits>
+
+#ifndef PX_HOST_DEVICE
+#ifdef __CUDACC__
+#define PX_HOST_DEVICE __host__ __device__
+#else
+#define PX_HOST_DEVICE
+#endif
+#endif
+
+namespace parallax::segment_reduce {
+
+enum class Reduce { kSum, kMax, kMin, kProd };
+
+// What an empty segment holds: 0, lowest, max, 1.
+template <Reduce R, typename T>
+T Identity() {
+  if constexpr (R == Reduce::kSum) return T(0);
+  if constexpr (R == Reduce::kProd) return T(1);
+  if constexpr (R == Reduce::kMax) return std::numeric_limits<T>::lowest();
+  return std::numeric_limits<T>::max();
+}
+
+template <Reduce R, typename T>
+PX_HOST_DEVICE inline void Combine(T& acc, T x) {
+  if constexpr (R == Reduce::kSum) acc += x;
+  if constexpr (R == Reduce::kProd) acc *= x;
+  if constexpr (R == Reduce::kMax) acc = x > acc ? x : acc;
+  if constexpr (R == Reduce::kMin) acc = x < acc ? x : acc;
+}
+
+}  // namespace parallax::segment_reduce
+
+#endif  // PARALLAX_LIB_RUNTIME_KERNELS_SEGMENT_REDUCE_H_
