@@ -8,6 +8,8 @@
 //  - CheckBiasAddGradShape, CheckSparseXentShapes: BiasAddGrad's gradient, the logits
 //    and labels of SparseSoftmaxCrossEntropyWithLogits (labels' values are checked by
 //    SparseXentLabelError).
+//  - CheckSoftmaxShape: Softmax's and LogSoftmax's logits; XentShapes: the logits and
+//    labels of SoftmaxCrossEntropyWithLogits, which broadcast against each other.
 #ifndef PARALLAX_LIB_RUNTIME_KERNELS_KERNEL_SHAPES_H_
 #define PARALLAX_LIB_RUNTIME_KERNELS_KERNEL_SHAPES_H_
 
@@ -119,6 +121,43 @@ inline Status CheckSparseXentShapes(const Tensor& features, const Tensor& labels
 }
 
 // The error for the first label outside [0, depth), or OK; labels in host memory.
+inline Status CheckSoftmaxShape(const Tensor& logits) {
+  if (logits.rank() >= 1) return Status::Ok();
+  return InvalidArgumentError("logits must have rank >= 1, got shape {}",
+                              logits.shape().DebugString());
+}
+
+// [batch, depth] after broadcasting, and the strides (in elements) of a row and a column
+// of each input: 0 along a dimension of 1 that repeats.
+struct XentDims {
+  int64_t batch = 0, depth = 0;
+  int64_t features_row = 0, features_col = 0, labels_row = 0, labels_col = 0;
+};
+
+inline StatusOr<XentDims> XentShapes(const Tensor& features, const Tensor& labels) {
+  if (features.rank() != 2 || labels.rank() != 2) {
+    return InvalidArgumentError(
+        "logits and labels must be 2-D (or broadcast to 2-D), got shapes {} and {}",
+        features.shape().DebugString(), labels.shape().DebugString());
+  }
+  int64_t dims[2];
+  for (int i = 0; i < 2; ++i) {
+    const int64_t f = features.dim(i), l = labels.dim(i);
+    if (f != l && f != 1 && l != 1) {
+      return InvalidArgumentError(
+          "logits and labels must be broadcastable: logits_size={} labels_size={}",
+          features.shape().DebugString(), labels.shape().DebugString());
+    }
+    dims[i] = f == 1 ? l : f;
+  }
+  return XentDims{.batch = dims[0],
+                  .depth = dims[1],
+                  .features_row = features.dim(0) == 1 ? 0 : features.dim(1),
+                  .features_col = features.dim(1) == 1 ? 0 : 1,
+                  .labels_row = labels.dim(0) == 1 ? 0 : labels.dim(1),
+                  .labels_col = labels.dim(1) == 1 ? 0 : 1};
+}
+
 inline Status SparseXentLabelError(const Tensor& labels, int64_t depth) {
   for (int64_t b = 0; b < labels.num_elements(); ++b) {
     const int64_t label = labels.dtype() == tensorflow::DT_INT32 ? labels.data<int32_t>()[b]

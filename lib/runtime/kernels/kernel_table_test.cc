@@ -209,6 +209,21 @@ std::vector<KernelCase> Table() {
   cases.push_back({.op = "BiasAddGrad",
                    .inputs = {{TensorShape{4, 6, 100, 30}}},
                    .attrs = {{"data_format", StringAttr("NCHW")}}});
+  // Softmaxes: the CPU's loop, the GPU's exp and log.
+  for (const char* op : {"Softmax", "LogSoftmax"}) {
+    cases.push_back({.op = op, .inputs = {{odd}}, .tolerance = kLibm});
+    cases.push_back({.op = op,
+                     .inputs = {{TensorShape{2, 3, 10}}},
+                     .dtype = tensorflow::DT_DOUBLE,
+                     .tolerance = 1e-12});
+  }
+  cases.push_back({.op = "SoftmaxCrossEntropyWithLogits",
+                   .inputs = {{TensorShape{8, 10}}, {TensorShape{8, 10}, 0, 1}},
+                   .tolerance = kLibm});
+  cases.push_back({.op = "SoftmaxCrossEntropyWithLogits",
+                   .inputs = {{TensorShape{8, 10}}, {TensorShape{1, 10}, 0, 1}},
+                   .tolerance = kLibm,
+                   .note = "broadcast labels"});
   // The softmax cross-entropy: the GPU's exp and log.
   for (DataType labels : {tensorflow::DT_INT32, tensorflow::DT_INT64}) {
     cases.push_back({.op = "SparseSoftmaxCrossEntropyWithLogits",

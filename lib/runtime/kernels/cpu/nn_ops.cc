@@ -254,55 +254,6 @@ PX_REGISTER_FLOAT_KERNELS(BiasAddGradOp, "BiasAddGrad");
 
 // ---- Softmax, LogSoftmax ----
 
-// Rows of the last dimension, each on one thread: y = exp(x - max) / sum, or
-// x - max - log(sum) for the log variant.
-template <typename T, bool kLog>
-class SoftmaxOp : public OpKernel {
- public:
-  SoftmaxOp(const KernelInit&, Status*) {}
-  Status Compute(KernelContext& context) const override {
-    PX_RETURN_IF_ERROR(nn::CheckDtype(context, 0, "logits", DataTypeOf<T>::value));
-    const Tensor& logits = context.input(0);
-    if (logits.rank() < 1) {
-      return InvalidArgumentError("logits must have rank >= 1, got shape {}",
-                                  logits.shape().DebugString());
-    }
-    Tensor* out = context.AllocateOutput(0, logits.dtype(), logits.shape());
-    const int64_t depth = logits.dim(logits.rank() - 1);
-    if (depth == 0 || logits.num_elements() == 0) return Status::Ok();
-    const int64_t rows = logits.num_elements() / depth;
-    const T* x = logits.data<T>();
-    T* y = out->data<T>();
-    nn::ParallelRange(context, rows, std::max<int64_t>(1, nn::kMinParallelElements / 8 / depth),
-                      [&](int64_t begin, int64_t end) {
-                        for (int64_t r = begin; r < end; ++r) {
-                          const T* xr = x + r * depth;
-                          T* yr = y + r * depth;
-                          const T max = *std::max_element(xr, xr + depth);
-                          T sum = T(0);
-                          for (int64_t j = 0; j < depth; ++j) {
-                            yr[j] = std::exp(xr[j] - max);
-                            sum += yr[j];
-                          }
-                          if constexpr (kLog) {
-                            const T log_sum = std::log(sum);
-                            for (int64_t j = 0; j < depth; ++j) yr[j] = xr[j] - max - log_sum;
-                          } else {
-                            const T scale = T(1) / sum;
-                            for (int64_t j = 0; j < depth; ++j) yr[j] *= scale;
-                          }
-                        }
-                      });
-    return Status::Ok();
-  }
-};
-template <typename T> using SoftmaxKernel = SoftmaxOp<T, false>;
-template <typename T> using LogSoftmaxKernel = SoftmaxOp<T, true>;
-PX_REGISTER_FLOAT_KERNELS(SoftmaxKernel, "Softmax");
-PX_REGISTER_FLOAT_KERNELS(LogSoftmaxKernel, "LogSoftmax");
-
-// ---- Cross-entropy losses ----
-
 // For one row of logits x: backprop = softmax(x) (unnormalised labels subtracted by the
 // caller) and the log of the partition function relative to the max; returns
 // (max, log_sum) so that log_softmax_j = x_j - max - log_sum.
@@ -320,6 +271,44 @@ void SoftmaxRow(const T* x, int64_t depth, T* backprop, T* max_out, T* log_sum_o
   *log_sum_out = std::log(sum);
 }
 
+// Rows of the last dimension, each on one thread: y = exp(x - max) * (1 / sum), or
+// x - max - log(sum) for the log variant.
+template <typename T, bool kLog>
+class SoftmaxOp : public OpKernel {
+ public:
+  SoftmaxOp(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    PX_RETURN_IF_ERROR(nn::CheckDtype(context, 0, "logits", DataTypeOf<T>::value));
+    const Tensor& logits = context.input(0);
+    PX_RETURN_IF_ERROR(CheckSoftmaxShape(logits));
+    Tensor* out = context.AllocateOutput(0, logits.dtype(), logits.shape());
+    const int64_t depth = logits.dim(logits.rank() - 1);
+    if (depth == 0 || logits.num_elements() == 0) return Status::Ok();
+    const int64_t rows = logits.num_elements() / depth;
+    const T* x = logits.data<T>();
+    T* y = out->data<T>();
+    nn::ParallelRange(context, rows, std::max<int64_t>(1, nn::kMinParallelElements / 8 / depth),
+                      [&](int64_t begin, int64_t end) {
+                        for (int64_t r = begin; r < end; ++r) {
+                          const T* xr = x + r * depth;
+                          T* yr = y + r * depth;
+                          T max, log_sum;
+                          SoftmaxRow(xr, depth, yr, &max, &log_sum);
+                          if constexpr (kLog) {
+                            for (int64_t j = 0; j < depth; ++j) yr[j] = xr[j] - max - log_sum;
+                          }
+                        }
+                      });
+    return Status::Ok();
+  }
+};
+template <typename T> using SoftmaxKernel = SoftmaxOp<T, false>;
+template <typename T> using LogSoftmaxKernel = SoftmaxOp<T, true>;
+PX_REGISTER_FLOAT_KERNELS(SoftmaxKernel, "Softmax");
+PX_REGISTER_FLOAT_KERNELS(LogSoftmaxKernel, "LogSoftmax");
+
+// ---- Cross-entropy losses ----
+
 // SoftmaxCrossEntropyWithLogits(features [batch, classes], labels [batch, classes]):
 // loss[b] = sum_j labels[b,j] * -log_softmax(features[b])_j, backprop = softmax - labels.
 // Labels and features may broadcast against each other (a dimension of 1 repeats).
@@ -332,22 +321,8 @@ class SoftmaxCrossEntropyOp : public OpKernel {
     PX_RETURN_IF_ERROR(nn::CheckDtype(context, 1, "labels", DataTypeOf<T>::value));
     const Tensor& features = context.input(0);
     const Tensor& labels = context.input(1);
-    if (features.rank() != 2 || labels.rank() != 2) {
-      return InvalidArgumentError(
-          "logits and labels must be 2-D (or broadcast to 2-D), got shapes {} and {}",
-          features.shape().DebugString(), labels.shape().DebugString());
-    }
-    int64_t dims[2];
-    for (int i = 0; i < 2; ++i) {
-      const int64_t f = features.dim(i), l = labels.dim(i);
-      if (f != l && f != 1 && l != 1) {
-        return InvalidArgumentError(
-            "logits and labels must be broadcastable: logits_size={} labels_size={}",
-            features.shape().DebugString(), labels.shape().DebugString());
-      }
-      dims[i] = f == 1 ? l : f;
-    }
-    const int64_t batch = dims[0], depth = dims[1];
+    PX_ASSIGN_OR_RETURN(const XentDims x, XentShapes(features, labels));
+    const int64_t batch = x.batch, depth = x.depth;
     Tensor* loss_t = context.AllocateOutput(0, features.dtype(), TensorShape{batch});
     Tensor* backprop_t = context.AllocateOutput(1, features.dtype(), TensorShape{batch, depth});
     if (batch == 0) return Status::Ok();
@@ -357,11 +332,8 @@ class SoftmaxCrossEntropyOp : public OpKernel {
       std::fill(loss, loss + batch, T(0));
       return Status::Ok();
     }
-    // Strides that repeat a broadcast dimension.
-    const int64_t f_row = features.dim(0) == 1 ? 0 : features.dim(1);
-    const int64_t f_col = features.dim(1) == 1 ? 0 : 1;
-    const int64_t l_row = labels.dim(0) == 1 ? 0 : labels.dim(1);
-    const int64_t l_col = labels.dim(1) == 1 ? 0 : 1;
+    const int64_t f_row = x.features_row, f_col = x.features_col;
+    const int64_t l_row = x.labels_row, l_col = x.labels_col;
     const T* f = features.data<T>();
     const T* l = labels.data<T>();
     nn::ParallelRange(context, batch, std::max<int64_t>(1, 2048 / depth),

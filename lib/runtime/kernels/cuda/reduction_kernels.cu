@@ -81,27 +81,71 @@ __global__ void BiasGradTotalKernel(const T* partials, int64_t chunks, int64_t c
   }
 }
 
-// One thread per example: the CPU's SoftmaxRow and loss, operation for operation.
+// The CPU's SoftmaxRow (cpu/nn_ops.cc), operation for operation: bp = softmax of row x
+// (element j at x[j * stride]); returns max and log(sum) so that log_softmax_j =
+// x_j - max - log_sum.
+template <typename T>
+__device__ void SoftmaxRow(const T* x, int64_t stride, int64_t depth, T* bp, T* max_out,
+                           T* log_sum_out) {
+  T max = x[0];  // std::max_element: the first of the largest
+  for (int64_t j = 1; j < depth; ++j) {
+    if (max < x[j * stride]) max = x[j * stride];
+  }
+  T sum = T(0);
+  for (int64_t j = 0; j < depth; ++j) {
+    bp[j] = exp(x[j * stride] - max);
+    sum += bp[j];
+  }
+  const T scale = T(1) / sum;
+  for (int64_t j = 0; j < depth; ++j) bp[j] *= scale;
+  *max_out = max;
+  *log_sum_out = log(sum);
+}
+
+// One thread per example: the CPU's loss, operation for operation.
 template <typename T>
 __global__ void SparseXentKernel(const T* logits, const int64_t* labels, int64_t batch,
                                  int64_t depth, T* loss, T* backprop) {
   PX_GRID_LOOP(b, batch) {
     const T* row = logits + b * depth;
     T* bp = backprop + b * depth;
-    T max = row[0];  // std::max_element: the first of the largest
-    for (int64_t j = 1; j < depth; ++j) {
-      if (max < row[j]) max = row[j];
-    }
-    T sum = T(0);
-    for (int64_t j = 0; j < depth; ++j) {
-      bp[j] = exp(row[j] - max);
-      sum += bp[j];
-    }
-    const T scale = T(1) / sum;
-    for (int64_t j = 0; j < depth; ++j) bp[j] *= scale;
+    T max, log_sum;
+    SoftmaxRow(row, 1, depth, bp, &max, &log_sum);
     const int64_t label = labels[b];
-    loss[b] = log(sum) - (row[label] - max);
+    loss[b] = log_sum - (row[label] - max);
     bp[label] -= T(1);
+  }
+}
+
+template <typename T>
+__global__ void XentKernel(const T* features, const T* labels, XentStrides s, T* loss,
+                           T* backprop) {
+  PX_GRID_LOOP(b, s.batch) {
+    const T* row = features + b * s.features_row;
+    T* bp = backprop + b * s.depth;
+    T max, log_sum;
+    SoftmaxRow(row, s.features_col, s.depth, bp, &max, &log_sum);
+    T sum = T(0);
+    for (int64_t j = 0; j < s.depth; ++j) {
+      const T label = labels[b * s.labels_row + j * s.labels_col];
+      sum += label * (log_sum - (row[j * s.features_col] - max));
+      bp[j] -= label;
+    }
+    loss[b] = sum;
+  }
+}
+
+// One thread per row, as the CPU's loop: y = exp(x - max) / sum, or x - max - log(sum).
+template <typename T, bool kLog>
+__global__ void SoftmaxKernel(const T* x, int64_t rows, int64_t depth, T* y) {
+  PX_GRID_LOOP(r, rows) {
+    const T* xr = x + r * depth;
+    T* yr = y + r * depth;
+    T max, log_sum;
+    SoftmaxRow(xr, 1, depth, yr, &max, &log_sum);
+    if constexpr (kLog) {
+      for (int64_t j = 0; j < depth; ++j) yr[j] = xr[j] - max - log_sum;
+    }
   }
 }
 
@@ -185,6 +229,27 @@ cudaError_t LaunchSparseXent(const T* logits, const int64_t* labels, int64_t bat
   return cudaGetLastError();
 }
 
+template <typename T>
+cudaError_t LaunchSoftmax(bool log, const T* logits, int64_t rows, int64_t depth, T* output,
+                          cudaStream_t stream) {
+  if (rows == 0 || depth == 0) return cudaSuccess;
+  if (log) {
+    SoftmaxKernel<T, true><<<Blocks(rows), kThreads, 0, stream>>>(logits, rows, depth, output);
+  } else {
+    SoftmaxKernel<T, false><<<Blocks(rows), kThreads, 0, stream>>>(logits, rows, depth, output);
+  }
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t LaunchXent(const T* features, const T* labels, const XentStrides& strides, T* loss,
+                       T* backprop, cudaStream_t stream) {
+  if (strides.batch == 0 || strides.depth == 0) return cudaSuccess;
+  XentKernel<T><<<Blocks(strides.batch), kThreads, 0, stream>>>(features, labels, strides, loss,
+                                                                 backprop);
+  return cudaGetLastError();
+}
+
 #define PX_INSTANTIATE(T)                                                                          \
   template cudaError_t LaunchReduceRows<T>(ReduceOp, const T*, int64_t, int64_t, T*, T*,           \
                                            ReduceOutput, cudaStream_t);                            \
@@ -193,7 +258,9 @@ cudaError_t LaunchSparseXent(const T* logits, const int64_t* labels, int64_t bat
   template cudaError_t LaunchBiasGrad<T>(const T*, int64_t, int64_t, int64_t, int64_t, T*, T*,     \
                                          cudaStream_t);                                            \
   template cudaError_t LaunchSparseXent<T>(const T*, const int64_t*, int64_t, int64_t, T*, T*,     \
-                                           cudaStream_t);
+                                           cudaStream_t);                                            \
+  template cudaError_t LaunchSoftmax<T>(bool, const T*, int64_t, int64_t, T*, cudaStream_t);       \
+  template cudaError_t LaunchXent<T>(const T*, const T*, const XentStrides&, T*, T*, cudaStream_t);
 PX_INSTANTIATE(float)
 PX_INSTANTIATE(double)
 #undef PX_INSTANTIATE

@@ -4,8 +4,9 @@
 // Every sum is taken in the CPU kernels' order (../reduction_order.h), so a GPU result
 // has the CPU's bits: rows by the pairwise tree (its kTask subtrees on threads of their
 // own, then combined in the tree's order), columns by the column tree, BiasAddGrad by
-// its chunks. SparseSoftmaxCrossEntropyWithLogits follows the CPU's loop too; its exp
-// and log are the GPU's (a few ulps from the CPU's).
+// its chunks. Softmax, LogSoftmax and the two softmax cross-entropies follow the CPU's
+// loop too, one thread per row; their exp and log are the GPU's (a few ulps from the
+// CPU's).
 #ifndef PARALLAX_LIB_RUNTIME_KERNELS_CUDA_REDUCTION_LAUNCH_H_
 #define PARALLAX_LIB_RUNTIME_KERNELS_CUDA_REDUCTION_LAUNCH_H_
 
@@ -45,6 +46,22 @@ cudaError_t LaunchBiasGrad(const T* g, int64_t outer, int64_t channels, int64_t 
 template <typename T>
 cudaError_t LaunchSparseXent(const T* logits, const int64_t* labels, int64_t batch, int64_t depth,
                              T* loss, T* backprop, cudaStream_t stream);
+
+// Softmax (log: LogSoftmax) of `rows` rows of `depth` values, one thread per row in the
+// CPU's order.
+template <typename T>
+cudaError_t LaunchSoftmax(bool log, const T* logits, int64_t rows, int64_t depth, T* output,
+                          cudaStream_t stream);
+
+// SoftmaxCrossEntropyWithLogits' [batch, depth] with the inputs' strides (kernel_shapes.h:
+// XentDims; a broadcast dimension has stride 0).
+struct XentStrides {
+  int64_t batch = 0, depth = 0;
+  int64_t features_row = 0, features_col = 0, labels_row = 0, labels_col = 0;
+};
+template <typename T>
+cudaError_t LaunchXent(const T* features, const T* labels, const XentStrides& strides, T* loss,
+                       T* backprop, cudaStream_t stream);
 
 }  // namespace parallax::cuda_kernels
 

@@ -1,12 +1,14 @@
-// GPU kernels of the reductions Sum, Mean, Prod, Max, Min, of BiasAddGrad and of
-// SparseSoftmaxCrossEntropyWithLogits, float and double. Layouts are planned on the host
-// as the CPU kernels plan them (cpu/reduction_plan.h) and reduced in the CPU's order
-// (reduction_launch.h), so results have the CPU's bits (the cross-entropy's exp and log
-// aside). Axes, and the labels (checked as the CPU checks them), are read on the host.
+// GPU kernels of the reductions Sum, Mean, Prod, Max, Min, of BiasAddGrad, Softmax,
+// LogSoftmax, SoftmaxCrossEntropyWithLogits and SparseSoftmaxCrossEntropyWithLogits,
+// float and double. Layouts are planned on the host as the CPU kernels plan them
+// (cpu/reduction_plan.h) and reduced in the CPU's order (reduction_launch.h), so results
+// have the CPU's bits (the softmaxes' exp and log aside). Axes, and the sparse labels
+// (checked as the CPU checks them), are read on the host.
 #include <algorithm>
 #include <vector>
 
 #include "lib/runtime/kernels/cpu/reduction_plan.h"
+#include "lib/runtime/kernels/cuda/array_launch.h"
 #include "lib/runtime/kernels/cuda/cuda_kernel_util.h"
 #include "lib/runtime/kernels/cuda/reduction_launch.h"
 #include "lib/runtime/kernels/cuda/strided_copy.h"
@@ -181,6 +183,69 @@ class SparseXentKernel : public OpKernel {
   }
 };
 
+// Softmax / LogSoftmax(logits): over the last dimension.
+template <typename T, bool kLog>
+class SoftmaxKernel : public OpKernel {
+ public:
+  SoftmaxKernel(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    PX_RETURN_IF_ERROR(CheckDtype(context, 0, DataTypeOf<T>::value));
+    const Tensor& logits = context.input(0);
+    PX_RETURN_IF_ERROR(CheckSoftmaxShape(logits));
+    PX_ASSIGN_OR_RETURN(Tensor * out,
+                        context.AllocateDeviceOutput(0, logits.dtype(), logits.shape()));
+    const int64_t depth = logits.dim(logits.rank() - 1);
+    const int64_t rows = depth == 0 ? 0 : logits.num_elements() / depth;
+    CudaDevice& device = DeviceOf(context);
+    auto lock = device.LaunchLock();
+    PX_RETURN_IF_ERROR(device.MakeCurrent());
+    return LaunchStatus(LaunchSoftmax<T>(kLog, static_cast<const T*>(logits.raw_data()), rows,
+                                         depth, static_cast<T*>(out->raw_data()), device.stream()),
+                        device);
+  }
+};
+
+// SoftmaxCrossEntropyWithLogits(features, labels): both [batch, depth] after broadcasting.
+template <typename T>
+class XentKernel : public OpKernel {
+ public:
+  XentKernel(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    PX_RETURN_IF_ERROR(CheckDtype(context, 0, DataTypeOf<T>::value));
+    PX_RETURN_IF_ERROR(CheckDtype(context, 1, DataTypeOf<T>::value));
+    const Tensor& features = context.input(0);
+    const Tensor& labels = context.input(1);
+    PX_ASSIGN_OR_RETURN(const XentDims x, XentShapes(features, labels));
+    PX_ASSIGN_OR_RETURN(Tensor * loss,
+                        context.AllocateDeviceOutput(0, features.dtype(), TensorShape{x.batch}));
+    PX_ASSIGN_OR_RETURN(Tensor * backprop, context.AllocateDeviceOutput(
+                                               1, features.dtype(), TensorShape{x.batch, x.depth}));
+    const XentStrides strides{.batch = x.batch,
+                              .depth = x.depth,
+                              .features_row = x.features_row,
+                              .features_col = x.features_col,
+                              .labels_row = x.labels_row,
+                              .labels_col = x.labels_col};
+    CudaDevice& device = DeviceOf(context);
+    auto lock = device.LaunchLock();
+    PX_RETURN_IF_ERROR(device.MakeCurrent());
+    if (x.depth == 0) {  // no classes: a loss of 0, as the CPU's
+      return LaunchStatus(
+          LaunchFill<T>(static_cast<T*>(loss->raw_data()), x.batch, T(0), device.stream()), device);
+    }
+    return LaunchStatus(
+        LaunchXent<T>(static_cast<const T*>(features.raw_data()),
+                      static_cast<const T*>(labels.raw_data()), strides,
+                      static_cast<T*>(loss->raw_data()), static_cast<T*>(backprop->raw_data()),
+                      device.stream()),
+        device);
+  }
+};
+
+template <typename T>
+using SoftmaxOnlyKernel = SoftmaxKernel<T, false>;
+template <typename T>
+using LogSoftmaxKernel = SoftmaxKernel<T, true>;
 template <typename T>
 using SumKernel = ReductionKernel<T, ReduceOp::kSum>;
 template <typename T>
@@ -199,6 +264,9 @@ PX_CUDA_FLOAT_KERNELS(MaxKernel, "Max");
 PX_CUDA_FLOAT_KERNELS(MinKernel, "Min");
 PX_CUDA_FLOAT_KERNELS(BiasAddGradKernel, "BiasAddGrad");
 PX_CUDA_FLOAT_KERNELS(SparseXentKernel, "SparseSoftmaxCrossEntropyWithLogits");
+PX_CUDA_FLOAT_KERNELS(XentKernel, "SoftmaxCrossEntropyWithLogits");
+PX_CUDA_FLOAT_KERNELS(SoftmaxOnlyKernel, "Softmax");
+PX_CUDA_FLOAT_KERNELS(LogSoftmaxKernel, "LogSoftmax");
 
 }  // namespace
 }  // namespace parallax::cuda_kernels
