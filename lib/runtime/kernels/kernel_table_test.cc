@@ -283,6 +283,32 @@ std::vector<KernelCase> Table() {
                    .inputs = {{TensorShape{2, 3, 4, 5}}, Ints({3, 1, 2, 0})},
                    .dtype = tensorflow::DT_DOUBLE});
 
+  // Slices: strided copies, bit for bit (the specs read on the host).
+  const auto slice_attrs = [](int64_t begin_mask, int64_t end_mask, int64_t shrink_mask) {
+    return AttrMap{{"Index", TypeAttr(tensorflow::DT_INT32)},
+                   {"begin_mask", IntAttr(begin_mask)},
+                   {"end_mask", IntAttr(end_mask)},
+                   {"ellipsis_mask", IntAttr(0)},
+                   {"new_axis_mask", IntAttr(0)},
+                   {"shrink_axis_mask", IntAttr(shrink_mask)}};
+  };
+  cases.push_back({.op = "Slice",
+                   .inputs = {{TensorShape{5, 7, 3}}, Ints({1, 2, 0}), Ints({3, -1, 2})},
+                   .attrs = {{"Index", TypeAttr(tensorflow::DT_INT32)}}});
+  cases.push_back({.op = "StridedSlice",
+                   .inputs = {{TensorShape{6, 9}}, Ints({1, 8}), Ints({5, 0}), Ints({2, -3})},
+                   .attrs = slice_attrs(0, 0, 0),
+                   .note = "negative stride"});
+  cases.push_back({.op = "StridedSlice",
+                   .inputs = {{TensorShape{4, 5, 6}}, Ints({2, 0}), Ints({3, 0}), Ints({1, 1})},
+                   .attrs = slice_attrs(2, 2, 1),
+                   .dtype = tensorflow::DT_DOUBLE,
+                   .note = "shrink, masks"});
+  cases.push_back({.op = "StridedSliceGrad",
+                   .inputs = {Ints({6, 9}), Ints({1, 8}), Ints({5, 0}), Ints({2, -3}),
+                              {TensorShape{2, 3}}},
+                   .attrs = slice_attrs(0, 0, 0)});
+
   // Gathers (the indices read on the host) and segment reductions (each segment's rows
   // in input order; a negative id dropped; empty segments hold the identity): bit for bit.
   const auto gather_attrs = [](DataType params, int64_t batch_dims) {

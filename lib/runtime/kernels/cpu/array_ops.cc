@@ -17,6 +17,7 @@
 #include "lib/runtime/kernel.h"
 #include "lib/runtime/kernels/cpu/on_device.h"
 #include "lib/runtime/kernels/cpu/array_util.h"
+#include "lib/runtime/kernels/cpu/slice_plan.h"
 
 namespace parallax {
 namespace {
@@ -585,30 +586,16 @@ PX_REGISTER_KERNEL(SplitVOp, "SplitV", kCpu);
 
 // ---- Slicing ----
 
-// Copies the box begin + [0, size) of `input` (strides `step`, in input elements per
-// index step along each dim) into a new tensor of shape `out_shape`; shares the input's
-// buffer when the box is all of it.
-Status SliceBox(KernelContext& context, const Tensor& input, const std::vector<int64_t>& begin,
-                const std::vector<int64_t>& size, const std::vector<int64_t>& step,
-                TensorShape out_shape) {
-  bool identity = true;
-  for (int d = 0; d < input.rank(); ++d) {
-    const size_t i = static_cast<size_t>(d);
-    identity &= size[i] == input.dim(d) && (size[i] <= 1 || (begin[i] == 0 && step[i] == 1));
-  }
-  if (identity) {
-    PX_ASSIGN_OR_RETURN(Tensor output, input.Reshaped(std::move(out_shape)));
+// Slice, StridedSlice and StridedSliceGrad: boxes resolved by slice_plan.h. A slice copies
+// its box into a new tensor, or shares the input's buffer when the box is all of it.
+Status SliceBoxOf(KernelContext& context, const Tensor& input, const slice_plan::SliceBox& box) {
+  if (slice_plan::IsWholeInput(input.shape(), box)) {
+    PX_ASSIGN_OR_RETURN(Tensor output, input.Reshaped(TensorShape(box.final_shape)));
     context.set_output(0, std::move(output));
     return Status::Ok();
   }
-  const std::vector<int64_t> in_strides = RowMajorStrides(input.shape().dims());
-  StridedCopySpec spec{.dims = size, .src_strides = {}, .dst_strides = RowMajorStrides(size)};
-  for (size_t i = 0; i < size.size(); ++i) {
-    spec.src_strides.push_back(in_strides[i] * step[i]);
-    spec.src_offset += begin[i] * in_strides[i];
-  }
-  Tensor* output = context.AllocateOutput(0, input.dtype(), std::move(out_shape));
-  return StridedCopy(input, output, std::move(spec), context.threads());
+  Tensor* output = context.AllocateOutput(0, input.dtype(), TensorShape(box.final_shape));
+  return StridedCopy(input, output, slice_plan::ReadBox(input.shape(), box), context.threads());
 }
 
 class SliceOp : public OpKernel {
@@ -616,171 +603,28 @@ class SliceOp : public OpKernel {
   SliceOp(const KernelInit&, Status*) {}
   Status Compute(KernelContext& context) const override {
     const Tensor& input = context.input(0);
-    const int rank = input.rank();
-    const Tensor& begin_t = context.input(1);
-    const Tensor& size_t_ = context.input(2);
-    if (begin_t.rank() != 1 || size_t_.rank() != 1 || begin_t.num_elements() != rank ||
-        size_t_.num_elements() != rank) {
-      return InvalidArgumentError("Expected begin and size arguments to be 1-D tensors of size {}, "
-                                  "but got shapes {} and {} instead.",
-                                  rank, begin_t.shape().DebugString(),
-                                  size_t_.shape().DebugString());
-    }
-    PX_ASSIGN_OR_RETURN(std::vector<int64_t> begin, IndexValues(begin_t, "begin"));
-    PX_ASSIGN_OR_RETURN(std::vector<int64_t> size, IndexValues(size_t_, "size"));
-    for (int d = 0; d < rank; ++d) {
-      const size_t i = static_cast<size_t>(d);
-      const int64_t dim = input.dim(d);
-      if (size[i] == -1) size[i] = dim - begin[i];
-      if (begin[i] < 0 || begin[i] > dim) {
-        return InvalidArgumentError("Expected begin[{}] in [0, {}], but got {}", d, dim, begin[i]);
-      }
-      if (size[i] < 0 || size[i] > dim - begin[i]) {
-        return InvalidArgumentError("Expected size[{}] in [0, {}], but got {}", d, dim - begin[i],
-                                    size[i]);
-      }
-    }
-    return SliceBox(context, input, begin, size, std::vector<int64_t>(size.size(), 1),
-                    TensorShape(size));
+    PX_ASSIGN_OR_RETURN(slice_plan::SliceBox box,
+                        slice_plan::ResolveSlice(input.shape(), context.input(1), context.input(2)));
+    return SliceBoxOf(context, input, box);
   }
 };
 PX_REGISTER_KERNEL(SliceOp, "Slice", kCpu);
 
-// A StridedSlice spec resolved against the input shape (TF's ValidateStridedSliceOp):
-// per input dim the first index, the step and the count; and the output shape, which
-// adds new axes and drops shrunk ones.
-struct StridedSliceBox {
-  std::vector<int64_t> begin, stride, size;  // per input ("dense") dim
-  std::vector<int64_t> final_shape;
-};
-
-struct StridedSliceMasks {
-  int64_t begin = 0, end = 0, ellipsis = 0, new_axis = 0, shrink_axis = 0;
-};
-
-Status ReadMasks(const KernelInit& init, StridedSliceMasks* m) {
-  PX_RETURN_IF_ERROR(init.GetAttrOr<int64_t>("begin_mask", &m->begin, 0));
-  PX_RETURN_IF_ERROR(init.GetAttrOr<int64_t>("end_mask", &m->end, 0));
-  PX_RETURN_IF_ERROR(init.GetAttrOr<int64_t>("ellipsis_mask", &m->ellipsis, 0));
-  PX_RETURN_IF_ERROR(init.GetAttrOr<int64_t>("new_axis_mask", &m->new_axis, 0));
-  return init.GetAttrOr<int64_t>("shrink_axis_mask", &m->shrink_axis, 0);
-}
-
-StatusOr<StridedSliceBox> ResolveStridedSlice(const std::vector<int64_t>& input_dims,
-                                              const Tensor& begin_t, const Tensor& end_t,
-                                              const Tensor& strides_t, const StridedSliceMasks& m) {
-  if (begin_t.rank() != 1 || !(begin_t.shape() == end_t.shape()) ||
-      !(begin_t.shape() == strides_t.shape())) {
-    return InvalidArgumentError("Expected begin, end, and strides to be 1D equal size tensors, but "
-                                "got shapes {}, {}, and {} instead.",
-                                begin_t.shape().DebugString(), end_t.shape().DebugString(),
-                                strides_t.shape().DebugString());
-  }
-  PX_ASSIGN_OR_RETURN(std::vector<int64_t> begin, IndexValues(begin_t, "begin"));
-  PX_ASSIGN_OR_RETURN(std::vector<int64_t> end, IndexValues(end_t, "end"));
-  PX_ASSIGN_OR_RETURN(std::vector<int64_t> strides, IndexValues(strides_t, "strides"));
-  if (begin.size() > 62) return InvalidArgumentError("too many slice dimensions: {}", begin.size());
-  const auto bit = [](int64_t mask, size_t i) { return ((mask >> i) & 1) != 0; };
-  int64_t ellipsis = m.ellipsis & ((int64_t{1} << begin.size()) - 1);
-  if ((ellipsis & (ellipsis - 1)) != 0) {
-    return InvalidArgumentError("Multiple ellipses in slice spec not allowed");
-  }
-  size_t sparse_dims = begin.size();
-  if (ellipsis == 0) {  // an implicit ellipsis after the last spec entry
-    ellipsis = int64_t{1} << sparse_dims;
-    ++sparse_dims;
-  }
-  size_t ellipsis_pos = 0;
-  while (!bit(ellipsis, ellipsis_pos)) ++ellipsis_pos;
-  int64_t new_axes_after_ellipsis = 0;
-  for (size_t i = ellipsis_pos + 1; i < begin.size(); ++i) new_axes_after_ellipsis += bit(m.new_axis, i);
-
-  const int64_t dense_dims = static_cast<int64_t>(input_dims.size());
-  constexpr int64_t kNewAxis = -1, kShrinkAxis = -2;
-  std::vector<int64_t> gather;  // per output dim: the dense dim, kNewAxis or kShrinkAxis
-  struct Dense {
-    int64_t begin = 0, end = 0, stride = 1;
-    bool begin_masked = true, end_masked = true, shrink = false;
-  };
-  std::vector<Dense> dense(static_cast<size_t>(dense_dims));
-  int64_t full = 0;
-  for (size_t i = 0; i < sparse_dims; ++i) {
-    if (bit(ellipsis, i)) {
-      const int64_t next = std::min<int64_t>(
-          dense_dims - static_cast<int64_t>(sparse_dims - i) + 1 + new_axes_after_ellipsis,
-          dense_dims);
-      for (; full < next; ++full) gather.push_back(full);  // Dense{} selects everything
-    } else if (bit(m.new_axis, i)) {
-      gather.push_back(kNewAxis);
-    } else {
-      if (full >= dense_dims) {
-        return InvalidArgumentError("Index out of range using input dim {}; input has only {} dims",
-                                    i, dense_dims);
-      }
-      Dense& d = dense[static_cast<size_t>(full)];
-      d = Dense{begin[i], end[i], strides[i], bit(m.begin, i), bit(m.end, i), bit(m.shrink_axis, i)};
-      gather.push_back(d.shrink ? kShrinkAxis : full);
-      ++full;
-    }
-  }
-
-  StridedSliceBox box;
-  for (int64_t j = 0; j < dense_dims; ++j) {
-    const Dense& d = dense[static_cast<size_t>(j)];
-    const int64_t dim = input_dims[static_cast<size_t>(j)];
-    if (d.stride == 0) return InvalidArgumentError("strides[{}] must be non-zero", j);
-    int64_t b, size, stride = d.stride;
-    if (d.shrink) {
-      if (d.stride <= 0) return InvalidArgumentError("only stride 1 allowed on non-range indexing.");
-      b = d.begin < 0 ? dim + d.begin : d.begin;
-      if (b < 0 || b >= dim) {
-        return InvalidArgumentError("slice index {} of dimension {} out of bounds.", d.begin, j);
-      }
-      size = 1;
-      stride = 1;
-    } else {
-      // Masked ends take the extreme for the direction; others wrap once and clamp.
-      const auto canonical = [&](int64_t x, bool masked, bool is_end) {
-        if (masked) return stride > 0 ? (is_end ? dim : 0) : (is_end ? -1 : dim - 1);
-        const int64_t fwd = x < 0 ? dim + x : x;
-        return stride > 0 ? std::clamp<int64_t>(fwd, 0, dim) : std::clamp<int64_t>(fwd, -1, dim - 1);
-      };
-      b = canonical(d.begin, d.begin_masked, false);
-      const int64_t e = canonical(d.end, d.end_masked, true);
-      const int64_t interval = e - b;
-      if (interval == 0 || (interval < 0) != (stride < 0)) {
-        size = 0;
-      } else {
-        size = interval / stride + (interval % stride != 0 ? 1 : 0);
-      }
-    }
-    box.begin.push_back(b);
-    box.stride.push_back(stride);
-    box.size.push_back(size);
-  }
-  for (int64_t g : gather) {
-    if (g == kNewAxis) {
-      box.final_shape.push_back(1);
-    } else if (g >= 0) {
-      box.final_shape.push_back(box.size[static_cast<size_t>(g)]);
-    }
-  }
-  return box;
-}
-
 class StridedSliceOp : public OpKernel {
  public:
-  StridedSliceOp(const KernelInit& init, Status* status) { *status = ReadMasks(init, &masks_); }
+  StridedSliceOp(const KernelInit& init, Status* status) {
+    *status = slice_plan::ReadMasks(init, &masks_);
+  }
   Status Compute(KernelContext& context) const override {
     const Tensor& input = context.input(0);
-    PX_ASSIGN_OR_RETURN(StridedSliceBox box,
-                        ResolveStridedSlice(input.shape().dims(), context.input(1),
-                                            context.input(2), context.input(3), masks_));
-    return SliceBox(context, input, box.begin, box.size, box.stride, TensorShape(box.final_shape));
+    PX_ASSIGN_OR_RETURN(slice_plan::SliceBox box,
+                        slice_plan::ResolveStridedSlice(input.shape().dims(), context.input(1),
+                                                        context.input(2), context.input(3), masks_));
+    return SliceBoxOf(context, input, box);
   }
 
  private:
-  StridedSliceMasks masks_;
+  slice_plan::StridedSliceMasks masks_;
 };
 PX_REGISTER_KERNEL(StridedSliceOp, "StridedSlice", kCpu);
 
@@ -788,33 +632,23 @@ PX_REGISTER_KERNEL(StridedSliceOp, "StridedSlice", kCpu);
 // where StridedSlice would have read it.
 class StridedSliceGradOp : public OpKernel {
  public:
-  StridedSliceGradOp(const KernelInit& init, Status* status) { *status = ReadMasks(init, &masks_); }
+  StridedSliceGradOp(const KernelInit& init, Status* status) {
+    *status = slice_plan::ReadMasks(init, &masks_);
+  }
   Status Compute(KernelContext& context) const override {
-    PX_ASSIGN_OR_RETURN(std::vector<int64_t> dims, IndexVector(context.input(0), "shape"));
-    for (int64_t d : dims) {
-      if (d < 0) return InvalidArgumentError("shape {} has a negative dimension", DimsString(dims));
-    }
-    PX_ASSIGN_OR_RETURN(StridedSliceBox box,
-                        ResolveStridedSlice(dims, context.input(1), context.input(2),
-                                            context.input(3), masks_));
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> dims, slice_plan::GradShape(context.input(0)));
+    PX_ASSIGN_OR_RETURN(slice_plan::SliceBox box,
+                        slice_plan::ResolveStridedSlice(dims, context.input(1), context.input(2),
+                                                        context.input(3), masks_));
     const Tensor& dy = context.input(4);
-    if (!(dy.shape() == TensorShape(box.final_shape))) {
-      return InvalidArgumentError("shape of dy was {} instead of {}", dy.shape().DebugString(),
-                                  DimsString(box.final_shape));
-    }
+    PX_RETURN_IF_ERROR(slice_plan::CheckGradInput(dy, box));
     Tensor* output = context.AllocateOutput(0, dy.dtype(), TensorShape(dims));
     PX_RETURN_IF_ERROR(cpu_array::FillWith(output, nullptr, context.threads()));
-    const std::vector<int64_t> out_strides = RowMajorStrides(dims);
-    StridedCopySpec spec{.dims = box.size, .src_strides = RowMajorStrides(box.size), .dst_strides = {}};
-    for (size_t i = 0; i < dims.size(); ++i) {
-      spec.dst_strides.push_back(out_strides[i] * box.stride[i]);
-      spec.dst_offset += box.begin[i] * out_strides[i];
-    }
-    return StridedCopy(dy, output, std::move(spec), context.threads());
+    return StridedCopy(dy, output, slice_plan::WriteBox(dims, box), context.threads());
   }
 
  private:
-  StridedSliceMasks masks_;
+  slice_plan::StridedSliceMasks masks_;
 };
 PX_REGISTER_KERNEL(StridedSliceGradOp, "StridedSliceGrad", kCpu);
 

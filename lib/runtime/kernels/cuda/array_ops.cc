@@ -1,8 +1,9 @@
 // GPU kernels that make or move values without arithmetic: Fill, ZerosLike, OnesLike,
-// Tile, Transpose and ConcatV2, float and double. Shapes,
-// multiples, permutations and Fill's value are read on the host and checked as the CPU
-// kernels check them (cpu/array_util.h plans both).
+// Tile, Transpose, ConcatV2, Slice, StridedSlice and StridedSliceGrad, float and double.
+// Shapes, multiples, permutations, slice specs and Fill's value are read on the host and
+// checked as the CPU kernels check them (cpu/array_util.h and cpu/slice_plan.h plan both).
 #include "lib/runtime/kernels/cpu/array_util.h"
+#include "lib/runtime/kernels/cpu/slice_plan.h"
 #include "lib/runtime/kernels/cuda/array_launch.h"
 #include "lib/runtime/kernels/cuda/cuda_kernel_util.h"
 #include "lib/runtime/kernels/cuda/strided_copy.h"
@@ -111,6 +112,73 @@ class ConcatKernel : public OpKernel {
   int64_t num_values_ = 0;
 };
 
+// Slice(input, begin, size) and StridedSlice(input, begin, end, strides): the box copied
+// out, or the input itself (reshaped) when the box is all of it.
+template <bool kStrided>
+class SliceKernel : public OpKernel {
+ public:
+  SliceKernel(const KernelInit& init, Status* status) {
+    if (kStrided) *status = slice_plan::ReadMasks(init, &masks_);
+  }
+  bool HostMemoryInput(int index) const override { return index >= 1; }
+  bool ForwardsInputs() const override { return true; }
+  Status Compute(KernelContext& context) const override {
+    const Tensor& input = context.input(0);
+    PX_ASSIGN_OR_RETURN(
+        slice_plan::SliceBox box,
+        kStrided ? slice_plan::ResolveStridedSlice(input.shape().dims(), context.input(1),
+                                                   context.input(2), context.input(3), masks_)
+                 : slice_plan::ResolveSlice(input.shape(), context.input(1), context.input(2)));
+    if (slice_plan::IsWholeInput(input.shape(), box)) {
+      PX_ASSIGN_OR_RETURN(Tensor output, input.Reshaped(TensorShape(box.final_shape)));
+      context.set_output(0, std::move(output));
+      return Status::Ok();
+    }
+    PX_ASSIGN_OR_RETURN(Tensor * out, context.AllocateDeviceOutput(0, input.dtype(),
+                                                                   TensorShape(box.final_shape)));
+    if (out->num_elements() == 0) return Status::Ok();
+    CudaDevice& device = DeviceOf(context);
+    auto lock = device.LaunchLock();
+    return CopyStrided(device, input, out, slice_plan::ReadBox(input.shape(), box));
+  }
+
+ private:
+  slice_plan::StridedSliceMasks masks_;
+};
+
+// StridedSliceGrad(shape, begin, end, strides, dy): zeros of `shape`, dy copied into the
+// box StridedSlice read.
+template <typename T>
+class StridedSliceGradKernel : public OpKernel {
+ public:
+  StridedSliceGradKernel(const KernelInit& init, Status* status) {
+    *status = slice_plan::ReadMasks(init, &masks_);
+  }
+  bool HostMemoryInput(int index) const override { return index <= 3; }
+  Status Compute(KernelContext& context) const override {
+    PX_RETURN_IF_ERROR(CheckDtype(context, 4, DataTypeOf<T>::value));
+    PX_ASSIGN_OR_RETURN(std::vector<int64_t> dims, slice_plan::GradShape(context.input(0)));
+    PX_ASSIGN_OR_RETURN(slice_plan::SliceBox box,
+                        slice_plan::ResolveStridedSlice(dims, context.input(1), context.input(2),
+                                                        context.input(3), masks_));
+    const Tensor& dy = context.input(4);
+    PX_RETURN_IF_ERROR(slice_plan::CheckGradInput(dy, box));
+    PX_ASSIGN_OR_RETURN(Tensor * out,
+                        context.AllocateDeviceOutput(0, dy.dtype(), TensorShape(dims)));
+    CudaDevice& device = DeviceOf(context);
+    auto lock = device.LaunchLock();
+    PX_RETURN_IF_ERROR(device.MakeCurrent());
+    PX_RETURN_IF_ERROR(LaunchStatus(
+        LaunchFill<T>(static_cast<T*>(out->raw_data()), out->num_elements(), T(0), device.stream()),
+        device));
+    if (dy.num_elements() == 0) return Status::Ok();
+    return CopyStrided(device, dy, out, slice_plan::WriteBox(dims, box));
+  }
+
+ private:
+  slice_plan::StridedSliceMasks masks_;
+};
+
 using TileKernel = CopyKernel<false>;
 using TransposeKernel = CopyKernel<true>;
 
@@ -135,6 +203,14 @@ PX_REGISTER_KERNEL(TransposeKernel, "Transpose", DeviceType::kCuda, "T", tensorf
 PX_REGISTER_KERNEL(TransposeKernel, "Transpose", DeviceType::kCuda, "T", tensorflow::DT_DOUBLE);
 PX_REGISTER_KERNEL(ConcatKernel, "ConcatV2", DeviceType::kCuda, "T", tensorflow::DT_FLOAT);
 PX_REGISTER_KERNEL(ConcatKernel, "ConcatV2", DeviceType::kCuda, "T", tensorflow::DT_DOUBLE);
+using PlainSliceKernel = SliceKernel<false>;
+using StridedSliceKernel = SliceKernel<true>;
+PX_REGISTER_KERNEL(PlainSliceKernel, "Slice", DeviceType::kCuda, "T", tensorflow::DT_FLOAT);
+PX_REGISTER_KERNEL(PlainSliceKernel, "Slice", DeviceType::kCuda, "T", tensorflow::DT_DOUBLE);
+PX_REGISTER_KERNEL(StridedSliceKernel, "StridedSlice", DeviceType::kCuda, "T", tensorflow::DT_FLOAT);
+PX_REGISTER_KERNEL(StridedSliceKernel, "StridedSlice", DeviceType::kCuda, "T",
+                   tensorflow::DT_DOUBLE);
+PX_CUDA_FLOAT_KERNELS(StridedSliceGradKernel, "StridedSliceGrad");
 
 }  // namespace
 }  // namespace parallax::cuda_kernels

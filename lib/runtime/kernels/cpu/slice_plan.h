@@ -1,0 +1,53 @@
+// The slices' argument checks and copy plans (Slice, StridedSlice, StridedSliceGrad),
+// shared by the CPU kernels (array_ops.cc) and the GPU's (cuda/array_ops.cc): the same
+// specs are resolved, and refused, with TF's rules and words on every device.
+//
+// Terms: a *box* is what a slice reads: per input ("dense") dim a first index, a step
+// and a count; the output's shape may add new axes (size 1) and drop shrunk ones, so it
+// is kept beside. StridedSlice's masks are TF's bit masks over the spec's entries.
+#ifndef PARALLAX_LIB_RUNTIME_KERNELS_CPU_SLICE_PLAN_H_
+#define PARALLAX_LIB_RUNTIME_KERNELS_CPU_SLICE_PLAN_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "lib/base/status.h"
+#include "lib/runtime/kernel.h"
+#include "lib/runtime/kernels/cpu/array_util.h"
+#include "lib/runtime/tensor.h"
+
+namespace parallax::slice_plan {
+
+struct SliceBox {
+  std::vector<int64_t> begin, stride, size;  // per input dim
+  std::vector<int64_t> final_shape;          // the output's
+};
+
+// Slice(input, begin, size): size -1 runs to the end.
+StatusOr<SliceBox> ResolveSlice(const TensorShape& input, const Tensor& begin, const Tensor& size);
+
+struct StridedSliceMasks {
+  int64_t begin = 0, end = 0, ellipsis = 0, new_axis = 0, shrink_axis = 0;
+};
+Status ReadMasks(const KernelInit& init, StridedSliceMasks* masks);
+
+// TF's ValidateStridedSliceOp, for StridedSlice and StridedSliceGrad.
+StatusOr<SliceBox> ResolveStridedSlice(const std::vector<int64_t>& input_dims, const Tensor& begin,
+                                       const Tensor& end, const Tensor& strides,
+                                       const StridedSliceMasks& masks);
+
+// True when the box is all of the input in order (the output is the input, reshaped).
+bool IsWholeInput(const TensorShape& input, const SliceBox& box);
+
+// The copy of the box from the input into a dense output.
+cpu_array::StridedCopySpec ReadBox(const TensorShape& input, const SliceBox& box);
+
+// StridedSliceGrad(shape, begin, end, strides, dy): the output's dims (checked) and the
+// copy of dy into the box of a zero output.
+StatusOr<std::vector<int64_t>> GradShape(const Tensor& shape);
+Status CheckGradInput(const Tensor& dy, const SliceBox& box);
+cpu_array::StridedCopySpec WriteBox(const std::vector<int64_t>& output_dims, const SliceBox& box);
+
+}  // namespace parallax::slice_plan
+
+#endif  // PARALLAX_LIB_RUNTIME_KERNELS_CPU_SLICE_PLAN_H_
