@@ -8,6 +8,7 @@
 //  - CheckBiasAddGradShape, CheckSparseXentShapes: BiasAddGrad's gradient, the logits
 //    and labels of SparseSoftmaxCrossEntropyWithLogits (labels' values are checked by
 //    SparseXentLabelError).
+//  - CheckSameShapes: AddN's inputs.
 //  - CheckSoftmaxShape: Softmax's and LogSoftmax's logits; XentShapes: the logits and
 //    labels of SoftmaxCrossEntropyWithLogits, which broadcast against each other.
 #ifndef PARALLAX_LIB_RUNTIME_KERNELS_KERNEL_SHAPES_H_
@@ -121,6 +122,18 @@ inline Status CheckSparseXentShapes(const Tensor& features, const Tensor& labels
 }
 
 // The error for the first label outside [0, depth), or OK; labels in host memory.
+inline Status CheckSameShapes(const KernelContext& context) {
+  const Tensor& first = context.input(0);
+  for (int i = 1; i < context.num_inputs(); ++i) {
+    const Tensor& in = context.input(i);
+    if (!(in.shape() == first.shape())) {
+      return InvalidArgumentError("inputs must have the same shape: input 0 is {}, input {} is {}",
+                                  first.shape().DebugString(), i, in.shape().DebugString());
+    }
+  }
+  return Status::Ok();
+}
+
 inline Status CheckSoftmaxShape(const Tensor& logits) {
   if (logits.rank() >= 1) return Status::Ok();
   return InvalidArgumentError("logits must have rank >= 1, got shape {}",

@@ -209,6 +209,10 @@ std::vector<KernelCase> Table() {
   cases.push_back({.op = "BiasAddGrad",
                    .inputs = {{TensorShape{4, 6, 100, 30}}},
                    .attrs = {{"data_format", StringAttr("NCHW")}}});
+  // L2Loss: the CPU's chunks and lanes, bit for bit.
+  cases.push_back({.op = "L2Loss", .inputs = {{odd}}});
+  cases.push_back({.op = "L2Loss", .inputs = {{TensorShape{3, 9000}}}, .note = "several chunks"});
+  cases.push_back({.op = "L2Loss", .inputs = {{TensorShape{100}}}, .dtype = tensorflow::DT_DOUBLE});
   // Softmaxes: the CPU's loop, the GPU's exp and log.
   for (const char* op : {"Softmax", "LogSoftmax"}) {
     cases.push_back({.op = op, .inputs = {{odd}}, .tolerance = kLibm});
@@ -258,6 +262,14 @@ std::vector<KernelCase> Table() {
                      .attrs = {{"SrcT", TypeAttr(c.src)}, {"DstT", TypeAttr(c.dst)}},
                      .dtype = c.dst,
                      .note = std::string("from ") + TypeName(c.src)});
+  }
+
+  // AddN: left to right, bit for bit.
+  for (int n : {1, 2, 4}) {
+    cases.push_back({.op = "AddN",
+                     .inputs = std::vector<Input>(static_cast<size_t>(n), Input{odd}),
+                     .attrs = {{"N", IntAttr(n)}},
+                     .note = std::to_string(n) + " inputs"});
   }
 
   // Fills and copies: bit for bit.

@@ -12,6 +12,8 @@
 //    (PairwiseColumn; the CPU evaluates it across columns at once).
 //  - BiasAddGrad's per-channel sums: rows taken in chunks of BiasGradChunkRows, each
 //    chunk summed in row order, the chunks' sums added in order to 0.
+//  - L2Loss: squares summed per chunk of kL2Chunk values in 8 interleaved lanes
+//    (L2LossChunk), the chunks' sums added in order to 0, halved.
 //
 // Reducers: Identity() and Combine(a, b); Max and Min let NaN win. Plain C++ read by g++
 // and nvcc alike.
@@ -133,6 +135,21 @@ PX_REDUCE_FN T PairwiseColumn(const T* x, int64_t rows, int64_t stride) {
 PX_REDUCE_FN int64_t BiasGradChunkRows(int64_t per_row) {
   const int64_t rows = 8192 / (per_row > 1 ? per_row : 1);
   return rows > 1 ? rows : 1;
+}
+
+// L2Loss: the sum of squares of x[lo, hi), one chunk.
+inline constexpr int64_t kL2Chunk = 8192;
+template <typename T>
+PX_REDUCE_FN T L2LossChunk(const T* x, int64_t lo, int64_t hi) {
+  T acc[8] = {};  // eight interleaved sums: vectorisable, more accurate than one chain
+  int64_t i = lo;
+  for (; i + 8 <= hi; i += 8) {
+    for (int k = 0; k < 8; ++k) acc[k] += x[i + k] * x[i + k];
+  }
+  for (; i < hi; ++i) acc[0] += x[i] * x[i];
+  T sum = T(0);
+  for (int k = 0; k < 8; ++k) sum += acc[k];
+  return sum;
 }
 
 }  // namespace parallax::reduction_order

@@ -40,6 +40,7 @@
 #include "lib/runtime/kernels/cast_value.h"
 #include "lib/runtime/kernel.h"
 #include "lib/runtime/kernels/cpu/cwise_util.h"
+#include "lib/runtime/kernels/kernel_shapes.h"
 
 namespace parallax {
 namespace {
@@ -592,14 +593,8 @@ class AddNOp : public OpKernel {
   Status Compute(KernelContext& context) const override {
     const int num = context.num_inputs();
     const Tensor& first = context.input(0);
-    for (int i = 0; i < num; ++i) {
-      const Tensor& in = context.input(i);
-      PX_RETURN_IF_ERROR(CheckInputType<T>(in, i));
-      if (!(in.shape() == first.shape())) {
-        return InvalidArgumentError("inputs must have the same shape: input 0 is {}, input {} is {}",
-                                    first.shape().DebugString(), i, in.shape().DebugString());
-      }
-    }
+    for (int i = 0; i < num; ++i) PX_RETURN_IF_ERROR(CheckInputType<T>(context.input(i), i));
+    PX_RETURN_IF_ERROR(CheckSameShapes(context));
     Tensor* out = context.AllocateOutput(0, DataTypeOf<T>::value, first.shape());
     std::vector<const T*> ins(static_cast<size_t>(num));
     for (int i = 0; i < num; ++i) ins[static_cast<size_t>(i)] = context.input(i).data<T>();

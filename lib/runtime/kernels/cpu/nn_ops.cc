@@ -401,7 +401,7 @@ PX_REGISTER_FLOAT_KERNELS(SparseSoftmaxCrossEntropyOp, "SparseSoftmaxCrossEntrop
 
 // ---- L2Loss ----
 
-// sum(t^2) / 2 over fixed chunks (see the file comment).
+// sum(t^2) / 2 over fixed chunks (../reduction_order.h: L2LossChunk).
 template <typename T>
 class L2LossOp : public OpKernel {
  public:
@@ -409,24 +409,15 @@ class L2LossOp : public OpKernel {
   Status Compute(KernelContext& context) const override {
     PX_RETURN_IF_ERROR(nn::CheckDtype(context, 0, "t", DataTypeOf<T>::value));
     const Tensor& t = context.input(0);
-    constexpr int64_t kChunk = 8192;
+    constexpr int64_t kChunk = reduction_order::kL2Chunk;
     const int64_t n = t.num_elements();
     const int64_t num_chunks = (n + kChunk - 1) / kChunk;
     std::vector<T> partials(static_cast<size_t>(num_chunks));
     const T* x = t.data<T>();
     nn::ParallelRange(context, num_chunks, 2, [&](int64_t begin, int64_t end) {
       for (int64_t chunk = begin; chunk < end; ++chunk) {
-        // Eight interleaved sums: vectorisable and more accurate than one long chain.
-        T acc[8] = {};
         const int64_t lo = chunk * kChunk, hi = std::min(n, lo + kChunk);
-        int64_t i = lo;
-        for (; i + 8 <= hi; i += 8) {
-          for (int k = 0; k < 8; ++k) acc[k] += x[i + k] * x[i + k];
-        }
-        for (; i < hi; ++i) acc[0] += x[i] * x[i];
-        T sum = T(0);
-        for (int k = 0; k < 8; ++k) sum += acc[k];
-        partials[static_cast<size_t>(chunk)] = sum;
+        partials[static_cast<size_t>(chunk)] = reduction_order::L2LossChunk(x, lo, hi);
       }
     });
     T total = T(0);

@@ -1,5 +1,5 @@
-// CUDA kernels of the element-wise ops: unary ops, binary ops with broadcasting, and the
-// activations' gradients, float and double, through the one template of
+// CUDA kernels of the element-wise ops: unary ops, binary ops with broadcasting, AddN, and
+// the activations' gradients, float and double, through the one template of
 // cwise_kernels.cu. Broadcasts are planned on the host as the CPU kernels plan them
 // (cpu/cwise_util.h: output dims of size 1 dropped, neighbours merged), so the GPU walks
 // at most as many dims as the pattern needs.
@@ -30,6 +30,39 @@ class UnaryKernel : public OpKernel {
         LaunchUnary<T>(kOp, static_cast<const T*>(in.raw_data()), static_cast<T*>(out->raw_data()),
                        in.num_elements(), device.stream()),
         device);
+  }
+};
+
+// AddN(inputs...): added left to right, as the CPU's loop: ((x0 + x1) + x2) + ...
+template <typename T>
+class AddNKernel : public OpKernel {
+ public:
+  AddNKernel(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    for (int i = 0; i < context.num_inputs(); ++i) {
+      PX_RETURN_IF_ERROR(CheckDtype(context, i, DataTypeOf<T>::value));
+    }
+    PX_RETURN_IF_ERROR(CheckSameShapes(context));
+    const Tensor& first = context.input(0);
+    PX_ASSIGN_OR_RETURN(Tensor * out,
+                        context.AllocateDeviceOutput(0, first.dtype(), first.shape()));
+    const int64_t n = first.num_elements();
+    if (n == 0) return Status::Ok();
+    T* sum = static_cast<T*>(out->raw_data());
+    if (context.num_inputs() == 1) {
+      return context.device().memory()->CopyOnDevice(first.raw_data(), sum, first.bytes());
+    }
+    CudaDevice& device = DeviceOf(context);
+    auto lock = device.LaunchLock();
+    PX_RETURN_IF_ERROR(device.MakeCurrent());
+    for (int i = 1; i < context.num_inputs(); ++i) {
+      const T* a = i == 1 ? static_cast<const T*>(first.raw_data()) : sum;
+      PX_RETURN_IF_ERROR(LaunchStatus(
+          LaunchBinary<T>(BinaryOp::kAdd, a, static_cast<const T*>(context.input(i).raw_data()),
+                          sum, n, false, false, nullptr, device.stream()),
+          device));
+    }
+    return Status::Ok();
   }
 };
 
@@ -144,6 +177,7 @@ PX_CUDA_UNARY(Ceil, "Ceil");
 PX_CUDA_ALIAS(Reciprocal, "Inv");
 
 PX_CUDA_BINARY_OP(Add, "Add");
+PX_CUDA_FLOAT_KERNELS(AddNKernel, "AddN");
 PX_REGISTER_KERNEL(BiasAddKernel<float>, "BiasAdd", DeviceType::kCuda, "T", tensorflow::DT_FLOAT);
 PX_REGISTER_KERNEL(BiasAddKernel<double>, "BiasAdd", DeviceType::kCuda, "T", tensorflow::DT_DOUBLE);
 PX_CUDA_ALIAS(Add, "AddV2");

@@ -135,6 +135,22 @@ __global__ void XentKernel(const T* features, const T* labels, XentStrides s, T*
   }
 }
 
+// One thread per chunk, then one thread adding the chunks' sums in order.
+template <typename T>
+__global__ void L2ChunksKernel(const T* x, int64_t n, int64_t chunks, T* partials) {
+  PX_GRID_LOOP(c, chunks) {
+    const int64_t lo = c * order::kL2Chunk;
+    partials[c] = order::L2LossChunk(x, lo, lo + order::kL2Chunk < n ? lo + order::kL2Chunk : n);
+  }
+}
+
+template <typename T>
+__global__ void L2TotalKernel(const T* partials, int64_t chunks, T* out) {
+  T total = T(0);
+  for (int64_t c = 0; c < chunks; ++c) total += partials[c];
+  *out = total / T(2);
+}
+
 // One thread per row, as the CPU's loop: y = exp(x - max) / sum, or x - max - log(sum).
 template <typename T, bool kLog>
 __global__ void SoftmaxKernel(const T* x, int64_t rows, int64_t depth, T* y) {
@@ -230,6 +246,16 @@ cudaError_t LaunchSparseXent(const T* logits, const int64_t* labels, int64_t bat
 }
 
 template <typename T>
+cudaError_t LaunchL2Loss(const T* x, int64_t n, T* partials, T* out, cudaStream_t stream) {
+  const int64_t chunks = (n + order::kL2Chunk - 1) / order::kL2Chunk;
+  if (chunks > 0) {
+    L2ChunksKernel<T><<<Blocks(chunks), kThreads, 0, stream>>>(x, n, chunks, partials);
+  }
+  L2TotalKernel<T><<<1, 1, 0, stream>>>(partials, chunks, out);
+  return cudaGetLastError();
+}
+
+template <typename T>
 cudaError_t LaunchSoftmax(bool log, const T* logits, int64_t rows, int64_t depth, T* output,
                           cudaStream_t stream) {
   if (rows == 0 || depth == 0) return cudaSuccess;
@@ -260,6 +286,7 @@ cudaError_t LaunchXent(const T* features, const T* labels, const XentStrides& st
   template cudaError_t LaunchSparseXent<T>(const T*, const int64_t*, int64_t, int64_t, T*, T*,     \
                                            cudaStream_t);                                            \
   template cudaError_t LaunchSoftmax<T>(bool, const T*, int64_t, int64_t, T*, cudaStream_t);       \
+  template cudaError_t LaunchL2Loss<T>(const T*, int64_t, T*, T*, cudaStream_t);                   \
   template cudaError_t LaunchXent<T>(const T*, const T*, const XentStrides&, T*, T*, cudaStream_t);
 PX_INSTANTIATE(float)
 PX_INSTANTIATE(double)

@@ -47,6 +47,11 @@ template <typename T>
 cudaError_t LaunchSparseXent(const T* logits, const int64_t* labels, int64_t batch, int64_t depth,
                              T* loss, T* backprop, cudaStream_t stream);
 
+// L2Loss: out (one value) = the sum of squares of x's n values / 2, in the CPU's chunks;
+// `partials` holds one value per chunk of reduction_order::kL2Chunk.
+template <typename T>
+cudaError_t LaunchL2Loss(const T* x, int64_t n, T* partials, T* out, cudaStream_t stream);
+
 // Softmax (log: LogSoftmax) of `rows` rows of `depth` values, one thread per row in the
 // CPU's order.
 template <typename T>

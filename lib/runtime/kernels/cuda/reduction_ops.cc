@@ -1,4 +1,4 @@
-// GPU kernels of the reductions Sum, Mean, Prod, Max, Min, of BiasAddGrad, Softmax,
+// GPU kernels of the reductions Sum, Mean, Prod, Max, Min, of BiasAddGrad, L2Loss, Softmax,
 // LogSoftmax, SoftmaxCrossEntropyWithLogits and SparseSoftmaxCrossEntropyWithLogits,
 // float and double. Layouts are planned on the host as the CPU kernels plan them
 // (cpu/reduction_plan.h) and reduced in the CPU's order (reduction_launch.h), so results
@@ -183,6 +183,29 @@ class SparseXentKernel : public OpKernel {
   }
 };
 
+// L2Loss(t): sum(t^2) / 2 in the CPU's chunks.
+template <typename T>
+class L2LossKernel : public OpKernel {
+ public:
+  L2LossKernel(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    PX_RETURN_IF_ERROR(CheckDtype(context, 0, DataTypeOf<T>::value));
+    const Tensor& t = context.input(0);
+    const int64_t chunks = (t.num_elements() + reduction_order::kL2Chunk - 1) /
+                           reduction_order::kL2Chunk;
+    PX_ASSIGN_OR_RETURN(Tensor partials,
+                        Scratch(context, t.dtype(), std::max<int64_t>(1, chunks)));
+    PX_ASSIGN_OR_RETURN(Tensor * out, context.AllocateDeviceOutput(0, t.dtype(), TensorShape{}));
+    CudaDevice& device = DeviceOf(context);
+    auto lock = device.LaunchLock();
+    PX_RETURN_IF_ERROR(device.MakeCurrent());
+    return LaunchStatus(LaunchL2Loss<T>(static_cast<const T*>(t.raw_data()), t.num_elements(),
+                                        static_cast<T*>(partials.raw_data()),
+                                        static_cast<T*>(out->raw_data()), device.stream()),
+                        device);
+  }
+};
+
 // Softmax / LogSoftmax(logits): over the last dimension.
 template <typename T, bool kLog>
 class SoftmaxKernel : public OpKernel {
@@ -265,6 +288,7 @@ PX_CUDA_FLOAT_KERNELS(MinKernel, "Min");
 PX_CUDA_FLOAT_KERNELS(BiasAddGradKernel, "BiasAddGrad");
 PX_CUDA_FLOAT_KERNELS(SparseXentKernel, "SparseSoftmaxCrossEntropyWithLogits");
 PX_CUDA_FLOAT_KERNELS(XentKernel, "SoftmaxCrossEntropyWithLogits");
+PX_CUDA_FLOAT_KERNELS(L2LossKernel, "L2Loss");
 PX_CUDA_FLOAT_KERNELS(SoftmaxOnlyKernel, "Softmax");
 PX_CUDA_FLOAT_KERNELS(LogSoftmaxKernel, "LogSoftmax");
 
