@@ -2,6 +2,8 @@
 // inputs are refused with the same words on every device.
 //
 //  - MatMulShapes: both inputs matrices, inner dims equal; the product's m, k, n.
+//    BatchMatMulShapes: BatchMatMul's (batch dims equal) and BatchMatMulV2's (batch dims
+//    broadcast), with the x and y matrix of each output matrix.
 //  - CheckBiasAddShapes: value at least 2-D, a 1-D bias as long as the channel dim.
 //  - ReadChannelsFormat: the data_format attr of BiasAdd and BiasAddGrad (NHWC, the
 //    default, or NCHW); SplitChannels: a shape as [outer, channels, inner].
@@ -14,8 +16,10 @@
 #ifndef PARALLAX_LIB_RUNTIME_KERNELS_KERNEL_SHAPES_H_
 #define PARALLAX_LIB_RUNTIME_KERNELS_KERNEL_SHAPES_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "lib/base/status.h"
 #include "lib/ops/dtypes.h"
@@ -49,6 +53,75 @@ inline StatusOr<MatMulDims> MatMulShapes(const Tensor& a, const Tensor& b, bool 
 }
 
 // `nchw`: the channels are dim 1, else the last dim.
+struct BatchMatMulPlan {
+  int64_t m = 0, k = 0, n = 0;
+  TensorShape output_shape;
+  int64_t num_batches = 1, x_batches = 1, y_batches = 1;  // output, x and y matrices
+  std::vector<int64_t> x_index, y_index;  // per output matrix: its x and y matrices
+};
+
+inline StatusOr<BatchMatMulPlan> BatchMatMulShapes(const Tensor& x, const Tensor& y, bool adj_x,
+                                                   bool adj_y, bool broadcast) {
+  const Tensor* inputs[] = {&x, &y};
+  for (int i = 0; i < 2; ++i) {
+    if (inputs[i]->rank() < 2) {
+      return InvalidArgumentError("In[{}] needs rank >= 2, got shape {}", i,
+                                  inputs[i]->shape().DebugString());
+    }
+  }
+  if (!broadcast && x.rank() != y.rank()) {
+    return InvalidArgumentError("In[0] and In[1] have different ranks: {} vs {}",
+                                x.shape().DebugString(), y.shape().DebugString());
+  }
+  const int xr = x.rank(), yr = y.rank();
+  BatchMatMulPlan plan;
+  plan.m = x.dim(adj_x ? xr - 1 : xr - 2);
+  plan.k = x.dim(adj_x ? xr - 2 : xr - 1);
+  plan.n = y.dim(adj_y ? yr - 2 : yr - 1);
+  if (plan.k != y.dim(adj_y ? yr - 1 : yr - 2)) {
+    return InvalidArgumentError(
+        "Matrix size-incompatible: In[0]: {}, In[1]: {} (adj_x={}, adj_y={})",
+        x.shape().DebugString(), y.shape().DebugString(), adj_x, adj_y);
+  }
+  // Batch shape, right-aligned; a missing or size-1 dimension broadcasts.
+  const int batch_rank = std::max(xr, yr) - 2;
+  std::vector<int64_t> batch(static_cast<size_t>(batch_rank));
+  std::vector<int64_t> x_batch(batch.size(), 1), y_batch(batch.size(), 1);
+  for (int i = 0; i < batch_rank; ++i) {
+    const size_t b = static_cast<size_t>(i);
+    const int xi = i - (batch_rank - (xr - 2)), yi = i - (batch_rank - (yr - 2));
+    if (xi >= 0) x_batch[b] = x.dim(xi);
+    if (yi >= 0) y_batch[b] = y.dim(yi);
+    if (x_batch[b] != y_batch[b] && (!broadcast || (x_batch[b] != 1 && y_batch[b] != 1))) {
+      return InvalidArgumentError("In[0] and In[1] must have {} batch dimensions: {} vs {}",
+                                  broadcast ? "broadcastable" : "the same",
+                                  x.shape().DebugString(), y.shape().DebugString());
+    }
+    batch[b] = x_batch[b] == 1 ? y_batch[b] : x_batch[b];  // 1 broadcasts, 0 stays 0
+    plan.num_batches *= batch[b];
+    plan.x_batches *= x_batch[b];
+    plan.y_batches *= y_batch[b];
+  }
+  plan.output_shape = TensorShape(batch);
+  plan.output_shape.AddDim(plan.m);
+  plan.output_shape.AddDim(plan.n);
+  std::vector<int64_t> index(batch.size(), 0);
+  for (int64_t bi = 0; bi < plan.num_batches; ++bi) {
+    int64_t xo = 0, yo = 0;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      xo = xo * x_batch[i] + (x_batch[i] == 1 ? 0 : index[i]);
+      yo = yo * y_batch[i] + (y_batch[i] == 1 ? 0 : index[i]);
+    }
+    plan.x_index.push_back(xo);
+    plan.y_index.push_back(yo);
+    for (size_t i = batch.size(); i-- > 0;) {
+      if (++index[i] < batch[i]) break;
+      index[i] = 0;
+    }
+  }
+  return plan;
+}
+
 inline Status CheckBiasAddShapes(const Tensor& value, const Tensor& bias, bool nchw) {
   if (value.rank() < 2) {
     return InvalidArgumentError("input 0 (value) must be at least 2-D, got shape {}",

@@ -362,6 +362,29 @@ std::vector<KernelCase> Table() {
                    .attrs = segment_attrs,
                    .dtype = tensorflow::DT_DOUBLE});
 
+  // Batched products (cuBLAS's sums in its order: kGemm): shared y, one per batch,
+  // broadcast batches, adjoints (shapes as stored).
+  struct Batched {
+    TensorShape x, y;
+    bool adj_x, adj_y;
+    const char* op;
+  };
+  for (const Batched& b : std::vector<Batched>{
+           {TensorShape{4, 5, 6}, TensorShape{6, 7}, false, false, "BatchMatMulV2"},
+           {TensorShape{4, 5, 6}, TensorShape{4, 6, 7}, false, false, "BatchMatMul"},
+           {TensorShape{4, 6, 5}, TensorShape{4, 7, 6}, true, true, "BatchMatMulV2"},
+           {TensorShape{2, 1, 5, 6}, TensorShape{3, 6, 7}, false, false, "BatchMatMulV2"},
+           {TensorShape{1, 5, 6}, TensorShape{3, 7, 6}, false, true, "BatchMatMulV2"}}) {
+    cases.push_back({.op = b.op,
+                     .inputs = {{b.x}, {b.y}},
+                     .attrs = {{"adj_x", BoolAttr(b.adj_x)}, {"adj_y", BoolAttr(b.adj_y)}},
+                     .tolerance = kGemm});
+  }
+  cases.push_back({.op = "BatchMatMulV2",
+                   .inputs = {{TensorShape{3, 4, 5}}, {TensorShape{3, 5, 2}}},
+                   .dtype = tensorflow::DT_DOUBLE,
+                   .tolerance = 1e-12});
+
   // Convolutions through cuDNN (its sums in its order: 1e-5), each pass: symmetric SAME,
   // strided SAME (padded asymmetrically: an explicit pad), VALID, NCHW, LeNet's first layer.
   struct Conv {

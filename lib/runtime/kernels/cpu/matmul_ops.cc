@@ -69,47 +69,10 @@ class BatchMatMulOp : public OpKernel {
     PX_RETURN_IF_ERROR(nn::CheckDtype(context, 1, "y", dtype));
     const Tensor& x = context.input(0);
     const Tensor& y = context.input(1);
-    for (int i = 0; i < 2; ++i) {
-      if (context.input(i).rank() < 2) {
-        return InvalidArgumentError("In[{}] needs rank >= 2, got shape {}", i,
-                                    context.input(i).shape().DebugString());
-      }
-    }
-    if (!kBroadcast && x.rank() != y.rank()) {
-      return InvalidArgumentError("In[0] and In[1] have different ranks: {} vs {}",
-                                  x.shape().DebugString(), y.shape().DebugString());
-    }
-    const int xr = x.rank(), yr = y.rank();
-    const int64_t m = x.dim(adj_x_ ? xr - 1 : xr - 2);
-    const int64_t k = x.dim(adj_x_ ? xr - 2 : xr - 1);
-    const int64_t k_y = y.dim(adj_y_ ? yr - 1 : yr - 2);
-    const int64_t n = y.dim(adj_y_ ? yr - 2 : yr - 1);
-    if (k != k_y) {
-      return InvalidArgumentError(
-          "Matrix size-incompatible: In[0]: {}, In[1]: {} (adj_x={}, adj_y={})",
-          x.shape().DebugString(), y.shape().DebugString(), adj_x_, adj_y_);
-    }
-    // Batch shape, right-aligned; a missing or size-1 dimension broadcasts.
-    const int batch_rank = std::max(xr, yr) - 2;
-    std::vector<int64_t> batch(static_cast<size_t>(batch_rank));
-    std::vector<int64_t> x_batch(batch.size(), 1), y_batch(batch.size(), 1);
-    for (int i = 0; i < batch_rank; ++i) {
-      const int xi = i - (batch_rank - (xr - 2)), yi = i - (batch_rank - (yr - 2));
-      if (xi >= 0) x_batch[static_cast<size_t>(i)] = x.dim(xi);
-      if (yi >= 0) y_batch[static_cast<size_t>(i)] = y.dim(yi);
-      const int64_t xd = x_batch[static_cast<size_t>(i)], yd = y_batch[static_cast<size_t>(i)];
-      if (xd != yd && (!kBroadcast || (xd != 1 && yd != 1))) {
-        return InvalidArgumentError(
-            kBroadcast ? "In[0] and In[1] must have broadcastable batch dimensions: {} vs {}"
-                       : "In[0] and In[1] must have the same batch dimensions: {} vs {}",
-            x.shape().DebugString(), y.shape().DebugString());
-      }
-      batch[static_cast<size_t>(i)] = xd == 1 ? yd : xd;  // 1 broadcasts, 0 stays 0
-    }
-    TensorShape out_shape(batch);
-    out_shape.AddDim(m);
-    out_shape.AddDim(n);
-    Tensor* out = context.AllocateOutput(0, dtype, out_shape);
+    PX_ASSIGN_OR_RETURN(const BatchMatMulPlan plan,
+                        BatchMatMulShapes(x, y, adj_x_, adj_y_, kBroadcast));
+    const int64_t m = plan.m, k = plan.k, n = plan.n;
+    Tensor* out = context.AllocateOutput(0, dtype, plan.output_shape);
     T* c = out->data<T>();
     if (out->num_elements() == 0) return Status::Ok();
     if (k == 0) {
@@ -117,32 +80,17 @@ class BatchMatMulOp : public OpKernel {
       return Status::Ok();
     }
     const int64_t x_matrix = m * k, y_matrix = k * n, out_matrix = m * n;
-    const int64_t lda = x.dim(xr - 1), ldb = y.dim(yr - 1);
-    int64_t num_batches = 1, y_batches = 1;
-    for (size_t i = 0; i < batch.size(); ++i) {
-      num_batches *= batch[i];
-      y_batches *= y_batch[i];
-    }
-    if (y_batches == 1 && !adj_x_) {
+    const int64_t lda = x.dim(x.rank() - 1), ldb = y.dim(y.rank() - 1);
+    if (plan.y_batches == 1 && !adj_x_) {
       // One y for every batch: x's matrices are stacked rows of one product.
-      Gemm<T>(false, adj_y_, num_batches * m, n, k, T(1), x.data<T>(), lda, y.data<T>(), ldb,
+      Gemm<T>(false, adj_y_, plan.num_batches * m, n, k, T(1), x.data<T>(), lda, y.data<T>(), ldb,
               T(0), c, n);
       return Status::Ok();
     }
-    // Walk the output batches, mapping each to its x and y matrices.
-    std::vector<int64_t> index(batch.size(), 0);
-    for (int64_t bi = 0; bi < num_batches; ++bi) {
-      int64_t xo = 0, yo = 0;
-      for (size_t i = 0; i < batch.size(); ++i) {
-        xo = xo * x_batch[i] + (x_batch[i] == 1 ? 0 : index[i]);
-        yo = yo * y_batch[i] + (y_batch[i] == 1 ? 0 : index[i]);
-      }
-      Gemm<T>(adj_x_, adj_y_, m, n, k, T(1), x.data<T>() + xo * x_matrix, lda,
-              y.data<T>() + yo * y_matrix, ldb, T(0), c + bi * out_matrix, n);
-      for (int i = static_cast<int>(batch.size()) - 1; i >= 0; --i) {
-        if (++index[static_cast<size_t>(i)] < batch[static_cast<size_t>(i)]) break;
-        index[static_cast<size_t>(i)] = 0;
-      }
+    for (int64_t bi = 0; bi < plan.num_batches; ++bi) {
+      const size_t b = static_cast<size_t>(bi);
+      Gemm<T>(adj_x_, adj_y_, m, n, k, T(1), x.data<T>() + plan.x_index[b] * x_matrix, lda,
+              y.data<T>() + plan.y_index[b] * y_matrix, ldb, T(0), c + bi * out_matrix, n);
     }
     return Status::Ok();
   }

@@ -1,12 +1,16 @@
-// CUDA MatMul through cuBLAS (float: cublasGemmEx with FP32 storage, computing at the
-// device's precision — FP32, or TF32 or bf16 operands on tensor cores when the job asks
-// (device.h, GpuPrecision); double: cublasDgemm), so that by default GPU products track
-// the CPU's to float rounding.
+// CUDA MatMul, BatchMatMul and BatchMatMulV2 through cuBLAS (float: cublasGemmEx and its
+// strided-batched form with FP32 storage, computing at the device's precision — FP32, or
+// TF32 or bf16 operands on tensor cores when the job asks (device.h, GpuPrecision);
+// double: cublasDgemm), so that by default GPU products track the CPU's to float
+// rounding. Batches are checked and mapped as the CPU maps them (kernel_shapes.h:
+// BatchMatMulShapes): one GEMM over stacked rows when y is shared, one strided-batched
+// GEMM when each operand is either one matrix or one per batch, else a GEMM per batch.
 //
 // Row-major C[m,n] = op(A) op(B) is computed as cuBLAS's column-major C^T = op(B)^T op(A)^T:
 // the same memory, no transposes materialised.
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "lib/runtime/kernels/cuda/cuda_kernel_util.h"
 #include "lib/runtime/kernels/kernel_shapes.h"
@@ -37,6 +41,38 @@ cublasStatus_t Gemm(cublasHandle_t handle, GpuPrecision precision, cublasOperati
   } else {
     return cublasDgemm(handle, op_b, op_a, n, m, k, &one, b, ldb, a, lda, &zero, c, n);
   }
+}
+
+// `count` products C_i = op(A_i) op(B_i), the i-th matrix of each `stride_*` elements on
+// (0: one matrix shared by all).
+template <typename T>
+cublasStatus_t GemmBatched(cublasHandle_t handle, GpuPrecision precision, cublasOperation_t op_b,
+                           cublasOperation_t op_a, int n, int m, int k, const T* b, int ldb,
+                           int64_t stride_b, const T* a, int lda, int64_t stride_a, T* c,
+                           int64_t stride_c, int count) {
+  const T one = 1, zero = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    return cublasGemmStridedBatchedEx(handle, op_b, op_a, n, m, k, &one, b, CUDA_R_32F, ldb,
+                                      stride_b, a, CUDA_R_32F, lda, stride_a, &zero, c, CUDA_R_32F,
+                                      n, stride_c, count, ComputeType(precision),
+                                      CUBLAS_GEMM_DEFAULT);
+  } else {
+    return cublasDgemmStridedBatched(handle, op_b, op_a, n, m, k, &one, b, ldb, stride_b, a, lda,
+                                     stride_a, &zero, c, n, stride_c, count);
+  }
+}
+
+// The stride, in matrices, of an operand whose i-th output uses matrix index[i]: 0 or 1
+// when uniform, -1 when not.
+int64_t UniformStride(const std::vector<int64_t>& index) {
+  for (int64_t stride : {0, 1}) {
+    bool uniform = true;
+    for (size_t i = 0; i < index.size() && uniform; ++i) {
+      uniform = index[i] == static_cast<int64_t>(i) * stride;
+    }
+    if (uniform) return stride;
+  }
+  return -1;
 }
 
 template <typename T>
@@ -84,6 +120,83 @@ class MatMulKernel : public OpKernel {
   bool transpose_b_ = false;
 };
 
+// BatchMatMul (kBroadcast false) and BatchMatMulV2 (x, y; adj_x, adj_y).
+template <typename T, bool kBroadcast>
+class BatchMatMulKernel : public OpKernel {
+ public:
+  BatchMatMulKernel(const KernelInit& init, Status* status) {
+    *status = init.GetAttrOr("adj_x", &adj_x_, false);
+    if (status->ok()) *status = init.GetAttrOr("adj_y", &adj_y_, false);
+  }
+
+  Status Compute(KernelContext& context) const override {
+    PX_RETURN_IF_ERROR(CheckDtype(context, 0, DataTypeOf<T>::value));
+    PX_RETURN_IF_ERROR(CheckDtype(context, 1, DataTypeOf<T>::value));
+    const Tensor& x = context.input(0);
+    const Tensor& y = context.input(1);
+    PX_ASSIGN_OR_RETURN(const BatchMatMulPlan plan,
+                        BatchMatMulShapes(x, y, adj_x_, adj_y_, kBroadcast));
+    const int64_t m = plan.m, k = plan.k, n = plan.n;
+    constexpr int64_t kMaxDim = std::numeric_limits<int>::max();
+    if (plan.num_batches * m > kMaxDim || n > kMaxDim || k > kMaxDim ||
+        plan.num_batches > kMaxDim) {
+      return UnimplementedError("BatchMatMul of {} x {}: a dim exceeds cuBLAS's int range",
+                                x.shape().DebugString(), y.shape().DebugString());
+    }
+    PX_ASSIGN_OR_RETURN(Tensor * out,
+                        context.AllocateDeviceOutput(0, x.dtype(), plan.output_shape));
+    if (out->num_elements() == 0) return Status::Ok();
+    CudaDevice& device = DeviceOf(context);
+    auto lock = device.LaunchLock();
+    PX_RETURN_IF_ERROR(device.MakeCurrent());
+    if (k == 0) {  // empty sums: zeros
+      return CudaStatus(cudaMemsetAsync(out->raw_data(), 0, out->bytes(), device.stream()),
+                        "cudaMemsetAsync", device.name());
+    }
+    PX_ASSIGN_OR_RETURN(cublasHandle_t handle, device.cublas());
+    const T* xs = static_cast<const T*>(x.raw_data());
+    const T* ys = static_cast<const T*>(y.raw_data());
+    T* c = static_cast<T*>(out->raw_data());
+    const int lda = static_cast<int>(x.dim(x.rank() - 1));
+    const int ldb = static_cast<int>(y.dim(y.rank() - 1));
+    const cublasOperation_t op_x = adj_x_ ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_y = adj_y_ ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const auto gemms = [&](int64_t rows, const T* a, int64_t stride_x, const T* b,
+                           int64_t stride_y, T* dst, int64_t count) {
+      return CublasStatus(
+          GemmBatched<T>(handle, device.precision(), op_y, op_x, static_cast<int>(n),
+                         static_cast<int>(rows), static_cast<int>(k), b, ldb, stride_y, a, lda,
+                         stride_x, dst, rows * n, static_cast<int>(count)),
+          "cublasGemmStridedBatched", device.name());
+    };
+    if (plan.y_batches == 1 && !adj_x_) {  // one y: x's matrices are stacked rows
+      return gemms(plan.num_batches * m, xs, 0, ys, 0, c, 1);
+    }
+    const int64_t x_stride = UniformStride(plan.x_index);
+    const int64_t y_stride = UniformStride(plan.y_index);
+    if (x_stride >= 0 && y_stride >= 0) {
+      return gemms(m, xs, x_stride * m * k, ys, y_stride * k * n, c, plan.num_batches);
+    }
+    for (int64_t bi = 0; bi < plan.num_batches; ++bi) {
+      const size_t b = static_cast<size_t>(bi);
+      PX_RETURN_IF_ERROR(gemms(m, xs + plan.x_index[b] * m * k, 0, ys + plan.y_index[b] * k * n,
+                               0, c + bi * m * n, 1));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  bool adj_x_ = false;
+  bool adj_y_ = false;
+};
+
+template <typename T>
+using BatchMatMulV1Kernel = BatchMatMulKernel<T, false>;
+template <typename T>
+using BatchMatMulV2Kernel = BatchMatMulKernel<T, true>;
+
+PX_CUDA_FLOAT_KERNELS(BatchMatMulV1Kernel, "BatchMatMul");
+PX_CUDA_FLOAT_KERNELS(BatchMatMulV2Kernel, "BatchMatMulV2");
 PX_REGISTER_KERNEL(MatMulKernel<float>, "MatMul", DeviceType::kCuda, "T", tensorflow::DT_FLOAT);
 PX_REGISTER_KERNEL(MatMulKernel<double>, "MatMul", DeviceType::kCuda, "T", tensorflow::DT_DOUBLE);
 
