@@ -487,6 +487,40 @@ std::vector<KernelCase> Table() {
     }
   }
 
+  // Fused batch normalisation: the CPU's chunks and arithmetic, bit for bit.
+  struct Norm {
+    TensorShape x;
+    const char* format;
+    bool training;
+    float avg_factor;
+  };
+  for (const Norm& b : std::vector<Norm>{{TensorShape{2, 4, 5, 3}, "NHWC", true, 1.0f},
+                                         {TensorShape{64, 8, 8, 16}, "NHWC", true, 1.0f},
+                                         {TensorShape{4, 16, 8, 8}, "NCHW", true, 1.0f},
+                                         {TensorShape{2, 4, 5, 3}, "NHWC", true, 0.3f},
+                                         {TensorShape{2, 3, 4, 5}, "NCHW", false, 1.0f}}) {
+    const int64_t channels = b.x.dim(std::string(b.format) == "NHWC" ? 3 : 1);
+    const TensorShape per_channel{channels};
+    const AttrMap attrs = {{"U", TypeAttr(tensorflow::DT_FLOAT)},
+                           {"epsilon", FloatAttr(1e-3f)},
+                           {"is_training", BoolAttr(b.training)},
+                           {"data_format", StringAttr(b.format)},
+                           {"exponential_avg_factor", FloatAttr(b.avg_factor)}};
+    std::string note = std::string(b.format) + (b.training ? "" : ", inference");
+    if (b.avg_factor != 1.0f) note += ", running average";
+    cases.push_back({.op = "FusedBatchNormV3",
+                     .inputs = {{b.x, -2, 3}, {per_channel}, {per_channel}, {per_channel},
+                                {per_channel, 0.5, 2}},
+                     .attrs = attrs,
+                     .note = note});
+    if (b.avg_factor != 1.0f) continue;
+    cases.push_back({.op = "FusedBatchNormGradV3",
+                     .inputs = {{b.x}, {b.x, -2, 3}, {per_channel}, {per_channel},
+                                {per_channel, 0.5, 2}, {.value = Tensor::Scalar<float>(0)}},
+                     .attrs = attrs,
+                     .note = note});
+  }
+
   // Variable updates: the variable (and slots) compared after one update. Every rule's
   // operations are IEEE-exact (update_rules.h), so bit for bit.
   const TensorShape var{3, 257};
