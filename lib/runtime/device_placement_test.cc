@@ -263,6 +263,56 @@ TEST_CASE(
   CHECK(gpu.fake_memory().stats().cached_bytes > 0);
 }
 
+// A tf.cond on float data: y = pred ? x * x : x.
+constexpr const char* kCondGraph = R"pb(
+  node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+  node { name: "pred" op: "Placeholder" attr { key: "dtype" value { type: DT_BOOL } } }
+  node {
+    name: "cond/Switch"
+    op: "Switch"
+    input: "x"
+    input: "pred"
+    attr { key: "T" value { type: DT_FLOAT } }
+  }
+  node {
+    name: "cond/square"
+    op: "Mul"
+    input: "cond/Switch:1"
+    input: "cond/Switch:1"
+    attr { key: "T" value { type: DT_FLOAT } }
+  }
+  node {
+    name: "cond/Merge"
+    op: "Merge"
+    input: "cond/Switch"
+    input: "cond/square"
+    attr { key: "T" value { type: DT_FLOAT } }
+    attr { key: "N" value { i: 2 } }
+  }
+)pb";
+
+TEST_CASE("a cond's Switch and Merge forward device values; only the predicate is read on the "
+          "host") {
+  StatusOr<Graph> graph = ParseGraph(kCondGraph, "cond.pbtxt");
+  REQUIRE(graph.ok());
+  FakeGpu gpu;
+  Executor executor(*graph, gpu);
+  const Tensor x = Tensor::FromVector<float>({1, 2, 3}, TensorShape{3});
+  for (bool pred : {true, false}) {
+    const int to_device = gpu.fake_memory().to_device;
+    const int to_host = gpu.fake_memory().to_host;
+    StatusOr<std::vector<Tensor>> out = executor.Run(
+        {.feeds = {{"x", x}, {"pred", Tensor::Scalar<bool>(pred)}}, .fetches = {"cond/Merge"}});
+    REQUIRE(out.ok());
+    CHECK(out->at(0).DebugString() ==
+          (pred ? "float[3] {1, 4, 9}" : "float[3] {1, 2, 3}"));
+    // x goes to the device once; the predicate stays on the host; the fetch comes back.
+    CHECK(gpu.fake_memory().to_device - to_device == 1);
+    CHECK(gpu.fake_memory().to_host - to_host == 1);
+  }
+  CHECK(executor.HostPlacedOps().empty());
+}
+
 // w: initialised and updated by nodes with device kernels; c: updated by AssignAdd,
 // which has none (so its Assign runs on the host too).
 constexpr const char* kTrainingGraph = R"pb(

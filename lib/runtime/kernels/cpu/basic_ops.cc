@@ -176,6 +176,9 @@ class SwitchOp : public OpKernel {
 };
 PX_REGISTER_KERNEL(SwitchOp, "Switch", kCpu);
 PX_REGISTER_KERNEL(SwitchOp, "RefSwitch", kCpu);
+// On the GPU: the data forwarded where it is, the predicate read on the host.
+using SwitchOnDevice = OnDevice<SwitchOp, 1>;
+PX_REGISTER_FLOAT_ON_DEVICE(SwitchOnDevice, "Switch");
 
 // Merge: the first live input (the executor leaves dead inputs empty), and its index.
 class MergeOp : public OpKernel {
@@ -199,6 +202,9 @@ class MergeOp : public OpKernel {
 };
 PX_REGISTER_KERNEL(MergeOp, "Merge", kCpu);
 PX_REGISTER_KERNEL(MergeOp, "RefMerge", kCpu);
+// On the GPU: the live input forwarded where it is (value_index is a host scalar).
+using MergeOnDevice = OnDevice<MergeOp>;
+PX_REGISTER_FLOAT_ON_DEVICE(MergeOnDevice, "Merge");
 
 }  // namespace
 }  // namespace parallax
