@@ -11,6 +11,7 @@
 //    and labels of SparseSoftmaxCrossEntropyWithLogits (labels' values are checked by
 //    SparseXentLabelError).
 //  - CheckSameShapes: AddN's inputs.
+//  - ReadLrnParams, CheckLrnInputs: LRN's and LRNGrad's attrs and 4-D inputs.
 //  - CheckSoftmaxShape: Softmax's and LogSoftmax's logits; XentShapes: the logits and
 //    labels of SoftmaxCrossEntropyWithLogits, which broadcast against each other.
 #ifndef PARALLAX_LIB_RUNTIME_KERNELS_KERNEL_SHAPES_H_
@@ -18,12 +19,14 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "lib/base/status.h"
 #include "lib/ops/dtypes.h"
 #include "lib/runtime/kernel.h"
+#include "lib/runtime/kernels/lrn_rules.h"
 #include "lib/runtime/tensor.h"
 
 namespace parallax {
@@ -202,6 +205,45 @@ inline Status CheckSameShapes(const KernelContext& context) {
     if (!(in.shape() == first.shape())) {
       return InvalidArgumentError("inputs must have the same shape: input 0 is {}, input {} is {}",
                                   first.shape().DebugString(), i, in.shape().DebugString());
+    }
+  }
+  return Status::Ok();
+}
+
+inline Status ReadLrnParams(const KernelInit& init, lrn_rules::Params* p) {
+  PX_RETURN_IF_ERROR(init.GetAttrOr("depth_radius", &p->depth_radius, int64_t{5}));
+  PX_RETURN_IF_ERROR(init.GetAttrOr("bias", &p->bias, 1.0f));
+  PX_RETURN_IF_ERROR(init.GetAttrOr("alpha", &p->alpha, 1.0f));
+  PX_RETURN_IF_ERROR(init.GetAttrOr("beta", &p->beta, 0.5f));
+  if (p->depth_radius < 0 || p->depth_radius > std::numeric_limits<int32_t>::max()) {
+    return InvalidArgumentError("attr 'depth_radius' must be in [0, 2^31), got {}",
+                                p->depth_radius);
+  }
+  return Status::Ok();
+}
+
+// LRN(input) or LRNGrad(input_grads, input_image, output_image): float, 4-D, one shape.
+inline Status CheckLrnInputs(const KernelContext& context) {
+  static const char* kForward[] = {"input"};
+  static const char* kGrad[] = {"input_grads", "input_image", "output_image"};
+  const char** names = context.num_inputs() == 1 ? kForward : kGrad;
+  for (int i = 0; i < context.num_inputs() && i < 3; ++i) {
+    const Tensor& t = context.input(i);
+    if (t.dtype() != tensorflow::DT_FLOAT) {
+      return InvalidArgumentError("input {} ({}) must be float, got {}", i, names[i],
+                                  DataTypeShortName(t.dtype()));
+    }
+    if (t.rank() != 4) {
+      return InvalidArgumentError("input {} ({}) must be 4-D, got shape {}", i, names[i],
+                                  t.shape().DebugString());
+    }
+  }
+  for (int i = 1; i < context.num_inputs() && i < 3; ++i) {
+    const Tensor& t = context.input(i);
+    if (!(t.shape() == context.input(0).shape())) {
+      return InvalidArgumentError("input {} ({}) has shape {} but input_grads has shape {}", i,
+                                  names[i], t.shape().DebugString(),
+                                  context.input(0).shape().DebugString());
     }
   }
   return Status::Ok();

@@ -487,6 +487,27 @@ std::vector<KernelCase> Table() {
     }
   }
 
+  // Local response normalisation: bit for bit for beta 0.5 and 1, the GPU's pow else.
+  for (float beta : {0.5f, 0.75f}) {
+    const double tolerance = beta == 0.5f ? 0 : kLibm;
+    const AttrMap attrs = {{"depth_radius", IntAttr(2)},
+                           {"bias", FloatAttr(1.0f)},
+                           {"alpha", FloatAttr(1e-2f)},
+                           {"beta", FloatAttr(beta)}};
+    const std::string note = "beta " + std::string(beta == 0.5f ? "0.5" : "0.75");
+    cases.push_back({.op = "LRN",
+                     .inputs = {{TensorShape{2, 3, 4, 9}}},
+                     .attrs = attrs,
+                     .tolerance = tolerance,
+                     .note = note});
+    cases.push_back({.op = "LRNGrad",
+                     .inputs = {{TensorShape{2, 3, 4, 9}}, {TensorShape{2, 3, 4, 9}},
+                                {TensorShape{2, 3, 4, 9}}},
+                     .attrs = attrs,
+                     .tolerance = tolerance,
+                     .note = note});
+  }
+
   // Fused batch normalisation: the CPU's chunks and arithmetic, bit for bit.
   struct Norm {
     TensorShape x;
