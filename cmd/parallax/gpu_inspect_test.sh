@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# What `parallax inspect` says about GPU kernels for the zoo's models, as docs/gpu.md
+# quotes it. Built with CUDA (--config=cuda, .ci/run's second step): the ops left without
+# a GPU kernel are only the values made on the host (mlp, lenet) and the embedding
+# model's integer work (Unique, shape arithmetic). Built without: inspect says nothing
+# about GPU kernels. Prints "gpu_inspect_test: N passed, M failed".
+set -u
+
+root="${TEST_SRCDIR:-$PWD}/${TEST_WORKSPACE:-.}"
+parallax="$root/cmd/parallax/parallax"
+tmp="${TEST_TMPDIR:-$(mktemp -d)}"
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); }
+fail() { failed=$((failed + 1)); echo "FAILED: $*"; }
+
+declare -A want=(
+  [mlp]="no GPU kernel (3 ops, 25 nodes): Const x20, Placeholder x2, RandomUniform x3 (a GPU rank runs them on its host)"
+  [lenet]="no GPU kernel (3 ops, 57 nodes): Const x51, Placeholder x2, RandomUniform x4 (a GPU rank runs them on its host)"
+  [embedding]="no GPU kernel (10 ops, 45 nodes): Cast x1, ConcatV2 x1, Const x33, ExpandDims x1, Placeholder x2, RandomUniform x2, Reshape x1, Shape x1, StridedSlice x2, Unique x1 (a GPU rank runs them on its host)"
+)
+
+cuda=0
+for model in mlp lenet embedding; do
+  if ! "$parallax" models export "$model" -o "$tmp/$model.pb" >"$tmp/out" 2>&1; then
+    fail "models export $model: $(head -c 300 "$tmp/out")"
+    continue
+  fi
+  if ! "$parallax" inspect "$tmp/$model.pb" --format json >"$tmp/$model.json" 2>"$tmp/err"; then
+    fail "inspect --format json $model: $(head -c 300 "$tmp/err")"
+    continue
+  fi
+  "$parallax" inspect "$tmp/$model.pb" >"$tmp/$model.txt" 2>&1
+  if grep -q '"without_gpu_kernel"' "$tmp/$model.json"; then
+    cuda=1
+    line=$(grep '^no GPU kernel' "$tmp/$model.txt")
+    if [[ "$line" == "${want[$model]}" ]]; then pass; else fail "$model: '$line', want '${want[$model]}'"; fi
+  else
+    if grep -q 'GPU kernel' "$tmp/$model.txt"; then fail "$model: a build without CUDA reports GPU kernels"; else pass; fi
+  fi
+done
+echo "gpu_inspect_test: built $([[ $cuda -eq 1 ]] && echo with || echo without) CUDA"
+echo "gpu_inspect_test: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]
