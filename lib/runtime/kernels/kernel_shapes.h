@@ -11,6 +11,7 @@
 //    and labels of SparseSoftmaxCrossEntropyWithLogits (labels' values are checked by
 //    SparseXentLabelError).
 //  - CheckSameShapes: AddN's inputs.
+//  - CheckSelectInputs, SelectConditionShape: Select's and SelectV2's inputs.
 //  - ReadLrnParams, CheckLrnInputs: LRN's and LRNGrad's attrs and 4-D inputs.
 //  - CheckSoftmaxShape: Softmax's and LogSoftmax's logits; XentShapes: the logits and
 //    labels of SoftmaxCrossEntropyWithLogits, which broadcast against each other.
@@ -208,6 +209,38 @@ inline Status CheckSameShapes(const KernelContext& context) {
     }
   }
   return Status::Ok();
+}
+
+inline Status CheckSelectInputs(const Tensor& cond, const Tensor& then, const Tensor& other) {
+  if (cond.dtype() != tensorflow::DT_BOOL) {
+    return InvalidArgumentError("condition is {}, expected bool", DataTypeShortName(cond.dtype()));
+  }
+  if (then.dtype() != other.dtype()) {
+    return InvalidArgumentError("'then' is {} but 'else' is {}", DataTypeShortName(then.dtype()),
+                                DataTypeShortName(other.dtype()));
+  }
+  return Status::Ok();
+}
+
+// Select (V1): 'then' and 'else' of one shape, the condition a scalar, of that shape, or
+// a vector over its first dimension; returns the shape the condition broadcasts as (the
+// vector as [n, 1, ...]).
+inline StatusOr<TensorShape> SelectConditionShape(const Tensor& cond, const Tensor& t,
+                                                  const Tensor& e) {
+  if (!(t.shape() == e.shape())) {
+    return InvalidArgumentError("'then' and 'else' must have the same shape, got {} vs. {}",
+                                t.shape().DebugString(), e.shape().DebugString());
+  }
+  if (cond.shape() == t.shape() || cond.rank() == 0) return cond.shape();
+  if (cond.rank() == 1 && t.rank() >= 1 && cond.dim(0) == t.dim(0)) {
+    TensorShape rows{cond.dim(0)};
+    for (int d = 1; d < t.rank(); ++d) rows.AddDim(1);
+    return rows;
+  }
+  return InvalidArgumentError(
+      "'condition' {} must be a scalar, have the shape of 'then' {}, or be a vector over its "
+      "first dimension",
+      cond.shape().DebugString(), t.shape().DebugString());
 }
 
 inline Status ReadLrnParams(const KernelInit& init, lrn_rules::Params* p) {

@@ -264,6 +264,30 @@ std::vector<KernelCase> Table() {
                      .note = std::string("from ") + TypeName(c.src)});
   }
 
+  // Comparisons (bool out) with broadcasting, and selects: bit for bit.
+  for (const char* op : {"Equal", "NotEqual", "Greater", "GreaterEqual", "Less", "LessEqual"}) {
+    cases.push_back({.op = op, .inputs = {{TensorShape{4, 33}, -2, 2}, {TensorShape{33}, -2, 2}}});
+  }
+  cases.push_back({.op = "Greater",
+                   .inputs = {{TensorShape{5, 1, 3}}, {TensorShape{4, 1}}},
+                   .dtype = tensorflow::DT_DOUBLE,
+                   .note = "broadcast both"});
+  cases.push_back({.op = "Equal",
+                   .inputs = {{TensorShape{3}}, {TensorShape{4}}},
+                   .attrs = {{"incompatible_shape_error", BoolAttr(false)}},
+                   .note = "incompatible shapes"});
+  const Input mask{TensorShape{4, 33}, 0, 1, tensorflow::DT_BOOL};
+  cases.push_back({.op = "Select", .inputs = {mask, {TensorShape{4, 33}}, {TensorShape{4, 33}}}});
+  cases.push_back({.op = "Select",
+                   .inputs = {{TensorShape{4}, 0, 1, tensorflow::DT_BOOL}, {TensorShape{4, 3, 5}},
+                              {TensorShape{4, 3, 5}}},
+                   .note = "rows"});
+  cases.push_back({.op = "SelectV2",
+                   .inputs = {{TensorShape{33}, 0, 1, tensorflow::DT_BOOL}, {TensorShape{4, 33}},
+                              {TensorShape{}}},
+                   .dtype = tensorflow::DT_DOUBLE,
+                   .note = "broadcast"});
+
   // AddN: left to right, bit for bit.
   for (int n : {1, 2, 4}) {
     cases.push_back({.op = "AddN",

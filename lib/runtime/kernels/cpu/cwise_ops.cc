@@ -734,17 +734,6 @@ Status CheckSelectTypes(const KernelInit& init) {
   return Status::Ok();
 }
 
-Status CheckSelectInputs(const Tensor& cond, const Tensor& then, const Tensor& other) {
-  if (cond.dtype() != tensorflow::DT_BOOL) {
-    return InvalidArgumentError("condition is {}, expected bool", DataTypeShortName(cond.dtype()));
-  }
-  if (then.dtype() != other.dtype()) {
-    return InvalidArgumentError("'then' is {} but 'else' is {}", DataTypeShortName(then.dtype()),
-                                DataTypeShortName(other.dtype()));
-  }
-  return Status::Ok();
-}
-
 // out = cond ? t : e over a broadcast plan of (cond, t, e).
 template <typename U>
 void SelectRuns(const cwise::BroadcastPlan& plan, const bool* cond, const U* t, const U* e,
@@ -779,19 +768,9 @@ class SelectOp : public OpKernel {
     const Tensor& t = context.input(1);
     const Tensor& e = context.input(2);
     PX_RETURN_IF_ERROR(CheckSelectInputs(cond, t, e));
-    if (!(t.shape() == e.shape())) {
-      return InvalidArgumentError("'then' and 'else' must have the same shape, got {} vs. {}",
-                                  t.shape().DebugString(), e.shape().DebugString());
-    }
+    PX_RETURN_IF_ERROR(SelectConditionShape(cond, t, e).status());
     const bool same = cond.shape() == t.shape();
     const bool scalar = cond.rank() == 0;
-    const bool rows = cond.rank() == 1 && t.rank() >= 1 && cond.dim(0) == t.dim(0);
-    if (!same && !scalar && !rows) {
-      return InvalidArgumentError(
-          "'condition' {} must be a scalar, have the shape of 'then' {}, or be a vector "
-          "over its first dimension",
-          cond.shape().DebugString(), t.shape().DebugString());
-    }
     Tensor* out = context.AllocateOutput(0, t.dtype(), t.shape());
     if (t.num_elements() == 0) return Status::Ok();
     VisitElementBits(t.dtype(), [&](auto bits) {

@@ -103,7 +103,65 @@ __global__ void BroadcastBinaryKernel(BinaryOp op, const T* a, const T* b, T* ou
   }
 }
 
+template <typename T>
+__device__ bool ApplyCompare(CompareOp op, T a, T b) {
+  switch (op) {
+    case CompareOp::kEqual: return a == b;
+    case CompareOp::kNotEqual: return a != b;
+    case CompareOp::kGreater: return a > b;
+    case CompareOp::kGreaterEqual: return a >= b;
+    case CompareOp::kLess: return a < b;
+    case CompareOp::kLessEqual: return a <= b;
+  }
+  return false;
+}
+
+template <typename T>
+__global__ void CompareKernel(CompareOp op, const T* a, const T* b, bool* out, int64_t n,
+                              Broadcast shape) {
+  PX_GRID_LOOP(i, n) {
+    int64_t rest = i, a_index = 0, b_index = 0;
+    for (int d = shape.rank - 1; d >= 0; --d) {
+      const int64_t coordinate = rest % shape.dims[d];
+      rest /= shape.dims[d];
+      a_index += coordinate * shape.a_strides[d];
+      b_index += coordinate * shape.b_strides[d];
+    }
+    out[i] = ApplyCompare(op, a[a_index], b[b_index]);
+  }
+}
+
+template <typename T>
+__global__ void SelectKernel(const bool* cond, const T* t, const T* e, T* out, int64_t n,
+                             Broadcast3 shape) {
+  PX_GRID_LOOP(i, n) {
+    int64_t rest = i, index[3] = {0, 0, 0};
+    for (int d = shape.rank - 1; d >= 0; --d) {
+      const int64_t coordinate = rest % shape.dims[d];
+      rest /= shape.dims[d];
+      for (int k = 0; k < 3; ++k) index[k] += coordinate * shape.strides[k][d];
+    }
+    out[i] = cond[index[0]] ? t[index[1]] : e[index[2]];
+  }
+}
+
 }  // namespace
+
+template <typename T>
+cudaError_t LaunchCompare(CompareOp op, const T* a, const T* b, bool* out, int64_t n,
+                          const Broadcast& broadcast, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  CompareKernel<T><<<Blocks(n), kThreads, 0, stream>>>(op, a, b, out, n, broadcast);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t LaunchSelect(const bool* cond, const T* t, const T* e, T* out, int64_t n,
+                         const Broadcast3& broadcast, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  SelectKernel<T><<<Blocks(n), kThreads, 0, stream>>>(cond, t, e, out, n, broadcast);
+  return cudaGetLastError();
+}
 
 template <typename T>
 cudaError_t LaunchUnary(UnaryOp op, const T* in, T* out, int64_t n, cudaStream_t stream) {
@@ -125,6 +183,14 @@ cudaError_t LaunchBinary(BinaryOp op, const T* a, const T* b, T* out, int64_t n,
   return cudaGetLastError();
 }
 
+template cudaError_t LaunchCompare<float>(CompareOp, const float*, const float*, bool*, int64_t,
+                                          const Broadcast&, cudaStream_t);
+template cudaError_t LaunchCompare<double>(CompareOp, const double*, const double*, bool*, int64_t,
+                                           const Broadcast&, cudaStream_t);
+template cudaError_t LaunchSelect<float>(const bool*, const float*, const float*, float*, int64_t,
+                                         const Broadcast3&, cudaStream_t);
+template cudaError_t LaunchSelect<double>(const bool*, const double*, const double*, double*,
+                                          int64_t, const Broadcast3&, cudaStream_t);
 template cudaError_t LaunchUnary<float>(UnaryOp, const float*, float*, int64_t, cudaStream_t);
 template cudaError_t LaunchUnary<double>(UnaryOp, const double*, double*, int64_t, cudaStream_t);
 template cudaError_t LaunchBinary<float>(BinaryOp, const float*, const float*, float*, int64_t,

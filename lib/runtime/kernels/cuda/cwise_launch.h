@@ -48,6 +48,23 @@ template <typename T>
 cudaError_t LaunchBinary(BinaryOp op, const T* a, const T* b, T* out, int64_t n, bool a_scalar,
                          bool b_scalar, const Broadcast* broadcast, cudaStream_t stream);
 
+enum class CompareOp { kEqual, kNotEqual, kGreater, kGreaterEqual, kLess, kLessEqual };
+
+// out[i] = a op b over `broadcast` (rank >= 1; a flat same-shape compare is rank 1).
+template <typename T>
+cudaError_t LaunchCompare(CompareOp op, const T* a, const T* b, bool* out, int64_t n,
+                          const Broadcast& broadcast, cudaStream_t stream);
+
+// Select: out[i] = cond ? t : e, the three broadcast against each other.
+struct Broadcast3 {
+  int rank = 0;
+  int64_t dims[kMaxRank] = {};
+  int64_t strides[3][kMaxRank] = {};  // cond, t, e
+};
+template <typename T>
+cudaError_t LaunchSelect(const bool* cond, const T* t, const T* e, T* out, int64_t n,
+                         const Broadcast3& broadcast, cudaStream_t stream);
+
 }  // namespace parallax::cuda_kernels
 
 #endif  // PARALLAX_LIB_RUNTIME_KERNELS_CUDA_CWISE_LAUNCH_H_

@@ -1,5 +1,6 @@
-// CUDA kernels of the element-wise ops: unary ops, binary ops with broadcasting, AddN, and
-// the activations' gradients, float and double, through the one template of
+// CUDA kernels of the element-wise ops: unary ops, binary ops with broadcasting, AddN,
+// comparisons (bool out), Select and SelectV2, and the activations' gradients, float and
+// double, through the one template of
 // cwise_kernels.cu. Broadcasts are planned on the host as the CPU kernels plan them
 // (cpu/cwise_util.h: output dims of size 1 dropped, neighbours merged), so the GPU walks
 // at most as many dims as the pattern needs.
@@ -104,6 +105,115 @@ Status ComputeBinary(KernelContext& context, BinaryOp op, const Tensor& a, const
       device);
 }
 
+// The plan's dims and strides for the GPU's broadcast kernels; more than kMaxRank dims
+// is refused.
+Status CheckPlanRank(const cwise::BroadcastPlan& plan) {
+  const int rank = static_cast<int>(plan.dims.size());
+  if (rank <= kMaxRank) return Status::Ok();
+  return UnimplementedError("broadcasting over {} dims (the GPU kernel takes {})", rank, kMaxRank);
+}
+
+Broadcast3 ToBroadcast3(const cwise::BroadcastPlan& plan) {
+  Broadcast3 b;
+  b.rank = static_cast<int>(plan.dims.size());
+  for (int d = 0; d < b.rank; ++d) {
+    b.dims[d] = plan.dims[static_cast<size_t>(d)];
+    for (int k = 0; k < plan.num_inputs; ++k) {
+      b.strides[k][d] = plan.strides[static_cast<size_t>(k)][static_cast<size_t>(d)];
+    }
+  }
+  return b;
+}
+
+// Equal, NotEqual, Greater, GreaterEqual, Less, LessEqual: bool out, broadcast. Equal and
+// NotEqual with incompatible_shape_error=false give a scalar false / true for shapes that
+// do not broadcast, as the CPU's.
+template <typename T, CompareOp kOp>
+class CompareKernel : public OpKernel {
+ public:
+  CompareKernel(const KernelInit& init, Status* status) {
+    if (kOp == CompareOp::kEqual || kOp == CompareOp::kNotEqual) {
+      *status = init.GetAttrOr("incompatible_shape_error", &incompatible_shape_error_, true);
+    }
+  }
+  Status Compute(KernelContext& context) const override {
+    PX_RETURN_IF_ERROR(CheckDtype(context, 0, DataTypeOf<T>::value));
+    PX_RETURN_IF_ERROR(CheckDtype(context, 1, DataTypeOf<T>::value));
+    const Tensor& a = context.input(0);
+    const Tensor& b = context.input(1);
+    const TensorShape* shapes[] = {&a.shape(), &b.shape()};
+    const std::optional<cwise::BroadcastPlan> plan = cwise::PlanBroadcast(std::span(shapes));
+    if (!plan.has_value()) {
+      if (!incompatible_shape_error_) {
+        context.set_output(0, Tensor::Scalar<bool>(kOp == CompareOp::kNotEqual));
+        return Status::Ok();
+      }
+      return InvalidArgumentError("incompatible shapes: {} vs. {}", a.shape().DebugString(),
+                                  b.shape().DebugString());
+    }
+    PX_RETURN_IF_ERROR(CheckPlanRank(*plan));
+    PX_ASSIGN_OR_RETURN(Tensor * out, context.AllocateDeviceOutput(0, tensorflow::DT_BOOL,
+                                                                   plan->output_shape));
+    const Broadcast3 b3 = ToBroadcast3(*plan);
+    Broadcast broadcast;
+    broadcast.rank = b3.rank;
+    for (int d = 0; d < b3.rank; ++d) {
+      broadcast.dims[d] = b3.dims[d];
+      broadcast.a_strides[d] = b3.strides[0][d];
+      broadcast.b_strides[d] = b3.strides[1][d];
+    }
+    CudaDevice& device = DeviceOf(context);
+    auto lock = device.LaunchLock();
+    PX_RETURN_IF_ERROR(device.MakeCurrent());
+    return LaunchStatus(LaunchCompare<T>(kOp, static_cast<const T*>(a.raw_data()),
+                                         static_cast<const T*>(b.raw_data()),
+                                         static_cast<bool*>(out->raw_data()), plan->num_elements,
+                                         broadcast, device.stream()),
+                        device);
+  }
+
+ private:
+  bool incompatible_shape_error_ = true;
+};
+
+// Select(cond, t, e) (kV2 false: the condition a scalar, t's shape, or a vector over t's
+// first dimension) and SelectV2 (all three broadcast).
+template <typename T, bool kV2>
+class SelectKernel : public OpKernel {
+ public:
+  SelectKernel(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    const Tensor& cond = context.input(0);
+    const Tensor& t = context.input(1);
+    const Tensor& e = context.input(2);
+    PX_RETURN_IF_ERROR(CheckSelectInputs(cond, t, e));
+    PX_RETURN_IF_ERROR(CheckDtype(context, 1, DataTypeOf<T>::value));
+    TensorShape cond_shape = cond.shape();
+    if constexpr (!kV2) {
+      PX_ASSIGN_OR_RETURN(cond_shape, SelectConditionShape(cond, t, e));
+    }
+    const TensorShape* shapes[] = {&cond_shape, &t.shape(), &e.shape()};
+    const std::optional<cwise::BroadcastPlan> plan = cwise::PlanBroadcast(std::span(shapes));
+    if (!plan.has_value()) {
+      return InvalidArgumentError("condition {}, then {}, and else {} must be broadcastable",
+                                  cond.shape().DebugString(), t.shape().DebugString(),
+                                  e.shape().DebugString());
+    }
+    PX_RETURN_IF_ERROR(CheckPlanRank(*plan));
+    PX_ASSIGN_OR_RETURN(Tensor * out,
+                        context.AllocateDeviceOutput(0, t.dtype(), plan->output_shape));
+    CudaDevice& device = DeviceOf(context);
+    auto lock = device.LaunchLock();
+    PX_RETURN_IF_ERROR(device.MakeCurrent());
+    return LaunchStatus(
+        LaunchSelect<T>(static_cast<const bool*>(cond.raw_data()),
+                        static_cast<const T*>(t.raw_data()), static_cast<const T*>(e.raw_data()),
+                        static_cast<T*>(out->raw_data()), plan->num_elements, ToBroadcast3(*plan),
+                        device.stream()),
+        device);
+  }
+};
+
 template <typename T, BinaryOp kOp>
 class BinaryKernel : public OpKernel {
  public:
@@ -175,6 +285,24 @@ PX_CUDA_UNARY(Sign, "Sign");
 PX_CUDA_UNARY(Floor, "Floor");
 PX_CUDA_UNARY(Ceil, "Ceil");
 PX_CUDA_ALIAS(Reciprocal, "Inv");
+
+#define PX_CUDA_COMPARE(name)                                         \
+  template <typename T>                                               \
+  using name##Kernel = CompareKernel<T, CompareOp::k##name>;          \
+  PX_CUDA_FLOAT_KERNELS(name##Kernel, #name)
+PX_CUDA_COMPARE(Equal);
+PX_CUDA_COMPARE(NotEqual);
+PX_CUDA_COMPARE(Greater);
+PX_CUDA_COMPARE(GreaterEqual);
+PX_CUDA_COMPARE(Less);
+PX_CUDA_COMPARE(LessEqual);
+#undef PX_CUDA_COMPARE
+template <typename T>
+using SelectV1Kernel = SelectKernel<T, false>;
+template <typename T>
+using SelectV2Kernel = SelectKernel<T, true>;
+PX_CUDA_FLOAT_KERNELS(SelectV1Kernel, "Select");
+PX_CUDA_FLOAT_KERNELS(SelectV2Kernel, "SelectV2");
 
 PX_CUDA_BINARY_OP(Add, "Add");
 PX_CUDA_FLOAT_KERNELS(AddNKernel, "AddN");
