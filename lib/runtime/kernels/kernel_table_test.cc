@@ -319,6 +319,29 @@ std::vector<KernelCase> Table() {
                    .inputs = {{TensorShape{2, 3, 4, 5}}, Ints({3, 1, 2, 0})},
                    .dtype = tensorflow::DT_DOUBLE});
 
+  // Pack, Unpack, Pad, OneHot: copies and fills, bit for bit.
+  cases.push_back({.op = "Pack",
+                   .inputs = {{TensorShape{2, 5}}, {TensorShape{2, 5}}, {TensorShape{2, 5}}},
+                   .attrs = {{"N", IntAttr(3)}, {"axis", IntAttr(1)}}});
+  cases.push_back({.op = "Unpack",
+                   .inputs = {{TensorShape{2, 3, 5}}},
+                   .attrs = {{"num", IntAttr(3)}, {"axis", IntAttr(1)}},
+                   .dtype = tensorflow::DT_DOUBLE});
+  const Input paddings{.value = Tensor::FromVector<int32_t>({1, 2, 0, 3}, TensorShape{2, 2})};
+  cases.push_back({.op = "Pad",
+                   .inputs = {{TensorShape{3, 4}}, paddings},
+                   .attrs = {{"Tpaddings", TypeAttr(tensorflow::DT_INT32)}}});
+  cases.push_back({.op = "PadV2",
+                   .inputs = {{TensorShape{3, 4}}, paddings, {TensorShape{}}},
+                   .attrs = {{"Tpaddings", TypeAttr(tensorflow::DT_INT32)}}});
+  for (int64_t axis : {int64_t{-1}, int64_t{0}}) {
+    cases.push_back({.op = "OneHot",
+                     .inputs = {Ints({0, 3, -1, 2, 5}), IntScalar(4), {TensorShape{}},
+                                {TensorShape{}}},
+                     .attrs = {{"TI", TypeAttr(tensorflow::DT_INT32)}, {"axis", IntAttr(axis)}},
+                     .note = "axis " + std::to_string(axis) + ", indices out of range"});
+  }
+
   // Slices: strided copies, bit for bit (the specs read on the host).
   const auto slice_attrs = [](int64_t begin_mask, int64_t end_mask, int64_t shrink_mask) {
     return AttrMap{{"Index", TypeAttr(tensorflow::DT_INT32)},

@@ -17,6 +17,7 @@
 #include "lib/runtime/kernel.h"
 #include "lib/runtime/kernels/cpu/on_device.h"
 #include "lib/runtime/kernels/cpu/array_util.h"
+#include "lib/runtime/kernels/cpu/gather_plan.h"
 #include "lib/runtime/kernels/cpu/slice_plan.h"
 
 namespace parallax {
@@ -347,14 +348,8 @@ Status CopyIntoAxis(const Tensor& part, Tensor* output, int axis, int64_t offset
 // Copies the slab [offset, offset + output.dim(axis)) of `input` along `axis` into `output`.
 Status CopyFromAxis(const Tensor& input, Tensor* output, int axis, int64_t offset,
                     ThreadPool& pool) {
-  const std::vector<int64_t>& dims = output->shape().dims();
-  const int64_t outer = Product(dims, 0, static_cast<size_t>(axis));
-  const int64_t chunk = Product(dims, static_cast<size_t>(axis), dims.size());
-  const int64_t inner = Product(dims, static_cast<size_t>(axis) + 1, dims.size());
-  const int64_t in_chunk = input.dim(axis) * inner;
-  StridedCopySpec spec{.dims = {outer, chunk}, .src_strides = {in_chunk, 1},
-                       .dst_strides = {chunk, 1}, .src_offset = offset * inner};
-  return StridedCopy(input, output, std::move(spec), pool);
+  return StridedCopy(input, output,
+                     cpu_array::FromAxisCopy(input.shape(), output->shape(), axis, offset), pool);
 }
 
 // ConcatV2(values..., axis) and Concat(concat_dim, values...).
@@ -429,30 +424,13 @@ class PackOp : public OpKernel {
   bool ForwardsInputs() const override { return true; }
   PackOp(const KernelInit& init, Status* status) { *status = init.GetAttrOr<int64_t>("axis", &axis_, 0); }
   Status Compute(KernelContext& context) const override {
-    const int n = context.num_inputs();
-    const Tensor& input0 = context.input(0);
-    const int rank = input0.rank();
-    int64_t axis = axis_;
-    if (axis < -(rank + 1) || axis >= rank + 1) {
-      return InvalidArgumentError("axis = {} not in [{}, {})", axis_, -(rank + 1), rank + 1);
-    }
-    if (axis < 0) axis += rank + 1;
-    for (int i = 1; i < n; ++i) {
-      if (!(context.input(i).shape() == input0.shape())) {
-        return InvalidArgumentError("Shapes of all inputs must match: values[0].shape = {} != "
-                                    "values[{}].shape = {}",
-                                    input0.shape().DebugString(), i,
-                                    context.input(i).shape().DebugString());
-      }
-    }
-    TensorShape shape = input0.shape();
-    shape.InsertDim(static_cast<int>(axis), n);
-    Tensor* output = context.AllocateOutput(0, input0.dtype(), std::move(shape));
-    for (int i = 0; i < n; ++i) {
-      TensorShape expanded = input0.shape();
-      expanded.InsertDim(static_cast<int>(axis), 1);
-      PX_ASSIGN_OR_RETURN(Tensor part, context.input(i).Reshaped(std::move(expanded)));
-      PX_RETURN_IF_ERROR(CopyIntoAxis(part, output, static_cast<int>(axis), i, context.threads()));
+    std::vector<const Tensor*> values;
+    for (int i = 0; i < context.num_inputs(); ++i) values.push_back(&context.input(i));
+    PX_ASSIGN_OR_RETURN(const cpu_array::PackPlan plan, cpu_array::PlanPack(values, axis_));
+    Tensor* output = context.AllocateOutput(0, values[0]->dtype(), plan.shape);
+    for (int i = 0; i < context.num_inputs(); ++i) {
+      PX_ASSIGN_OR_RETURN(Tensor part, values[static_cast<size_t>(i)]->Reshaped(plan.part));
+      PX_RETURN_IF_ERROR(CopyIntoAxis(part, output, plan.axis, i, context.threads()));
     }
     return Status::Ok();
   }
@@ -468,26 +446,12 @@ class UnpackOp : public OpKernel {
   UnpackOp(const KernelInit& init, Status* status) { *status = init.GetAttrOr<int64_t>("axis", &axis_, 0); }
   Status Compute(KernelContext& context) const override {
     const Tensor& value = context.input(0);
-    const int rank = value.rank();
-    const int num = context.num_outputs();
-    int64_t axis = axis_;
-    if (axis < -rank || axis >= rank) {
-      return InvalidArgumentError("axis = {} not in [{}, {})", axis_, -rank, rank);
-    }
-    if (axis < 0) axis += rank;
-    const int a = static_cast<int>(axis);
-    if (value.dim(a) != num) {
-      return InvalidArgumentError("Input shape axis {} must equal {}, got shape {}", a, num,
-                                  value.shape().DebugString());
-    }
-    TensorShape part_shape = value.shape();
-    part_shape.set_dim(a, 1);
-    TensorShape out_shape = value.shape();
-    out_shape.RemoveDim(a);
-    for (int i = 0; i < num; ++i) {
-      Tensor part(value.dtype(), part_shape);
-      PX_RETURN_IF_ERROR(CopyFromAxis(value, &part, a, i, context.threads()));
-      PX_ASSIGN_OR_RETURN(Tensor out, part.Reshaped(out_shape));
+    PX_ASSIGN_OR_RETURN(const cpu_array::UnpackPlan plan,
+                        cpu_array::PlanUnpack(value, context.num_outputs(), axis_));
+    for (int i = 0; i < context.num_outputs(); ++i) {
+      Tensor part(value.dtype(), plan.part);
+      PX_RETURN_IF_ERROR(CopyFromAxis(value, &part, plan.axis, i, context.threads()));
+      PX_ASSIGN_OR_RETURN(Tensor out, part.Reshaped(plan.output));
       context.set_output(i, std::move(out));
     }
     return Status::Ok();
@@ -721,44 +685,12 @@ class PadOp : public OpKernel {
   PadOp(const KernelInit&, Status*) {}
   Status Compute(KernelContext& context) const override {
     const Tensor& input = context.input(0);
-    const Tensor& paddings_t = context.input(1);
-    const int rank = input.rank();
-    if (paddings_t.rank() != 2 || paddings_t.dim(1) != 2) {
-      return InvalidArgumentError("paddings must be a matrix with 2 columns: {}",
-                                  paddings_t.shape().DebugString());
-    }
-    if (paddings_t.dim(0) != rank) {
-      return InvalidArgumentError("The first dimension of paddings must be the rank of inputs{} {}",
-                                  paddings_t.shape().DebugString(), input.shape().DebugString());
-    }
-    PX_ASSIGN_OR_RETURN(std::vector<int64_t> paddings, IndexValues(paddings_t, "paddings"));
-    const Tensor* constant = nullptr;
-    if (context.num_inputs() > 2) {
-      constant = &context.input(2);
-      if (constant->rank() != 0) {
-        return InvalidArgumentError("constant_values must be a scalar. Got: {}",
-                                    constant->shape().DebugString());
-      }
-    }
-    std::vector<int64_t> out_dims;
-    for (int d = 0; d < rank; ++d) {
-      const int64_t before = paddings[static_cast<size_t>(2 * d)];
-      const int64_t after = paddings[static_cast<size_t>(2 * d + 1)];
-      if (before < 0 || after < 0) {
-        return InvalidArgumentError("Paddings must be non-negative: {} {}", before, after);
-      }
-      out_dims.push_back(before + input.dim(d) + after);
-    }
-    Tensor* output = context.AllocateOutput(0, input.dtype(), TensorShape(out_dims));
-    PX_RETURN_IF_ERROR(cpu_array::FillWith(output, constant, context.threads()));
-    const std::vector<int64_t> out_strides = RowMajorStrides(out_dims);
-    StridedCopySpec spec{.dims = input.shape().dims(),
-                         .src_strides = RowMajorStrides(input.shape().dims()),
-                         .dst_strides = out_strides};
-    for (int d = 0; d < rank; ++d) {
-      spec.dst_offset += paddings[static_cast<size_t>(2 * d)] * out_strides[static_cast<size_t>(d)];
-    }
-    return StridedCopy(input, output, std::move(spec), context.threads());
+    PX_ASSIGN_OR_RETURN(const slice_plan::PadPlan plan,
+                        slice_plan::PlanPad(context, input, context.input(1)));
+    Tensor* output = context.AllocateOutput(0, input.dtype(), TensorShape(plan.output_dims));
+    PX_RETURN_IF_ERROR(cpu_array::FillWith(output, plan.constant, context.threads()));
+    return StridedCopy(input, output, slice_plan::WriteBox(plan.output_dims, plan.box),
+                       context.threads());
   }
 };
 PX_REGISTER_KERNEL(PadOp, "Pad", kCpu);
@@ -773,34 +705,14 @@ class OneHotOp : public OpKernel {
     *status = init.GetAttrOr<int64_t>("axis", &axis_, -1);
   }
   Status Compute(KernelContext& context) const override {
-    const Tensor& indices = context.input(0);
     const Tensor& on = context.input(2);
     const Tensor& off = context.input(3);
-    const int rank = indices.rank();
-    if (axis_ != -1 && (axis_ < 0 || axis_ > rank)) {
-      return InvalidArgumentError("Expected axis to be -1 or between [0, {}).  But received: {}",
-                                  rank + 1, axis_);
-    }
-    if (context.input(1).rank() != 0) {
-      return InvalidArgumentError("depth must be a scalar, but got: {}",
-                                  context.input(1).shape().DebugString());
-    }
-    if (on.rank() != 0) {
-      return InvalidArgumentError("on_value must be a scalar, but got: {}", on.shape().DebugString());
-    }
-    if (off.rank() != 0) {
-      return InvalidArgumentError("off_value must be a scalar, but got: {}", off.shape().DebugString());
-    }
-    PX_ASSIGN_OR_RETURN(int64_t depth, IndexScalar(context.input(1), "depth"));
-    if (depth < 0) return InvalidArgumentError("depth must be non-negative, got: {}", depth);
-    PX_ASSIGN_OR_RETURN(std::vector<int64_t> idx, IndexValues(indices, "indices"));
-    const int axis = axis_ == -1 ? rank : static_cast<int>(axis_);
-    TensorShape shape = indices.shape();
-    shape.InsertDim(axis, depth);
-    const int64_t prefix = Product(indices.shape().dims(), 0, static_cast<size_t>(axis));
-    const int64_t suffix = Product(indices.shape().dims(), static_cast<size_t>(axis),
-                                   static_cast<size_t>(rank));
-    Tensor* output = context.AllocateOutput(0, on.dtype(), std::move(shape));
+    PX_ASSIGN_OR_RETURN(
+        gather_plan::OneHotPlan plan,
+        gather_plan::PlanOneHot(context.input(0), context.input(1), on, off, axis_));
+    const std::vector<int64_t>& idx = plan.indices;
+    const int64_t depth = plan.depth, prefix = plan.prefix, suffix = plan.suffix;
+    Tensor* output = context.AllocateOutput(0, on.dtype(), plan.output_shape);
     ThreadPool& pool = context.threads();
     return VisitElementKind(on.dtype(), [&]<typename U>() {
       const U on_value = Elements<U>(on)[0];

@@ -408,6 +408,71 @@ inline StridedCopySpec IntoAxisCopy(const TensorShape& part, const TensorShape& 
                          .dst_strides = {out_chunk, 1}, .dst_offset = offset * inner};
 }
 
+// The copy of the slab [offset, offset + part.dim(axis)) of `input` along `axis` into
+// `part` (both viewed as [outer, dim, inner]).
+inline StridedCopySpec FromAxisCopy(const TensorShape& input, const TensorShape& part, int axis,
+                                    int64_t offset) {
+  const std::vector<int64_t>& dims = part.dims();
+  const int64_t outer = Product(dims, 0, static_cast<size_t>(axis));
+  const int64_t chunk = Product(dims, static_cast<size_t>(axis), dims.size());
+  const int64_t inner = Product(dims, static_cast<size_t>(axis) + 1, dims.size());
+  const int64_t in_chunk = input.dim(axis) * inner;
+  return StridedCopySpec{.dims = {outer, chunk}, .src_strides = {in_chunk, 1},
+                         .dst_strides = {chunk, 1}, .src_offset = offset * inner};
+}
+
+// Pack(values...; axis): every value of one shape, stacked along a new dim `axis`.
+// `part` is a value's shape with that dim (of 1) inserted: value i is part i of the output.
+struct PackPlan {
+  int axis = 0;
+  TensorShape shape, part;
+};
+inline StatusOr<PackPlan> PlanPack(const std::vector<const Tensor*>& values, int64_t axis_attr) {
+  const Tensor& input0 = *values[0];
+  const int rank = input0.rank();
+  int64_t axis = axis_attr;
+  if (axis < -(rank + 1) || axis >= rank + 1) {
+    return InvalidArgumentError("axis = {} not in [{}, {})", axis_attr, -(rank + 1), rank + 1);
+  }
+  if (axis < 0) axis += rank + 1;
+  for (size_t i = 1; i < values.size(); ++i) {
+    if (!(values[i]->shape() == input0.shape())) {
+      return InvalidArgumentError("Shapes of all inputs must match: values[0].shape = {} != "
+                                  "values[{}].shape = {}",
+                                  input0.shape().DebugString(), i,
+                                  values[i]->shape().DebugString());
+    }
+  }
+  PackPlan plan{.axis = static_cast<int>(axis), .shape = input0.shape(), .part = input0.shape()};
+  plan.shape.InsertDim(plan.axis, static_cast<int64_t>(values.size()));
+  plan.part.InsertDim(plan.axis, 1);
+  return plan;
+}
+
+// Unpack(value; num, axis): `num` outputs, the slabs of `value` along `axis`; `part` is a
+// slab's shape (the dim kept, of 1), `output` an output's (the dim removed).
+struct UnpackPlan {
+  int axis = 0;
+  TensorShape part, output;
+};
+inline StatusOr<UnpackPlan> PlanUnpack(const Tensor& value, int num, int64_t axis_attr) {
+  const int rank = value.rank();
+  int64_t axis = axis_attr;
+  if (axis < -rank || axis >= rank) {
+    return InvalidArgumentError("axis = {} not in [{}, {})", axis_attr, -rank, rank);
+  }
+  if (axis < 0) axis += rank;
+  const int a = static_cast<int>(axis);
+  if (value.dim(a) != num) {
+    return InvalidArgumentError("Input shape axis {} must equal {}, got shape {}", a, num,
+                                value.shape().DebugString());
+  }
+  UnpackPlan plan{.axis = a, .part = value.shape(), .output = value.shape()};
+  plan.part.set_dim(a, 1);
+  plan.output.RemoveDim(a);
+  return plan;
+}
+
 }  // namespace parallax::cpu_array
 
 #endif  // PARALLAX_LIB_RUNTIME_KERNELS_CPU_ARRAY_UTIL_H_

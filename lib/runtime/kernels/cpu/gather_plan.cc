@@ -104,6 +104,39 @@ StatusOr<SegmentPlan> PlanUnsortedSegment(const Tensor& data, const Tensor& ids_
   return plan;
 }
 
+StatusOr<OneHotPlan> PlanOneHot(const Tensor& indices, const Tensor& depth_t, const Tensor& on,
+                                const Tensor& off, int64_t axis_attr) {
+  const int rank = indices.rank();
+  if (axis_attr != -1 && (axis_attr < 0 || axis_attr > rank)) {
+    return InvalidArgumentError("Expected axis to be -1 or between [0, {}).  But received: {}",
+                                rank + 1, axis_attr);
+  }
+  if (depth_t.rank() != 0) {
+    return InvalidArgumentError("depth must be a scalar, but got: {}",
+                                depth_t.shape().DebugString());
+  }
+  if (on.rank() != 0) {
+    return InvalidArgumentError("on_value must be a scalar, but got: {}", on.shape().DebugString());
+  }
+  if (off.rank() != 0) {
+    return InvalidArgumentError("off_value must be a scalar, but got: {}",
+                                off.shape().DebugString());
+  }
+  OneHotPlan plan;
+  PX_ASSIGN_OR_RETURN(plan.depth, IndexScalar(depth_t, "depth"));
+  if (plan.depth < 0) {
+    return InvalidArgumentError("depth must be non-negative, got: {}", plan.depth);
+  }
+  PX_ASSIGN_OR_RETURN(plan.indices, IndexValues(indices, "indices"));
+  const int axis = axis_attr == -1 ? rank : static_cast<int>(axis_attr);
+  plan.output_shape = indices.shape();
+  plan.output_shape.InsertDim(axis, plan.depth);
+  plan.prefix = Product(indices.shape().dims(), 0, static_cast<size_t>(axis));
+  plan.suffix =
+      Product(indices.shape().dims(), static_cast<size_t>(axis), static_cast<size_t>(rank));
+  return plan;
+}
+
 RowGroups GroupByRow(const std::vector<int64_t>& targets) {
   RowGroups groups;
   for (int64_t i = 0; i < static_cast<int64_t>(targets.size()); ++i) {

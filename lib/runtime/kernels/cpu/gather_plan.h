@@ -1,4 +1,4 @@
-// The argument checks and index plans of the gathers and segment reductions, shared by
+// The argument checks and index plans of the gathers, segment reductions and OneHot, shared by
 // the CPU kernels (gather_ops.cc, training_ops.cc, state_ops.cc) and the GPU's
 // (cuda/gather_ops.cc, cuda/training_ops.cc), so both reject the same inputs with the
 // same messages and read the same indices.
@@ -46,6 +46,18 @@ struct SegmentPlan {
 };
 StatusOr<SegmentPlan> PlanUnsortedSegment(const Tensor& data, const Tensor& segment_ids,
                                           const Tensor& num_segments);
+
+// OneHot(indices, depth, on_value, off_value; axis): the output [prefix, depth, suffix]
+// (indices seen as [prefix, suffix], split at `axis`, -1 meaning last) holds on_value
+// where the depth index equals the index, off_value elsewhere (indices outside
+// [0, depth) give all off_value).
+struct OneHotPlan {
+  TensorShape output_shape;
+  int64_t prefix = 0, depth = 0, suffix = 0;
+  std::vector<int64_t> indices;
+};
+StatusOr<OneHotPlan> PlanOneHot(const Tensor& indices, const Tensor& depth, const Tensor& on,
+                                const Tensor& off, int64_t axis);
 
 // The positions of `targets` grouped by target: group g holds row `rows[g]`'s positions
 // positions[starts[g] .. starts[g + 1]) in increasing order; rows ascend; negative

@@ -201,4 +201,39 @@ StridedCopySpec WriteBox(const std::vector<int64_t>& output_dims, const SliceBox
   return spec;
 }
 
+StatusOr<PadPlan> PlanPad(const KernelContext& context, const Tensor& input,
+                          const Tensor& paddings_t) {
+  const int rank = input.rank();
+  if (paddings_t.rank() != 2 || paddings_t.dim(1) != 2) {
+    return InvalidArgumentError("paddings must be a matrix with 2 columns: {}",
+                                paddings_t.shape().DebugString());
+  }
+  if (paddings_t.dim(0) != rank) {
+    return InvalidArgumentError("The first dimension of paddings must be the rank of inputs{} {}",
+                                paddings_t.shape().DebugString(), input.shape().DebugString());
+  }
+  PX_ASSIGN_OR_RETURN(std::vector<int64_t> paddings, IndexValues(paddings_t, "paddings"));
+  PadPlan plan;
+  if (context.num_inputs() > 2) {
+    plan.constant = &context.input(2);
+    if (plan.constant->rank() != 0) {
+      return InvalidArgumentError("constant_values must be a scalar. Got: {}",
+                                  plan.constant->shape().DebugString());
+    }
+  }
+  for (int d = 0; d < rank; ++d) {
+    const int64_t before = paddings[static_cast<size_t>(2 * d)];
+    const int64_t after = paddings[static_cast<size_t>(2 * d + 1)];
+    if (before < 0 || after < 0) {
+      return InvalidArgumentError("Paddings must be non-negative: {} {}", before, after);
+    }
+    plan.output_dims.push_back(before + input.dim(d) + after);
+    plan.box.begin.push_back(before);
+  }
+  plan.box.size = input.shape().dims();
+  plan.box.stride.assign(plan.box.size.size(), 1);
+  plan.box.final_shape = plan.box.size;
+  return plan;
+}
+
 }  // namespace parallax::slice_plan

@@ -1,4 +1,5 @@
-// The slices' argument checks and copy plans (Slice, StridedSlice, StridedSliceGrad),
+// The slices' argument checks and copy plans (Slice, StridedSlice, StridedSliceGrad, and
+// Pad, which writes its input into a box of a filled output),
 // shared by the CPU kernels (array_ops.cc) and the GPU's (cuda/array_ops.cc): the same
 // specs are resolved, and refused, with TF's rules and words on every device.
 //
@@ -47,6 +48,16 @@ cpu_array::StridedCopySpec ReadBox(const TensorShape& input, const SliceBox& box
 StatusOr<std::vector<int64_t>> GradShape(const Tensor& shape);
 Status CheckGradInput(const Tensor& dy, const SliceBox& box);
 cpu_array::StridedCopySpec WriteBox(const std::vector<int64_t>& output_dims, const SliceBox& box);
+
+// Pad(input, paddings) / PadV2(input, paddings, constant_values): the output's dims, the
+// box the input fills (WriteBox), and the constant (nullptr: zeros) from input 2.
+struct PadPlan {
+  std::vector<int64_t> output_dims;
+  SliceBox box;
+  const Tensor* constant = nullptr;
+};
+StatusOr<PadPlan> PlanPad(const KernelContext& context, const Tensor& input,
+                          const Tensor& paddings);
 
 }  // namespace parallax::slice_plan
 

@@ -1,5 +1,6 @@
 // GPU kernels that make or move values without arithmetic: Fill, ZerosLike, OnesLike,
-// Tile, Transpose, ConcatV2, Slice, StridedSlice and StridedSliceGrad, float and double.
+// Tile, Transpose, ConcatV2, Pack, Unpack, Pad, PadV2, Slice, StridedSlice and
+// StridedSliceGrad, float and double.
 // Shapes, multiples, permutations, slice specs and Fill's value are read on the host and
 // checked as the CPU kernels check them (cpu/array_util.h and cpu/slice_plan.h plan both).
 #include "lib/runtime/kernels/cpu/array_util.h"
@@ -179,6 +180,88 @@ class StridedSliceGradKernel : public OpKernel {
   slice_plan::StridedSliceMasks masks_;
 };
 
+// Pack(values...): each value copied into its slab of the new axis.
+class PackKernel : public OpKernel {
+ public:
+  PackKernel(const KernelInit& init, Status* status) {
+    *status = init.GetAttrOr<int64_t>("axis", &axis_, 0);
+  }
+  Status Compute(KernelContext& context) const override {
+    std::vector<const Tensor*> values;
+    for (int i = 0; i < context.num_inputs(); ++i) values.push_back(&context.input(i));
+    PX_ASSIGN_OR_RETURN(const cpu_array::PackPlan plan, cpu_array::PlanPack(values, axis_));
+    PX_ASSIGN_OR_RETURN(Tensor * out,
+                        context.AllocateDeviceOutput(0, values[0]->dtype(), plan.shape));
+    if (out->num_elements() == 0) return Status::Ok();
+    CudaDevice& device = DeviceOf(context);
+    auto lock = device.LaunchLock();
+    for (size_t i = 0; i < values.size(); ++i) {
+      PX_RETURN_IF_ERROR(CopyStrided(
+          device, *values[i], out,
+          cpu_array::IntoAxisCopy(plan.part, plan.shape, plan.axis, static_cast<int64_t>(i))));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  int64_t axis_ = 0;
+};
+
+// Unpack(value): each output a copy of its slab along the axis.
+class UnpackKernel : public OpKernel {
+ public:
+  UnpackKernel(const KernelInit& init, Status* status) {
+    *status = init.GetAttrOr<int64_t>("axis", &axis_, 0);
+  }
+  Status Compute(KernelContext& context) const override {
+    const Tensor& value = context.input(0);
+    PX_ASSIGN_OR_RETURN(const cpu_array::UnpackPlan plan,
+                        cpu_array::PlanUnpack(value, context.num_outputs(), axis_));
+    CudaDevice& device = DeviceOf(context);
+    for (int i = 0; i < context.num_outputs(); ++i) {
+      PX_ASSIGN_OR_RETURN(Tensor * out,
+                          context.AllocateDeviceOutput(i, value.dtype(), plan.output));
+      if (out->num_elements() == 0) continue;
+      auto lock = device.LaunchLock();
+      PX_RETURN_IF_ERROR(
+          CopyStrided(device, value, out,
+                      cpu_array::FromAxisCopy(value.shape(), plan.part, plan.axis, i)));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  int64_t axis_ = 0;
+};
+
+// Pad(input, paddings) / PadV2(input, paddings, constant_values): the output filled with
+// the constant (read on the host) or zeros, the input copied into its box.
+template <typename T>
+class PadKernel : public OpKernel {
+ public:
+  PadKernel(const KernelInit&, Status*) {}
+  bool HostMemoryInput(int index) const override { return index >= 1; }
+  Status Compute(KernelContext& context) const override {
+    PX_RETURN_IF_ERROR(CheckDtype(context, 0, DataTypeOf<T>::value));
+    const Tensor& input = context.input(0);
+    PX_ASSIGN_OR_RETURN(const slice_plan::PadPlan plan,
+                        slice_plan::PlanPad(context, input, context.input(1)));
+    if (plan.constant != nullptr) PX_RETURN_IF_ERROR(CheckDtype(context, 2, DataTypeOf<T>::value));
+    PX_ASSIGN_OR_RETURN(Tensor * out, context.AllocateDeviceOutput(
+                                          0, input.dtype(), TensorShape(plan.output_dims)));
+    if (out->num_elements() == 0) return Status::Ok();
+    const T fill = plan.constant != nullptr ? plan.constant->flat<T>()[0] : T(0);
+    CudaDevice& device = DeviceOf(context);
+    auto lock = device.LaunchLock();
+    PX_RETURN_IF_ERROR(device.MakeCurrent());
+    PX_RETURN_IF_ERROR(LaunchStatus(LaunchFill<T>(static_cast<T*>(out->raw_data()),
+                                                  out->num_elements(), fill, device.stream()),
+                                    device));
+    if (input.num_elements() == 0) return Status::Ok();
+    return CopyStrided(device, input, out, slice_plan::WriteBox(plan.output_dims, plan.box));
+  }
+};
+
 using TileKernel = CopyKernel<false>;
 using TransposeKernel = CopyKernel<true>;
 
@@ -211,6 +294,12 @@ PX_REGISTER_KERNEL(StridedSliceKernel, "StridedSlice", DeviceType::kCuda, "T", t
 PX_REGISTER_KERNEL(StridedSliceKernel, "StridedSlice", DeviceType::kCuda, "T",
                    tensorflow::DT_DOUBLE);
 PX_CUDA_FLOAT_KERNELS(StridedSliceGradKernel, "StridedSliceGrad");
+PX_REGISTER_KERNEL(PackKernel, "Pack", DeviceType::kCuda, "T", tensorflow::DT_FLOAT);
+PX_REGISTER_KERNEL(PackKernel, "Pack", DeviceType::kCuda, "T", tensorflow::DT_DOUBLE);
+PX_REGISTER_KERNEL(UnpackKernel, "Unpack", DeviceType::kCuda, "T", tensorflow::DT_FLOAT);
+PX_REGISTER_KERNEL(UnpackKernel, "Unpack", DeviceType::kCuda, "T", tensorflow::DT_DOUBLE);
+PX_CUDA_FLOAT_KERNELS(PadKernel, "Pad");
+PX_CUDA_FLOAT_KERNELS(PadKernel, "PadV2");
 
 }  // namespace
 }  // namespace parallax::cuda_kernels

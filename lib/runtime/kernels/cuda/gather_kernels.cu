@@ -1,4 +1,4 @@
-// The GPU's gathers and unsorted segment reductions (gather_launch.h).
+// The GPU's gathers, unsorted segment reductions and OneHot (gather_launch.h).
 #include "lib/runtime/kernels/cuda/gather_launch.h"
 #include "lib/runtime/kernels/cuda/grid.h"
 
@@ -38,7 +38,33 @@ void LaunchSegment(const T* data, const DeviceRowGroups& groups, int64_t inner, 
   SegmentKernel<T, R><<<Blocks(n), kThreads, 0, stream>>>(data, groups, inner, out);
 }
 
+template <typename T>
+__global__ void OneHotKernel(const int64_t* indices, int64_t prefix, int64_t depth, int64_t suffix,
+                             T on, T off, T* out) {
+  PX_GRID_LOOP(item, prefix * depth * suffix) {
+    const int64_t s = item % suffix;
+    const int64_t d = item / suffix % depth;
+    const int64_t p = item / (suffix * depth);
+    out[item] = indices[p * suffix + s] == d ? on : off;
+  }
+}
+
 }  // namespace
+
+template <typename T>
+cudaError_t LaunchOneHot(const int64_t* indices, int64_t prefix, int64_t depth, int64_t suffix,
+                         T on, T off, T* output, cudaStream_t stream) {
+  const int64_t n = prefix * depth * suffix;
+  if (n == 0) return cudaSuccess;
+  OneHotKernel<T><<<Blocks(n), kThreads, 0, stream>>>(indices, prefix, depth, suffix, on, off,
+                                                      output);
+  return cudaGetLastError();
+}
+
+template cudaError_t LaunchOneHot<float>(const int64_t*, int64_t, int64_t, int64_t, float, float,
+                                         float*, cudaStream_t);
+template cudaError_t LaunchOneHot<double>(const int64_t*, int64_t, int64_t, int64_t, double,
+                                          double, double*, cudaStream_t);
 
 template <typename T>
 cudaError_t LaunchGather(const T* params, const int64_t* indices, const GatherShape& shape,

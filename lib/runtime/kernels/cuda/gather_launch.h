@@ -1,4 +1,4 @@
-// Launch functions of the GPU's gathers and unsorted segment reductions
+// Launch functions of the GPU's gathers, unsorted segment reductions and OneHot
 // (gather_kernels.cu), called by gather_ops.cc. Plain types only: read by nvcc and g++.
 //
 // The host checks the indices and plans the work (cpu/gather_plan.h, the CPU kernels'
@@ -35,6 +35,12 @@ template <typename T>
 cudaError_t LaunchUnsortedSegment(segment_reduce::Reduce reduce, const T* data,
                                   const DeviceRowGroups& groups, int64_t inner, T* output,
                                   cudaStream_t stream);
+
+// OneHot: output [prefix, depth, suffix] = on where indices[p * suffix + s] equals the
+// depth index, else off; `indices` in device memory.
+template <typename T>
+cudaError_t LaunchOneHot(const int64_t* indices, int64_t prefix, int64_t depth, int64_t suffix,
+                         T on, T off, T* output, cudaStream_t stream);
 
 }  // namespace parallax::cuda_kernels
 

@@ -1,5 +1,5 @@
-// GPU kernels of GatherV2, Gather and UnsortedSegment{Sum,Max,Min,Prod}, float and double
-// data: the indices (integer tensors, made on the host) are read there, checked and
+// GPU kernels of GatherV2, Gather, UnsortedSegment{Sum,Max,Min,Prod} and OneHot, float and
+// double data: the indices (integer tensors, made on the host) are read there, checked and
 // planned as the CPU kernels do (cpu/gather_plan.h), then copied in for the kernel
 // (gather_launch.h). Unique, whose integer outputs the host reads, stays on the host.
 #include "lib/runtime/kernels/cpu/gather_plan.h"
@@ -78,6 +78,40 @@ class UnsortedSegmentKernel : public OpKernel {
   }
 };
 
+// OneHot(indices, depth, on_value, off_value): everything but the output read on the host.
+template <typename T>
+class OneHotKernel : public OpKernel {
+ public:
+  OneHotKernel(const KernelInit& init, Status* status) {
+    *status = init.GetAttrOr<int64_t>("axis", &axis_, -1);
+  }
+  bool HostMemoryInput(int) const override { return true; }
+  Status Compute(KernelContext& context) const override {
+    PX_RETURN_IF_ERROR(CheckDtype(context, 2, DataTypeOf<T>::value));
+    PX_RETURN_IF_ERROR(CheckDtype(context, 3, DataTypeOf<T>::value));
+    const Tensor& on = context.input(2);
+    const Tensor& off = context.input(3);
+    PX_ASSIGN_OR_RETURN(
+        gather_plan::OneHotPlan plan,
+        gather_plan::PlanOneHot(context.input(0), context.input(1), on, off, axis_));
+    PX_ASSIGN_OR_RETURN(Tensor * out,
+                        context.AllocateDeviceOutput(0, on.dtype(), plan.output_shape));
+    if (out->num_elements() == 0) return Status::Ok();
+    PX_ASSIGN_OR_RETURN(Tensor indices, ToDevice(context, plan.indices));
+    CudaDevice& device = DeviceOf(context);
+    auto lock = device.LaunchLock();
+    PX_RETURN_IF_ERROR(device.MakeCurrent());
+    return LaunchStatus(LaunchOneHot<T>(static_cast<const int64_t*>(indices.raw_data()),
+                                        plan.prefix, plan.depth, plan.suffix, on.flat<T>()[0],
+                                        off.flat<T>()[0], static_cast<T*>(out->raw_data()),
+                                        device.stream()),
+                        device);
+  }
+
+ private:
+  int64_t axis_ = -1;
+};
+
 template <typename T>
 using SegmentSumKernel = UnsortedSegmentKernel<T, Reduce::kSum>;
 template <typename T>
@@ -95,6 +129,7 @@ PX_REGISTER_KERNEL(GatherKernel<float>, "Gather", DeviceType::kCuda, "Tparams",
                    tensorflow::DT_FLOAT);
 PX_REGISTER_KERNEL(GatherKernel<double>, "Gather", DeviceType::kCuda, "Tparams",
                    tensorflow::DT_DOUBLE);
+PX_CUDA_FLOAT_KERNELS(OneHotKernel, "OneHot");
 PX_CUDA_FLOAT_KERNELS(SegmentSumKernel, "UnsortedSegmentSum");
 PX_CUDA_FLOAT_KERNELS(SegmentMaxKernel, "UnsortedSegmentMax");
 PX_CUDA_FLOAT_KERNELS(SegmentMinKernel, "UnsortedSegmentMin");
