@@ -96,7 +96,8 @@ std::vector<KernelCase> Table() {
            {"Sign", -4, 4, 0},      {"Floor", -4, 4, 0},         {"Ceil", -4, 4, 0},
            {"Exp", -4, 4, kLibm},   {"Log", 0.1, 4, kLibm},      {"Log1p", -0.5, 4, kLibm},
            {"Expm1", -4, 4, kLibm}, {"Tanh", -4, 4, kLibm},      {"Sigmoid", -8, 8, kLibm},
-           {"Elu", -4, 4, kLibm},   {"Softplus", -20, 20, kLibm}}) {
+           {"Elu", -4, 4, kLibm},   {"Softplus", -20, 20, kLibm}, {"Erf", -3, 3, kLibm},
+           {"Erfc", -3, 3, kLibm}}) {
     cases.push_back({.op = u.op, .inputs = {{odd, u.lo, u.hi}}, .tolerance = u.tolerance});
   }
   cases.push_back(
@@ -326,6 +327,13 @@ std::vector<KernelCase> Table() {
   cases.push_back({.op = "Unpack",
                    .inputs = {{TensorShape{2, 3, 5}}},
                    .attrs = {{"num", IntAttr(3)}, {"axis", IntAttr(1)}},
+                   .dtype = tensorflow::DT_DOUBLE});
+  cases.push_back({.op = "Split",
+                   .inputs = {IntScalar(1), {TensorShape{3, 8, 2}}},
+                   .attrs = {{"num_split", IntAttr(4)}}});
+  cases.push_back({.op = "SplitV",
+                   .inputs = {{TensorShape{3, 8}}, Ints({2, -1, 1}), IntScalar(-1)},
+                   .attrs = {{"num_split", IntAttr(3)}, {"Tlen", TypeAttr(tensorflow::DT_INT32)}},
                    .dtype = tensorflow::DT_DOUBLE});
   const Input paddings{.value = Tensor::FromVector<int32_t>({1, 2, 0, 3}, TensorShape{2, 2})};
   cases.push_back({.op = "Pad",

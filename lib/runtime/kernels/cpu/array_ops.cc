@@ -480,30 +480,14 @@ Status SplitInto(KernelContext& context, const Tensor& value, int axis,
   return Status::Ok();
 }
 
-StatusOr<int> SplitAxis(const Tensor& split_dim, const Tensor& value) {
-  PX_ASSIGN_OR_RETURN(int64_t axis, IndexScalar(split_dim, "split_dim"));
-  const int rank = value.rank();
-  if (axis < -rank || axis >= rank) {
-    return InvalidArgumentError("-input rank(-{}) <= split_dim < input rank ({}), but got {}", rank,
-                                rank, axis);
-  }
-  return static_cast<int>(axis < 0 ? axis + rank : axis);
-}
-
 class SplitOp : public OpKernel {
  public:
   SplitOp(const KernelInit&, Status*) {}
   Status Compute(KernelContext& context) const override {
     const Tensor& value = context.input(1);
-    PX_ASSIGN_OR_RETURN(int axis, SplitAxis(context.input(0), value));
-    const int num = context.num_outputs();
-    const int64_t dim = value.dim(axis);
-    if (dim % num != 0) {
-      return InvalidArgumentError("Number of ways to split should evenly divide the split "
-                                  "dimension, but got split_dim {} (size = {}) and num_split {}",
-                                  axis, dim, num);
-    }
-    return SplitInto(context, value, axis, std::vector<int64_t>(static_cast<size_t>(num), dim / num));
+    PX_ASSIGN_OR_RETURN(const cpu_array::SplitPlan plan,
+                        cpu_array::PlanSplit(context.input(0), value, context.num_outputs()));
+    return SplitInto(context, value, plan.axis, plan.sizes);
   }
 };
 PX_REGISTER_KERNEL(SplitOp, "Split", kCpu);
@@ -514,36 +498,10 @@ class SplitVOp : public OpKernel {
   SplitVOp(const KernelInit&, Status*) {}
   Status Compute(KernelContext& context) const override {
     const Tensor& value = context.input(0);
-    PX_ASSIGN_OR_RETURN(int axis, SplitAxis(context.input(2), value));
-    PX_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, IndexValues(context.input(1), "size_splits"));
-    const int num = context.num_outputs();
-    if (context.input(1).rank() != 1 || static_cast<int>(sizes.size()) != num) {
-      return InvalidArgumentError("size_splits must be a vector of num_split = {} values, got shape "
-                                  "{}",
-                                  num, context.input(1).shape().DebugString());
-    }
-    const int64_t dim = value.dim(axis);
-    int unknown = -1;
-    int64_t known = 0;
-    for (int i = 0; i < num; ++i) {
-      const int64_t s = sizes[static_cast<size_t>(i)];
-      if (s == -1) {
-        if (unknown >= 0) return InvalidArgumentError("There can only be one -1 in the input.");
-        unknown = i;
-      } else if (s < 0) {
-        return InvalidArgumentError("Split size at index {} must be >= 0. Got: {}", i, s);
-      } else {
-        known += s;
-      }
-    }
-    if ((unknown < 0 && known != dim) || (unknown >= 0 && known > dim)) {
-      return InvalidArgumentError("Determined shape must either match input shape along split_dim "
-                                  "exactly if fully specified, or be less than the size of the "
-                                  "input along split_dim if not fully specified.  Got: {}",
-                                  known);
-    }
-    if (unknown >= 0) sizes[static_cast<size_t>(unknown)] = dim - known;
-    return SplitInto(context, value, axis, sizes);
+    PX_ASSIGN_OR_RETURN(
+        const cpu_array::SplitPlan plan,
+        cpu_array::PlanSplitV(value, context.input(1), context.input(2), context.num_outputs()));
+    return SplitInto(context, value, plan.axis, plan.sizes);
   }
 };
 PX_REGISTER_KERNEL(SplitVOp, "SplitV", kCpu);

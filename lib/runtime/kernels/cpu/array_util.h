@@ -473,6 +473,70 @@ inline StatusOr<UnpackPlan> PlanUnpack(const Tensor& value, int num, int64_t axi
   return plan;
 }
 
+// Split(split_dim, value; num_split) and SplitV(value, size_splits, split_dim): the axis
+// and each output's size along it (one output: the value itself).
+struct SplitPlan {
+  int axis = 0;
+  std::vector<int64_t> sizes;
+};
+
+inline StatusOr<int> SplitAxis(const Tensor& split_dim, const Tensor& value) {
+  PX_ASSIGN_OR_RETURN(int64_t axis, IndexScalar(split_dim, "split_dim"));
+  const int rank = value.rank();
+  if (axis < -rank || axis >= rank) {
+    return InvalidArgumentError("-input rank(-{}) <= split_dim < input rank ({}), but got {}", rank,
+                                rank, axis);
+  }
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+inline StatusOr<SplitPlan> PlanSplit(const Tensor& split_dim, const Tensor& value, int num) {
+  SplitPlan plan;
+  PX_ASSIGN_OR_RETURN(plan.axis, SplitAxis(split_dim, value));
+  const int64_t dim = value.dim(plan.axis);
+  if (dim % num != 0) {
+    return InvalidArgumentError("Number of ways to split should evenly divide the split "
+                                "dimension, but got split_dim {} (size = {}) and num_split {}",
+                                plan.axis, dim, num);
+  }
+  plan.sizes.assign(static_cast<size_t>(num), dim / num);
+  return plan;
+}
+
+inline StatusOr<SplitPlan> PlanSplitV(const Tensor& value, const Tensor& size_splits,
+                                      const Tensor& split_dim, int num) {
+  SplitPlan plan;
+  PX_ASSIGN_OR_RETURN(plan.axis, SplitAxis(split_dim, value));
+  PX_ASSIGN_OR_RETURN(plan.sizes, IndexValues(size_splits, "size_splits"));
+  if (size_splits.rank() != 1 || static_cast<int>(plan.sizes.size()) != num) {
+    return InvalidArgumentError("size_splits must be a vector of num_split = {} values, got shape "
+                                "{}",
+                                num, size_splits.shape().DebugString());
+  }
+  const int64_t dim = value.dim(plan.axis);
+  int unknown = -1;
+  int64_t known = 0;
+  for (int i = 0; i < num; ++i) {
+    const int64_t s = plan.sizes[static_cast<size_t>(i)];
+    if (s == -1) {
+      if (unknown >= 0) return InvalidArgumentError("There can only be one -1 in the input.");
+      unknown = i;
+    } else if (s < 0) {
+      return InvalidArgumentError("Split size at index {} must be >= 0. Got: {}", i, s);
+    } else {
+      known += s;
+    }
+  }
+  if ((unknown < 0 && known != dim) || (unknown >= 0 && known > dim)) {
+    return InvalidArgumentError("Determined shape must either match input shape along split_dim "
+                                "exactly if fully specified, or be less than the size of the "
+                                "input along split_dim if not fully specified.  Got: {}",
+                                known);
+  }
+  if (unknown >= 0) plan.sizes[static_cast<size_t>(unknown)] = dim - known;
+  return plan;
+}
+
 }  // namespace parallax::cpu_array
 
 #endif  // PARALLAX_LIB_RUNTIME_KERNELS_CPU_ARRAY_UTIL_H_

@@ -1,6 +1,6 @@
 // GPU kernels that make or move values without arithmetic: Fill, ZerosLike, OnesLike,
-// Tile, Transpose, ConcatV2, Pack, Unpack, Pad, PadV2, Slice, StridedSlice and
-// StridedSliceGrad, float and double.
+// Tile, Transpose, ConcatV2, Pack, Unpack, Split, SplitV, Pad, PadV2, Slice, StridedSlice
+// and StridedSliceGrad, float and double.
 // Shapes, multiples, permutations, slice specs and Fill's value are read on the host and
 // checked as the CPU kernels check them (cpu/array_util.h and cpu/slice_plan.h plan both).
 #include "lib/runtime/kernels/cpu/array_util.h"
@@ -234,6 +234,44 @@ class UnpackKernel : public OpKernel {
   int64_t axis_ = 0;
 };
 
+// Split(split_dim, value) and SplitV(value, size_splits, split_dim): each output a copy of
+// its slab along the axis (one output: the value itself).
+template <bool kSizes>
+class SplitKernel : public OpKernel {
+ public:
+  SplitKernel(const KernelInit&, Status*) {}
+  bool HostMemoryInput(int index) const override { return kSizes ? index >= 1 : index == 0; }
+  bool ForwardsInputs() const override { return true; }
+  Status Compute(KernelContext& context) const override {
+    const Tensor& value = context.input(kSizes ? 0 : 1);
+    PX_ASSIGN_OR_RETURN(
+        const cpu_array::SplitPlan plan,
+        kSizes ? cpu_array::PlanSplitV(value, context.input(1), context.input(2),
+                                       context.num_outputs())
+               : cpu_array::PlanSplit(context.input(0), value, context.num_outputs()));
+    if (plan.sizes.size() == 1) {
+      context.set_output(0, value);
+      return Status::Ok();
+    }
+    CudaDevice& device = DeviceOf(context);
+    int64_t offset = 0;
+    for (size_t i = 0; i < plan.sizes.size(); ++i) {
+      TensorShape shape = value.shape();
+      shape.set_dim(plan.axis, plan.sizes[i]);
+      PX_ASSIGN_OR_RETURN(Tensor * out,
+                          context.AllocateDeviceOutput(static_cast<int>(i), value.dtype(), shape));
+      if (out->num_elements() > 0) {
+        auto lock = device.LaunchLock();
+        PX_RETURN_IF_ERROR(CopyStrided(
+            device, value, out,
+            cpu_array::FromAxisCopy(value.shape(), out->shape(), plan.axis, offset)));
+      }
+      offset += plan.sizes[i];
+    }
+    return Status::Ok();
+  }
+};
+
 // Pad(input, paddings) / PadV2(input, paddings, constant_values): the output filled with
 // the constant (read on the host) or zeros, the input copied into its box.
 template <typename T>
@@ -298,6 +336,12 @@ PX_REGISTER_KERNEL(PackKernel, "Pack", DeviceType::kCuda, "T", tensorflow::DT_FL
 PX_REGISTER_KERNEL(PackKernel, "Pack", DeviceType::kCuda, "T", tensorflow::DT_DOUBLE);
 PX_REGISTER_KERNEL(UnpackKernel, "Unpack", DeviceType::kCuda, "T", tensorflow::DT_FLOAT);
 PX_REGISTER_KERNEL(UnpackKernel, "Unpack", DeviceType::kCuda, "T", tensorflow::DT_DOUBLE);
+using SplitEvenKernel = SplitKernel<false>;
+using SplitSizesKernel = SplitKernel<true>;
+PX_REGISTER_KERNEL(SplitEvenKernel, "Split", DeviceType::kCuda, "T", tensorflow::DT_FLOAT);
+PX_REGISTER_KERNEL(SplitEvenKernel, "Split", DeviceType::kCuda, "T", tensorflow::DT_DOUBLE);
+PX_REGISTER_KERNEL(SplitSizesKernel, "SplitV", DeviceType::kCuda, "T", tensorflow::DT_FLOAT);
+PX_REGISTER_KERNEL(SplitSizesKernel, "SplitV", DeviceType::kCuda, "T", tensorflow::DT_DOUBLE);
 PX_CUDA_FLOAT_KERNELS(PadKernel, "Pad");
 PX_CUDA_FLOAT_KERNELS(PadKernel, "PadV2");
 

@@ -43,6 +43,8 @@ __device__ T ApplyUnary(UnaryOp op, T x) {
     case UnaryOp::kSign: return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0));
     case UnaryOp::kFloor: return floor(x);
     case UnaryOp::kCeil: return ceil(x);
+    case UnaryOp::kErf: return erf(x);
+    case UnaryOp::kErfc: return erfc(x);
   }
   return x;
 }

@@ -16,7 +16,7 @@ namespace parallax::cuda_kernels {
 
 enum class UnaryOp {
   kNeg, kAbs, kExp, kLog, kLog1p, kExpm1, kSqrt, kRsqrt, kSquare, kReciprocal, kTanh,
-  kSigmoid, kRelu, kRelu6, kElu, kSoftplus, kSign, kFloor, kCeil,
+  kSigmoid, kRelu, kRelu6, kElu, kSoftplus, kSign, kFloor, kCeil, kErf, kErfc,
 };
 
 enum class BinaryOp {

@@ -284,6 +284,8 @@ PX_CUDA_UNARY(Softplus, "Softplus");
 PX_CUDA_UNARY(Sign, "Sign");
 PX_CUDA_UNARY(Floor, "Floor");
 PX_CUDA_UNARY(Ceil, "Ceil");
+PX_CUDA_UNARY(Erf, "Erf");
+PX_CUDA_UNARY(Erfc, "Erfc");
 PX_CUDA_ALIAS(Reciprocal, "Inv");
 
 #define PX_CUDA_COMPARE(name)                                         \
