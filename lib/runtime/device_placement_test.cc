@@ -313,6 +313,125 @@ TEST_CASE("a cond's Switch and Merge forward device values; only the predicate i
   CHECK(executor.HostPlacedOps().empty());
 }
 
+// A TF1 while loop: x = x * 2 three times, counted by an int32 i on the host.
+constexpr const char* kLoopGraph = R"pb(
+  node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+  node {
+    name: "two"
+    op: "Const"
+    attr { key: "dtype" value { type: DT_FLOAT } }
+    attr {
+      key: "value"
+      value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 3 } } float_val: 2 } }
+    }
+  }
+  node {
+    name: "i0"
+    op: "Const"
+    attr { key: "dtype" value { type: DT_INT32 } }
+    attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 0 } } }
+  }
+  node {
+    name: "n"
+    op: "Const"
+    attr { key: "dtype" value { type: DT_INT32 } }
+    attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 3 } } }
+  }
+  node {
+    name: "one"
+    op: "Const"
+    attr { key: "dtype" value { type: DT_INT32 } }
+    attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 1 } } }
+  }
+  node {
+    name: "w/Enter_x" op: "Enter" input: "x"
+    attr { key: "T" value { type: DT_FLOAT } }
+    attr { key: "frame_name" value { s: "w" } }
+  }
+  node {
+    name: "w/Enter_two" op: "Enter" input: "two"
+    attr { key: "T" value { type: DT_FLOAT } }
+    attr { key: "frame_name" value { s: "w" } }
+    attr { key: "is_constant" value { b: true } }
+  }
+  node {
+    name: "w/Enter_i" op: "Enter" input: "i0"
+    attr { key: "T" value { type: DT_INT32 } }
+    attr { key: "frame_name" value { s: "w" } }
+  }
+  node {
+    name: "w/Enter_n" op: "Enter" input: "n"
+    attr { key: "T" value { type: DT_INT32 } }
+    attr { key: "frame_name" value { s: "w" } }
+    attr { key: "is_constant" value { b: true } }
+  }
+  node {
+    name: "w/Enter_one" op: "Enter" input: "one"
+    attr { key: "T" value { type: DT_INT32 } }
+    attr { key: "frame_name" value { s: "w" } }
+    attr { key: "is_constant" value { b: true } }
+  }
+  node {
+    name: "w/Merge_x" op: "Merge" input: "w/Enter_x" input: "w/NextIteration_x"
+    attr { key: "T" value { type: DT_FLOAT } }
+    attr { key: "N" value { i: 2 } }
+  }
+  node {
+    name: "w/Merge_i" op: "Merge" input: "w/Enter_i" input: "w/NextIteration_i"
+    attr { key: "T" value { type: DT_INT32 } }
+    attr { key: "N" value { i: 2 } }
+  }
+  node {
+    name: "w/Less" op: "Less" input: "w/Merge_i" input: "w/Enter_n"
+    attr { key: "T" value { type: DT_INT32 } }
+  }
+  node { name: "w/LoopCond" op: "LoopCond" input: "w/Less" }
+  node {
+    name: "w/Switch_x" op: "Switch" input: "w/Merge_x" input: "w/LoopCond"
+    attr { key: "T" value { type: DT_FLOAT } }
+  }
+  node {
+    name: "w/Switch_i" op: "Switch" input: "w/Merge_i" input: "w/LoopCond"
+    attr { key: "T" value { type: DT_INT32 } }
+  }
+  node {
+    name: "w/double" op: "Mul" input: "w/Switch_x:1" input: "w/Enter_two"
+    attr { key: "T" value { type: DT_FLOAT } }
+  }
+  node {
+    name: "w/next_i" op: "Add" input: "w/Switch_i:1" input: "w/Enter_one"
+    attr { key: "T" value { type: DT_INT32 } }
+  }
+  node {
+    name: "w/NextIteration_x" op: "NextIteration" input: "w/double"
+    attr { key: "T" value { type: DT_FLOAT } }
+  }
+  node {
+    name: "w/NextIteration_i" op: "NextIteration" input: "w/next_i"
+    attr { key: "T" value { type: DT_INT32 } }
+  }
+  node {
+    name: "w/Exit_x" op: "Exit" input: "w/Switch_x"
+    attr { key: "T" value { type: DT_FLOAT } }
+  }
+)pb";
+
+TEST_CASE("a while loop's float variables stay on the device from one iteration to the next") {
+  StatusOr<Graph> graph = ParseGraph(kLoopGraph, "loop.pbtxt");
+  REQUIRE(graph.ok());
+  FakeGpu gpu;
+  Executor executor(*graph, gpu);
+  StatusOr<std::vector<Tensor>> out = executor.Run(
+      {.feeds = {{"x", Tensor::FromVector<float>({1, 2, 3}, TensorShape{3})}},
+       .fetches = {"w/Exit_x"}});
+  REQUIRE(out.ok());
+  CHECK(out->at(0).DebugString() == "float[3] {8, 16, 24}");
+  // In: x and two, once each (the loop's constant is entered once); out: the fetch. The
+  // counter i and the predicate stay on the host.
+  CHECK(gpu.fake_memory().to_device == 2);
+  CHECK(gpu.fake_memory().to_host == 1);
+}
+
 // w: initialised and updated by nodes with device kernels; c: updated by AssignAdd,
 // which has none (so its Assign runs on the host too).
 constexpr const char* kTrainingGraph = R"pb(

@@ -138,6 +138,11 @@ PX_REGISTER_KERNEL(LoopForwardOp, "Exit", kCpu);
 PX_REGISTER_KERNEL(LoopForwardOp, "RefExit", kCpu);
 PX_REGISTER_KERNEL(LoopForwardOp, "NextIteration", kCpu);
 PX_REGISTER_KERNEL(LoopForwardOp, "RefNextIteration", kCpu);
+// On the GPU, float loop variables stay in device memory from one iteration to the next.
+using LoopForwardOnDevice = OnDevice<LoopForwardOp>;
+PX_REGISTER_FLOAT_ON_DEVICE(LoopForwardOnDevice, "Enter");
+PX_REGISTER_FLOAT_ON_DEVICE(LoopForwardOnDevice, "Exit");
+PX_REGISTER_FLOAT_ON_DEVICE(LoopForwardOnDevice, "NextIteration");
 
 // LoopCond(pred): the predicate of a while loop, a bool scalar.
 class LoopCondOp : public OpKernel {
