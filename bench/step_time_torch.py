@@ -1,11 +1,14 @@
-"""PyTorch side of bench/step_time_bench.cc: the zoo's mlp, lenet and lstm in eager mode.
+"""PyTorch side of bench/step_time_bench.cc: the zoo's mlp, lenet, lstm and resnet50 in eager mode.
 
 Prints one line per model, `<model>: <median ms per step>`, for the C++ bench to read.
 The architectures are the zoo's (lib/models/zoo.h): mlp 784-512-512-10 (ReLU), batch
 256, plain SGD; LeNet conv 5x5x32 SAME, ReLU, max-pool 2, conv 5x5x64 SAME, ReLU,
 max-pool 2, dense 1024 ReLU, dense 10, batch 64, Adam; lstm: nn.LSTM(32, 128,
 batch_first=True) over x[32, 20, 32], the last step's output -> Linear(128, 10), Adam
-(the zoo's dynamic_rnn model: LSTM cell, forget bias 1, no peepholes). The loss is the mean sparse
+(the zoo's dynamic_rnn model: LSTM cell, forget bias 1, no peepholes); resnet50: ResNet-50
+v1.5 (the stride on each bottleneck's 3x3 convolution, batch norm after every
+convolution) on x[32, 3, 224, 224] (channels-last memory on a GPU, as the zoo's NHWC),
+1001 classes, Momentum 0.9 with weight decay 1e-4. The loss is the mean sparse
 softmax cross entropy (nn.CrossEntropyLoss). A step is zero_grad, forward, backward and
 optimizer.step on one fixed batch; initialisation does not matter for the time.
 
@@ -43,6 +46,38 @@ class Lstm(nn.Module):
     def forward(self, x):
         outputs, _ = self.lstm(x)
         return self.dense(outputs[:, -1, :])
+
+
+class Bottleneck(nn.Module):
+    def __init__(self, inputs, filters, stride):
+        super().__init__()
+        out = 4 * filters
+        self.body = nn.Sequential(
+            nn.Conv2d(inputs, filters, 1, bias=False), nn.BatchNorm2d(filters), nn.ReLU(),
+            nn.Conv2d(filters, filters, 3, stride=stride, padding=1, bias=False),
+            nn.BatchNorm2d(filters), nn.ReLU(),
+            nn.Conv2d(filters, out, 1, bias=False), nn.BatchNorm2d(out))
+        self.shortcut = None
+        if stride != 1 or inputs != out:
+            self.shortcut = nn.Sequential(nn.Conv2d(inputs, out, 1, stride=stride, bias=False),
+                                          nn.BatchNorm2d(out))
+
+    def forward(self, x):
+        skip = x if self.shortcut is None else self.shortcut(x)
+        return torch.relu(self.body(x) + skip)
+
+
+def resnet50(filters=64, blocks=(3, 4, 6, 3), classes=1001):
+    layers = [nn.Conv2d(3, filters, 7, stride=2, padding=3, bias=False), nn.BatchNorm2d(filters),
+              nn.ReLU(), nn.MaxPool2d(3, stride=2, padding=1)]
+    inputs = filters
+    for stage, count in enumerate(blocks):
+        width = filters * 2 ** stage
+        for block in range(count):
+            layers.append(Bottleneck(inputs, width, 2 if block == 0 and stage > 0 else 1))
+            inputs = 4 * width
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(inputs, classes)]
+    return nn.Sequential(*layers)
 
 
 def median_step_ms(model, x, y, optimizer, warmup, steps, sync):
@@ -89,6 +124,14 @@ def main():
             model = Lstm().to(device)
             x, y = torch.rand(32, 20, 32), torch.randint(0, 10, (32,))
             optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+        elif name == "resnet50":
+            model = resnet50().to(device)
+            x, y = torch.rand(32, 3, 224, 224), torch.randint(0, 1001, (32,))
+            if args.device == "cuda":
+                model = model.to(memory_format=torch.channels_last)
+                x = x.to(memory_format=torch.channels_last)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.0125, momentum=0.9,
+                                        weight_decay=1e-4)
         else:
             raise SystemExit(f"unknown model {name}")
         x, y = x.to(device), y.to(device)
