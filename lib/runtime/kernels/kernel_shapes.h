@@ -3,7 +3,7 @@
 //
 //  - MatMulShapes: both inputs matrices, inner dims equal; the product's m, k, n.
 //    BatchMatMulShapes: BatchMatMul's (batch dims equal) and BatchMatMulV2's (batch dims
-//    broadcast), with the x and y matrix of each output matrix.
+//    broadcast); ForEachBatch gives the x and y matrix of each output matrix.
 //  - CheckBiasAddShapes: value at least 2-D, a 1-D bias as long as the channel dim.
 //  - ReadChannelsFormat: the data_format attr of BiasAdd and BiasAddGrad (NHWC, the
 //    default, or NCHW); SplitChannels: a shape as [outer, channels, inner].
@@ -56,12 +56,29 @@ inline StatusOr<MatMulDims> MatMulShapes(const Tensor& a, const Tensor& b, bool 
   return dims;
 }
 
-// `nchw`: the channels are dim 1, else the last dim.
 struct BatchMatMulPlan {
   int64_t m = 0, k = 0, n = 0;
   TensorShape output_shape;
   int64_t num_batches = 1, x_batches = 1, y_batches = 1;  // output, x and y matrices
-  std::vector<int64_t> x_index, y_index;  // per output matrix: its x and y matrices
+  std::vector<int64_t> batch, x_batch, y_batch;           // the batch dims of each
+
+  // fn(b, xo, yo) for each output matrix b, in order, with its x and y matrices.
+  template <typename Fn>
+  void ForEachBatch(Fn&& fn) const {
+    std::vector<int64_t> index(batch.size(), 0);
+    for (int64_t b = 0; b < num_batches; ++b) {
+      int64_t xo = 0, yo = 0;
+      for (size_t i = 0; i < batch.size(); ++i) {
+        xo = xo * x_batch[i] + (x_batch[i] == 1 ? 0 : index[i]);
+        yo = yo * y_batch[i] + (y_batch[i] == 1 ? 0 : index[i]);
+      }
+      fn(b, xo, yo);
+      for (size_t i = batch.size(); i-- > 0;) {
+        if (++index[i] < batch[i]) break;
+        index[i] = 0;
+      }
+    }
+  }
 };
 
 inline StatusOr<BatchMatMulPlan> BatchMatMulShapes(const Tensor& x, const Tensor& y, bool adj_x,
@@ -89,8 +106,12 @@ inline StatusOr<BatchMatMulPlan> BatchMatMulShapes(const Tensor& x, const Tensor
   }
   // Batch shape, right-aligned; a missing or size-1 dimension broadcasts.
   const int batch_rank = std::max(xr, yr) - 2;
-  std::vector<int64_t> batch(static_cast<size_t>(batch_rank));
-  std::vector<int64_t> x_batch(batch.size(), 1), y_batch(batch.size(), 1);
+  std::vector<int64_t>& batch = plan.batch;
+  std::vector<int64_t>& x_batch = plan.x_batch;
+  std::vector<int64_t>& y_batch = plan.y_batch;
+  batch.assign(static_cast<size_t>(batch_rank), 0);
+  x_batch.assign(batch.size(), 1);
+  y_batch.assign(batch.size(), 1);
   for (int i = 0; i < batch_rank; ++i) {
     const size_t b = static_cast<size_t>(i);
     const int xi = i - (batch_rank - (xr - 2)), yi = i - (batch_rank - (yr - 2));
@@ -109,23 +130,10 @@ inline StatusOr<BatchMatMulPlan> BatchMatMulShapes(const Tensor& x, const Tensor
   plan.output_shape = TensorShape(batch);
   plan.output_shape.AddDim(plan.m);
   plan.output_shape.AddDim(plan.n);
-  std::vector<int64_t> index(batch.size(), 0);
-  for (int64_t bi = 0; bi < plan.num_batches; ++bi) {
-    int64_t xo = 0, yo = 0;
-    for (size_t i = 0; i < batch.size(); ++i) {
-      xo = xo * x_batch[i] + (x_batch[i] == 1 ? 0 : index[i]);
-      yo = yo * y_batch[i] + (y_batch[i] == 1 ? 0 : index[i]);
-    }
-    plan.x_index.push_back(xo);
-    plan.y_index.push_back(yo);
-    for (size_t i = batch.size(); i-- > 0;) {
-      if (++index[i] < batch[i]) break;
-      index[i] = 0;
-    }
-  }
   return plan;
 }
 
+// `nchw`: the channels are dim 1, else the last dim.
 inline Status CheckBiasAddShapes(const Tensor& value, const Tensor& bias, bool nchw) {
   if (value.rank() < 2) {
     return InvalidArgumentError("input 0 (value) must be at least 2-D, got shape {}",
@@ -198,7 +206,6 @@ inline Status CheckSparseXentShapes(const Tensor& features, const Tensor& labels
   return Status::Ok();
 }
 
-// The error for the first label outside [0, depth), or OK; labels in host memory.
 inline Status CheckSameShapes(const KernelContext& context) {
   const Tensor& first = context.input(0);
   for (int i = 1; i < context.num_inputs(); ++i) {
@@ -319,6 +326,7 @@ inline StatusOr<XentDims> XentShapes(const Tensor& features, const Tensor& label
                   .labels_col = labels.dim(1) == 1 ? 0 : 1};
 }
 
+// The error for the first label outside [0, depth), or OK; labels in host memory.
 inline Status SparseXentLabelError(const Tensor& labels, int64_t depth) {
   for (int64_t b = 0; b < labels.num_elements(); ++b) {
     const int64_t label = labels.dtype() == tensorflow::DT_INT32 ? labels.data<int32_t>()[b]

@@ -87,11 +87,10 @@ class BatchMatMulOp : public OpKernel {
               T(0), c, n);
       return Status::Ok();
     }
-    for (int64_t bi = 0; bi < plan.num_batches; ++bi) {
-      const size_t b = static_cast<size_t>(bi);
-      Gemm<T>(adj_x_, adj_y_, m, n, k, T(1), x.data<T>() + plan.x_index[b] * x_matrix, lda,
-              y.data<T>() + plan.y_index[b] * y_matrix, ldb, T(0), c + bi * out_matrix, n);
-    }
+    plan.ForEachBatch([&](int64_t bi, int64_t xo, int64_t yo) {
+      Gemm<T>(adj_x_, adj_y_, m, n, k, T(1), x.data<T>() + xo * x_matrix, lda,
+              y.data<T>() + yo * y_matrix, ldb, T(0), c + bi * out_matrix, n);
+    });
     return Status::Ok();
   }
 

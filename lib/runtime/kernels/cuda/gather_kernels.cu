@@ -78,21 +78,20 @@ cudaError_t LaunchGather(const T* params, const int64_t* indices, const GatherSh
 template <typename T>
 cudaError_t LaunchUnsortedSegment(Reduce reduce, const T* data, const DeviceRowGroups& groups,
                                   int64_t inner, T* output, cudaStream_t stream) {
-  if (groups.count > 0 && inner > 0) {
-    switch (reduce) {
-      case Reduce::kSum:
-        LaunchSegment<T, Reduce::kSum>(data, groups, inner, output, stream);
-        break;
-      case Reduce::kMax:
-        LaunchSegment<T, Reduce::kMax>(data, groups, inner, output, stream);
-        break;
-      case Reduce::kMin:
-        LaunchSegment<T, Reduce::kMin>(data, groups, inner, output, stream);
-        break;
-      case Reduce::kProd:
-        LaunchSegment<T, Reduce::kProd>(data, groups, inner, output, stream);
-        break;
-    }
+  if (groups.count == 0 || inner == 0) return cudaSuccess;
+  switch (reduce) {
+    case Reduce::kSum:
+      LaunchSegment<T, Reduce::kSum>(data, groups, inner, output, stream);
+      break;
+    case Reduce::kMax:
+      LaunchSegment<T, Reduce::kMax>(data, groups, inner, output, stream);
+      break;
+    case Reduce::kMin:
+      LaunchSegment<T, Reduce::kMin>(data, groups, inner, output, stream);
+      break;
+    case Reduce::kProd:
+      LaunchSegment<T, Reduce::kProd>(data, groups, inner, output, stream);
+      break;
   }
   return cudaGetLastError();
 }

@@ -62,16 +62,11 @@ cublasStatus_t GemmBatched(cublasHandle_t handle, GpuPrecision precision, cublas
   }
 }
 
-// The stride, in matrices, of an operand whose i-th output uses matrix index[i]: 0 or 1
-// when uniform, -1 when not.
-int64_t UniformStride(const std::vector<int64_t>& index) {
-  for (int64_t stride : {0, 1}) {
-    bool uniform = true;
-    for (size_t i = 0; i < index.size() && uniform; ++i) {
-      uniform = index[i] == static_cast<int64_t>(i) * stride;
-    }
-    if (uniform) return stride;
-  }
+// The stride, in matrices, of an operand of `matrices` matrices when output matrix i uses
+// its matrix i (all of them: 1) or its only one (0); -1 when it is broadcast otherwise.
+int64_t UniformStride(int64_t matrices, int64_t num_batches) {
+  if (matrices == num_batches) return 1;  // every non-1 batch dim matches: the identity
+  if (matrices == 1) return 0;
   return -1;
 }
 
@@ -138,11 +133,14 @@ class BatchMatMulKernel : public OpKernel {
                         BatchMatMulShapes(x, y, adj_x_, adj_y_, kBroadcast));
     const int64_t m = plan.m, k = plan.k, n = plan.n;
     constexpr int64_t kMaxDim = std::numeric_limits<int>::max();
-    if (plan.num_batches * m > kMaxDim || n > kMaxDim || k > kMaxDim ||
-        plan.num_batches > kMaxDim) {
+    const auto too_large = [&](int64_t rows, int64_t count) -> Status {
+      if (rows <= kMaxDim && n <= kMaxDim && k <= kMaxDim && count <= kMaxDim &&
+          x.dim(x.rank() - 1) <= kMaxDim && y.dim(y.rank() - 1) <= kMaxDim) {
+        return Status::Ok();
+      }
       return UnimplementedError("BatchMatMul of {} x {}: a dim exceeds cuBLAS's int range",
                                 x.shape().DebugString(), y.shape().DebugString());
-    }
+    };
     PX_ASSIGN_OR_RETURN(Tensor * out,
                         context.AllocateDeviceOutput(0, x.dtype(), plan.output_shape));
     if (out->num_elements() == 0) return Status::Ok();
@@ -170,19 +168,23 @@ class BatchMatMulKernel : public OpKernel {
           "cublasGemmStridedBatched", device.name());
     };
     if (plan.y_batches == 1 && !adj_x_) {  // one y: x's matrices are stacked rows
+      PX_RETURN_IF_ERROR(too_large(plan.num_batches * m, 1));
       return gemms(plan.num_batches * m, xs, 0, ys, 0, c, 1);
     }
-    const int64_t x_stride = UniformStride(plan.x_index);
-    const int64_t y_stride = UniformStride(plan.y_index);
+    const int64_t x_stride = UniformStride(plan.x_batches, plan.num_batches);
+    const int64_t y_stride = UniformStride(plan.y_batches, plan.num_batches);
     if (x_stride >= 0 && y_stride >= 0) {
+      PX_RETURN_IF_ERROR(too_large(m, plan.num_batches));
       return gemms(m, xs, x_stride * m * k, ys, y_stride * k * n, c, plan.num_batches);
     }
-    for (int64_t bi = 0; bi < plan.num_batches; ++bi) {
-      const size_t b = static_cast<size_t>(bi);
-      PX_RETURN_IF_ERROR(gemms(m, xs + plan.x_index[b] * m * k, 0, ys + plan.y_index[b] * k * n,
-                               0, c + bi * m * n, 1));
-    }
-    return Status::Ok();
+    PX_RETURN_IF_ERROR(too_large(m, 1));
+    Status status = Status::Ok();
+    plan.ForEachBatch([&](int64_t bi, int64_t xo, int64_t yo) {
+      if (status.ok()) {
+        status = gemms(m, xs + xo * m * k, 0, ys + yo * k * n, 0, c + bi * m * n, 1);
+      }
+    });
+    return status;
   }
 
  private:
