@@ -18,6 +18,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -124,7 +125,8 @@ std::vector<KernelCase> Table() {
                                              {"SigmoidGrad", 0, 1, 0},
                                              {"RsqrtGrad", 0.5, 4, 0},
                                              {"SqrtGrad", 0.5, 4, 0},
-                                             {"ReciprocalGrad", 0.5, 4, 0}}) {
+                                             {"ReciprocalGrad", 0.5, 4, 0},
+                                             {"InvGrad", 0.5, 4, 0}}) {
     cases.push_back(
         {.op = b.op, .inputs = {{odd, b.lo, b.hi}, {odd, b.lo, b.hi}}, .tolerance = b.tolerance});
   }
@@ -542,6 +544,23 @@ std::vector<KernelCase> Table() {
     }
   }
 
+  // The older batch norm ops: V1 (statistics in T) and V2, the same kernels.
+  for (const char* op : {"FusedBatchNorm", "FusedBatchNormV2"}) {
+    const TensorShape x{2, 4, 5, 3}, per_channel{3};
+    AttrMap attrs = {{"epsilon", FloatAttr(1e-3f)}, {"is_training", BoolAttr(true)}};
+    if (std::string(op) == "FusedBatchNormV2") attrs.emplace("U", TypeAttr(tensorflow::DT_FLOAT));
+    cases.push_back({.op = op,
+                     .inputs = {{x, -2, 3}, {per_channel}, {per_channel}, {per_channel},
+                                {per_channel, 0.5, 2}},
+                     .attrs = attrs});
+    const std::string grad = std::string(op) == "FusedBatchNorm" ? "FusedBatchNormGrad"
+                                                                 : "FusedBatchNormGradV2";
+    cases.push_back({.op = grad,
+                     .inputs = {{x}, {x, -2, 3}, {per_channel}, {per_channel},
+                                {per_channel, 0.5, 2}},
+                     .attrs = attrs});
+  }
+
   // Local response normalisation: bit for bit for beta 0.5 and 1, the GPU's pow else.
   for (float beta : {0.5f, 0.75f}) {
     const double tolerance = beta == 0.5f ? 0 : kLibm;
@@ -838,6 +857,25 @@ const bool kTableRegistered = [] {
   }
   return true;
 }();
+
+// Ops whose GPU kernel is the CPU's own, forwarding buffers or reading shapes only
+// (cpu/on_device.h), or a communicator call: nothing of theirs to compare.
+const std::set<std::string> kForwardingOps = {
+    "CollectiveGatherV2", "CollectiveReduceV2", "Enter", "Exit", "ExpandDims", "Identity",
+    "IdentityN", "Merge", "NextIteration", "NoOp", "PreventGradient", "Reshape", "Shape", "ShapeN",
+    "Squeeze", "StopGradient", "Switch", "Variable", "VariableV2"};
+
+TEST_CASE("every op with a GPU kernel in this build has cases in the table") {
+  std::set<std::string> in_table;
+  for (const KernelCase& c : Table()) in_table.insert(c.op);
+  std::vector<std::string> missing;
+  for (const KernelKey& key : AllKernelKeys()) {
+    if (key.device != DeviceType::kCuda || kForwardingOps.contains(key.op)) continue;
+    if (!in_table.contains(key.op)) missing.push_back(key.op);
+  }
+  missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
+  CHECK(fmt::format("{}", fmt::join(missing, ", ")) == "");
+}
 
 TEST_CASE("without a GPU, opening one says why") {
   std::string why_not;
