@@ -89,7 +89,68 @@ class FakeApplyGradientDescentKernel : public OpKernel {
   }
 };
 
+// The resource variable behind input `index`'s handle.
+Tensor* HandleVariable(KernelContext& context, int index) {
+  return context.variables().Find(context.input(index).resource_name());
+}
+
+// AssignVariableOp(handle, value) on the device: the value made in device memory.
+class FakeAssignVariableKernel : public OpKernel {
+ public:
+  FakeAssignVariableKernel(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    PX_RETURN_IF_ERROR(ExpectPlaced(context, 1, true));
+    Tensor* variable = HandleVariable(context, 0);
+    const Tensor& value = context.input(1);
+    PX_ASSIGN_OR_RETURN(*variable,
+                        Tensor::Allocate(context.device().memory(), value.dtype(), value.shape()));
+    std::memcpy(variable->raw_data(), value.raw_data(), value.bytes());
+    return Status::Ok();
+  }
+};
+
+// ReadVariableOp(handle): a device copy of the value, which must be in device memory.
+class FakeReadVariableKernel : public OpKernel {
+ public:
+  FakeReadVariableKernel(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    const Tensor* variable = HandleVariable(context, 0);
+    if (variable->memory() != context.device().memory().get()) {
+      return InternalError("the variable is not in device memory");
+    }
+    PX_ASSIGN_OR_RETURN(Tensor * out, context.AllocateDeviceOutput(0, variable->dtype(),
+                                                                   variable->shape()));
+    std::memcpy(out->raw_data(), variable->raw_data(), variable->bytes());
+    return Status::Ok();
+  }
+};
+
+// ResourceApplyGradientDescent(handle, alpha, delta), alpha read on the host.
+class FakeResourceApplyGradientDescentKernel : public OpKernel {
+ public:
+  FakeResourceApplyGradientDescentKernel(const KernelInit&, Status*) {}
+  bool HostMemoryInput(int index) const override { return index == 1; }
+  Status Compute(KernelContext& context) const override {
+    PX_RETURN_IF_ERROR(ExpectPlaced(context, 2, true));
+    Tensor* variable = HandleVariable(context, 0);
+    if (variable->memory() != context.device().memory().get()) {
+      return InternalError("the variable is not in device memory");
+    }
+    const float alpha = context.input(1).flat<float>()[0];
+    const auto* delta = static_cast<const float*>(context.input(2).raw_data());
+    auto* var = static_cast<float*>(variable->raw_data());
+    for (int64_t i = 0; i < variable->num_elements(); ++i) var[i] -= alpha * delta[i];
+    return Status::Ok();
+  }
+};
+
 PX_REGISTER_KERNEL(FakeMulKernel, "Mul", DeviceType::kCuda, "T", tensorflow::DT_FLOAT);
+PX_REGISTER_KERNEL(FakeAssignVariableKernel, "AssignVariableOp", DeviceType::kCuda, "dtype",
+                   tensorflow::DT_FLOAT);
+PX_REGISTER_KERNEL(FakeReadVariableKernel, "ReadVariableOp", DeviceType::kCuda, "dtype",
+                   tensorflow::DT_FLOAT);
+PX_REGISTER_KERNEL(FakeResourceApplyGradientDescentKernel, "ResourceApplyGradientDescent",
+                   DeviceType::kCuda, "T", tensorflow::DT_FLOAT);
 PX_REGISTER_KERNEL(FakeAssignKernel, "Assign", DeviceType::kCuda);
 PX_REGISTER_KERNEL(FakeApplyGradientDescentKernel, "ApplyGradientDescent", DeviceType::kCuda, "T",
                    tensorflow::DT_FLOAT);
@@ -519,6 +580,88 @@ TEST_CASE("a variable lives where its updates run; a step copies no device varia
     REQUIRE(w.ok());
     CHECK(w->at(0).DebugString() == "float[4] {-1, -2, -3, -4}");
   }
+}
+
+// Resource variables: w initialised, read and updated by nodes with device kernels; c
+// updated by AssignAddVariableOp, which has none here. VarIsInitializedOp reads only
+// whether a variable is set, wherever it lives.
+constexpr const char* kResourceGraph = R"pb(
+  node { name: "g" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+  node {
+    name: "init"
+    op: "Const"
+    attr { key: "dtype" value { type: DT_FLOAT } }
+    attr {
+      key: "value"
+      value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 4 } } float_val: 1 } }
+    }
+  }
+  node {
+    name: "lr"
+    op: "Const"
+    attr { key: "dtype" value { type: DT_FLOAT } }
+    attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 0.5 } } }
+  }
+  node {
+    name: "w"
+    op: "VarHandleOp"
+    attr { key: "dtype" value { type: DT_FLOAT } }
+    attr { key: "shape" value { shape { dim { size: 4 } } } }
+    attr { key: "shared_name" value { s: "w" } }
+  }
+  node {
+    name: "c"
+    op: "VarHandleOp"
+    attr { key: "dtype" value { type: DT_FLOAT } }
+    attr { key: "shape" value { shape { dim { size: 4 } } } }
+    attr { key: "shared_name" value { s: "c" } }
+  }
+  node {
+    name: "w/Assign" op: "AssignVariableOp" input: "w" input: "init"
+    attr { key: "dtype" value { type: DT_FLOAT } }
+  }
+  node {
+    name: "c/Assign" op: "AssignVariableOp" input: "c" input: "init"
+    attr { key: "dtype" value { type: DT_FLOAT } }
+  }
+  node { name: "w/IsInitialized" op: "VarIsInitializedOp" input: "w" }
+  node {
+    name: "w/read" op: "ReadVariableOp" input: "w"
+    attr { key: "dtype" value { type: DT_FLOAT } }
+  }
+  node {
+    name: "update_w" op: "ResourceApplyGradientDescent" input: "w" input: "lr" input: "g"
+    attr { key: "T" value { type: DT_FLOAT } }
+  }
+  node {
+    name: "update_c" op: "AssignAddVariableOp" input: "c" input: "g"
+    attr { key: "dtype" value { type: DT_FLOAT } }
+  }
+)pb";
+
+TEST_CASE("a resource variable lives where its reads and updates run") {
+  StatusOr<Graph> graph = ParseGraph(kResourceGraph, "resource.pbtxt");
+  REQUIRE(graph.ok());
+  FakeGpu gpu;
+  FakeDeviceMemory& memory = gpu.fake_memory();
+  Executor executor(*graph, gpu);
+  CHECK(executor.DeviceVariables() == std::vector<std::string>{"w"});
+  REQUIRE(executor.Run({.targets = {"w/Assign", "c/Assign"}}).ok());
+  CHECK(executor.variables().Find("w")->memory() == &memory);
+  CHECK(executor.variables().Find("c")->on_host());
+  CHECK(memory.to_device == 1);  // init, for w/Assign
+  const Tensor g = Tensor::FromVector<float>({2, 4, 6, 8}, TensorShape{4});
+  for (int step = 0; step < 3; ++step) {
+    REQUIRE(executor.Run({.feeds = {{"g", g}}, .targets = {"update_w", "update_c"}}).ok());
+  }
+  // Each step: g to the device for update_w; neither variable moves.
+  CHECK(memory.to_device == 1 + 3);
+  CHECK(memory.to_host == 0);
+  StatusOr<std::vector<Tensor>> values = executor.Run({.fetches = {"w/read", "w/IsInitialized"}});
+  REQUIRE(values.ok());
+  CHECK(values->at(0).DebugString() == "float[4] {-2, -5, -8, -11}");
+  CHECK(values->at(1).DebugString() == "bool[] {true}");
+  CHECK(executor.variables().Find("c")->DebugString() == "float[4] {7, 13, 19, 25}");
 }
 
 TEST_CASE("a GPU rank of a build without NCCL cannot join a job") {

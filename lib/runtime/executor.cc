@@ -66,6 +66,61 @@ NodeId RefSource(const Graph& graph, NodeId id) {
   return id;
 }
 
+// Per data input: is it a resource handle (a fixed `resource` arg, or a type attr set to
+// DT_RESOURCE: Identity, Enter, Switch... of a handle)?
+std::vector<bool> ResourceInputMask(const Node& node) {
+  std::vector<bool> mask(static_cast<size_t>(node.num_data_inputs()), false);
+  const OpSchema* schema = FindOpSchema(node.op());
+  if (schema == nullptr) return mask;
+  size_t index = 0;
+  for (const ArgSchema& arg : schema->inputs) {
+    if (!arg.type_list_attr.empty()) return mask;  // lists: not followed
+    int64_t count = 1;
+    if (!arg.number_attr.empty()) {
+      auto n = node.FindAttr(arg.number_attr);
+      count = n ? n->i() : 0;
+    }
+    bool resource = arg.fixed_type == tensorflow::DT_RESOURCE;
+    if (!arg.type_attr.empty()) {
+      auto type = node.FindAttr(arg.type_attr);
+      resource = type && type->type() == tensorflow::DT_RESOURCE;
+    }
+    for (int64_t k = 0; k < count && index < mask.size(); ++k) mask[index++] = resource;
+  }
+  return mask;
+}
+
+// Ops that take a variable's handle without touching its value where it lives.
+bool HandleMetadataOp(std::string_view op) {
+  return op == "VarIsInitializedOp" || op == "VariableShape" || op == "DestroyResourceOp";
+}
+
+// The node a resource handle input comes from: through nodes that forward a handle
+// (Identity, Enter, Switch, Merge... of a resource), the VarHandleOp that made it, or the
+// first node that is neither.
+NodeId HandleSource(const Graph& graph, NodeId id) {
+  for (NodeId hops = 0; hops < graph.id_limit(); ++hops) {
+    const Node& node = graph.node(id);
+    if (node.op() == "VarHandleOp" || node.num_data_inputs() == 0) return id;
+    const std::vector<bool> resources = ResourceInputMask(node);
+    if (resources.empty() || !resources[0]) return id;
+    const std::optional<tensorflow::AttrValue> type = node.FindAttr("T");
+    if (!type.has_value() || type->type() != tensorflow::DT_RESOURCE) return id;  // not a forward
+    id = node.input(0).node;
+  }
+  return id;
+}
+
+// Per data input: a variable's handle this node reads or writes the value behind (not a
+// handle it forwards, nor one whose metadata it reads).
+std::vector<bool> VariableHandleMask(const Node& node) {
+  std::vector<bool> mask = ResourceInputMask(node);
+  const std::optional<tensorflow::AttrValue> type = node.FindAttr("T");
+  const bool forwards = type.has_value() && type->type() == tensorflow::DT_RESOURCE;
+  if (forwards || HandleMetadataOp(node.op())) mask.assign(mask.size(), false);
+  return mask;
+}
+
 // Strings, resources and variants: tensors that live in host memory only (tensor.h).
 bool HostOnlyType(DataType dtype) {
   return dtype == tensorflow::DT_STRING || dtype == tensorflow::DT_RESOURCE ||
@@ -295,8 +350,9 @@ void Executor::set_execution(ExecutionOptions options) {
   helpers_ = helpers > 0 ? std::make_unique<Helpers>(helpers) : nullptr;
 }
 
-// A variable is a device variable when every node taking one of its refs has a device
-// kernel (executor.h). A ref-forwarding node counts as the variable it forwards.
+// A variable is a device variable when every node taking one of its refs (or, for a
+// resource variable, its handle, to read or write its value) has a device kernel
+// (executor.h). A ref- or handle-forwarding node counts as the variable it forwards.
 void Executor::PlanVariables() {
   const size_t n = static_cast<size_t>(graph_.id_limit());
   device_variable_.assign(n, 0);
@@ -306,19 +362,28 @@ void Executor::PlanVariables() {
     if (!graph_.IsLive(id)) continue;
     const Node& node = graph_.node(id);
     const std::vector<bool> refs = RefInputMask(node);
-    if (std::find(refs.begin(), refs.end(), true) == refs.end()) continue;
+    const std::vector<bool> handles = VariableHandleMask(node);
+    const bool takes_ref = std::find(refs.begin(), refs.end(), true) != refs.end();
+    const bool takes_handle = std::find(handles.begin(), handles.end(), true) != handles.end();
+    if (!takes_ref && !takes_handle) continue;
     const bool device_kernel = HasKernel(node, device_.type());
+    if (device_kernel) continue;
     for (size_t k = 0; k < refs.size(); ++k) {
-      if (!refs[k]) continue;
-      const NodeId source = RefSource(graph_, node.input(static_cast<int>(k)).node);
-      if (!device_kernel) host_updated[static_cast<size_t>(source)] = 1;
+      if (refs[k]) {
+        host_updated[static_cast<size_t>(RefSource(graph_, node.input(static_cast<int>(k)).node))] = 1;
+      }
+      if (handles[k]) {
+        host_updated[static_cast<size_t>(HandleSource(graph_, node.input(static_cast<int>(k)).node))] = 1;
+      }
     }
   }
   std::set<std::string> keys;
   for (NodeId id = 0; id < graph_.id_limit(); ++id) {
     if (!graph_.IsLive(id)) continue;
     const Node& node = graph_.node(id);
-    if (node.op() != "VariableV2" && node.op() != "Variable") continue;
+    if (node.op() != "VariableV2" && node.op() != "Variable" && node.op() != "VarHandleOp") {
+      continue;
+    }
     if (host_updated[static_cast<size_t>(id)] != 0) continue;
     const std::optional<tensorflow::AttrValue> dtype = node.FindAttr("dtype");
     if (!dtype.has_value() || HostOnlyType(dtype->type())) continue;
@@ -354,10 +419,14 @@ Status Executor::KernelFor(NodeId id, const OpKernel** kernel) {
     if (!on_device && HasKernel(node, device_.type())) {
       on_device = true;
       const std::vector<bool> refs = RefInputMask(node);
+      const std::vector<bool> handles = VariableHandleMask(node);
       for (size_t k = 0; k < refs.size(); ++k) {
-        if (!refs[k]) continue;
-        const NodeId source = RefSource(graph_, node.input(static_cast<int>(k)).node);
-        if (device_variable_[static_cast<size_t>(source)] == 0) on_device = false;
+        NodeId source = kNoNode;
+        if (refs[k]) source = RefSource(graph_, node.input(static_cast<int>(k)).node);
+        if (handles[k]) source = HandleSource(graph_, node.input(static_cast<int>(k)).node);
+        if (source != kNoNode && device_variable_[static_cast<size_t>(source)] == 0) {
+          on_device = false;
+        }
       }
     }
     PX_ASSIGN_OR_RETURN(slot, CreateKernel(node, on_device ? device_ : device_.host()));

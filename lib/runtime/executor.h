@@ -64,7 +64,10 @@
 // *device variable*; else on the device's host device (HostPlacedOps lists those ops).
 // A variable (VariableV2) is a device variable when every node that takes it as a ref
 // (Assign, Apply*, Scatter*..., through ref-forwarding nodes) has a kernel on the
-// device: its value then lives in the device's memory, so an optimizer updates it there
+// device; a resource variable (VarHandleOp) when every node that reads or writes the
+// value behind its handle (ReadVariableOp, AssignVariableOp, ResourceApply*..., through
+// handle-forwarding nodes; not VarIsInitializedOp) has one: its value then lives in the
+// device's memory, so an optimizer updates it there
 // and the step copies no weights; other variables live in host memory. A variable found
 // in the other memory (a value put into the VariableStore from outside: a restored
 // checkpoint) is moved where its updater runs (PlaceVariables, between steps; else by

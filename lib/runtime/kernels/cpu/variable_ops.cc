@@ -85,6 +85,8 @@ class VarHandleOp : public OpKernel {
   Tensor handle_;
 };
 PX_REGISTER_KERNEL(VarHandleOp, "VarHandleOp", kCpu);
+// On a GPU it makes the same host handle: where the value lives is the executor's.
+PX_REGISTER_KERNEL(OnDevice<VarHandleOp>, "VarHandleOp", DeviceType::kCuda);
 
 StatusOr<Tensor*> ResourceVariable(KernelContext& context, int input) {
   const Tensor& handle = context.input(input);
