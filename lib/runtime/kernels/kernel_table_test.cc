@@ -710,6 +710,70 @@ std::vector<KernelCase> Table() {
                               rows},
                    .attrs = {{"Tindices", int32}},
                    .ref_inputs = {0, 1, 2}});
+  // Resource variables: the same kernels through a handle.
+  cases.push_back({.op = "ReadVariableOp",
+                   .inputs = {weights},
+                   .attrs = {{"dtype", TypeAttr(tensorflow::DT_FLOAT)}},
+                   .ref_inputs = {0}});
+  cases.push_back({.op = "AssignVariableOp",
+                   .inputs = {weights, weights},
+                   .attrs = {{"dtype", TypeAttr(tensorflow::DT_FLOAT)}},
+                   .ref_inputs = {0}});
+  for (const char* op : {"AssignAddVariableOp", "AssignSubVariableOp"}) {
+    cases.push_back({.op = op,
+                     .inputs = {weights, weights},
+                     .attrs = {{"dtype", TypeAttr(tensorflow::DT_FLOAT)}},
+                     .ref_inputs = {0}});
+  }
+  cases.push_back({.op = "ResourceApplyGradientDescent",
+                   .inputs = {weights, scalar, weights},
+                   .ref_inputs = {0}});
+  cases.push_back({.op = "ResourceApplyMomentum",
+                   .inputs = {weights, weights, scalar, weights, {TensorShape{}, 0.5, 0.9}},
+                   .ref_inputs = {0, 1}});
+  cases.push_back({.op = "ResourceApplyAdam",
+                   .inputs = {weights, weights, positive, {TensorShape{}, 0.1, 0.9},
+                              {TensorShape{}, 0.1, 0.9}, scalar, {TensorShape{}, 0.8, 0.95},
+                              {TensorShape{}, 0.9, 0.999}, {TensorShape{}, 1e-8, 1e-7}, weights},
+                   .ref_inputs = {0, 1, 2}});
+  cases.push_back({.op = "ResourceApplyRMSProp",
+                   .inputs = {weights, positive, weights, scalar, {TensorShape{}, 0.8, 0.95},
+                              {TensorShape{}, 0, 0.9}, {TensorShape{}, 1e-8, 1e-7}, weights},
+                   .ref_inputs = {0, 1, 2}});
+  cases.push_back({.op = "ResourceApplyAdagrad",
+                   .inputs = {weights, positive, scalar, weights},
+                   .ref_inputs = {0, 1}});
+  cases.push_back({.op = "ResourceApplyAdagradV2",
+                   .inputs = {weights, positive, scalar, {TensorShape{}, 1e-8, 1e-7}, weights},
+                   .ref_inputs = {0, 1}});
+  cases.push_back({.op = "ResourceSparseApplyAdagrad",
+                   .inputs = {table, table_positive, scalar, grad, rows},
+                   .attrs = {{"Tindices", int32}},
+                   .ref_inputs = {0, 1}});
+  cases.push_back({.op = "ResourceSparseApplyAdagradV2",
+                   .inputs = {table, table_positive, scalar, {TensorShape{}, 1e-8, 1e-7}, grad,
+                              rows},
+                   .attrs = {{"Tindices", int32}},
+                   .ref_inputs = {0, 1}});
+  cases.push_back({.op = "ResourceSparseApplyMomentum",
+                   .inputs = {table, table, scalar, grad, rows, {TensorShape{}, 0.5, 0.9}},
+                   .attrs = {{"Tindices", int32}},
+                   .ref_inputs = {0, 1}});
+  cases.push_back({.op = "ResourceSparseApplyRMSProp",
+                   .inputs = {table, table_positive, table, scalar, {TensorShape{}, 0.8, 0.95},
+                              {TensorShape{}, 0, 0.9}, {TensorShape{}, 1e-8, 1e-7}, grad, rows},
+                   .attrs = {{"Tindices", int32}},
+                   .ref_inputs = {0, 1, 2}});
+  for (const char* op : {"ResourceScatterAdd", "ResourceScatterSub", "ResourceScatterUpdate"}) {
+    cases.push_back({.op = op,
+                     .inputs = {table, rows, grad},
+                     .attrs = {{"Tindices", int32}, {"dtype", TypeAttr(tensorflow::DT_FLOAT)}},
+                     .ref_inputs = {0}});
+  }
+  cases.push_back({.op = "ResourceGather",
+                   .inputs = {table, rows},
+                   .attrs = {{"Tindices", int32}, {"dtype", TypeAttr(tensorflow::DT_FLOAT)}},
+                   .ref_inputs = {0}});
   for (const char* op : {"ScatterAdd", "ScatterSub", "ScatterUpdate"}) {
     cases.push_back({.op = op,
                      .inputs = {table, rows, grad},
@@ -863,7 +927,7 @@ const bool kTableRegistered = [] {
 const std::set<std::string> kForwardingOps = {
     "CollectiveGatherV2", "CollectiveReduceV2", "Enter", "Exit", "ExpandDims", "Identity",
     "IdentityN", "Merge", "NextIteration", "NoOp", "PreventGradient", "Reshape", "Shape", "ShapeN",
-    "Squeeze", "StopGradient", "Switch", "Variable", "VariableV2"};
+    "Squeeze", "StopGradient", "Switch", "VarHandleOp", "Variable", "VariableV2"};
 
 TEST_CASE("every op with a GPU kernel in this build has cases in the table") {
   std::set<std::string> in_table;

@@ -6,6 +6,7 @@
 #include "lib/graph/graph.h"
 #include "lib/graph/verifier.h"
 #include "lib/ops/dtypes.h"
+#include "lib/ops/op_registry.h"
 #include "lib/runtime/executor.h"
 
 namespace parallax::testing {
@@ -16,6 +17,22 @@ StatusOr<OpRun> RunOp(const std::string& op, const std::vector<Tensor>& inputs,
   CpuDevice device(num_threads);
   return RunOpOn(device, op, inputs, attrs, ref_inputs, num_outputs);
 }
+
+namespace {
+
+// True when input `index` of `op` is a resource handle (a Resource* update's variable):
+// the variable is then a VarHandleOp's rather than a VariableV2.
+bool IsResourceInput(const std::string& op, size_t index) {
+  const OpSchema* schema = FindOpSchema(op);
+  if (schema == nullptr || index >= schema->inputs.size()) return false;
+  for (size_t i = 0; i <= index; ++i) {
+    const ArgSchema& arg = schema->inputs[i];
+    if (!arg.number_attr.empty() || !arg.type_list_attr.empty()) return false;  // lists
+  }
+  return schema->inputs[index].fixed_type == tensorflow::DT_RESOURCE;
+}
+
+}  // namespace
 
 StatusOr<OpRun> RunOpOn(Device& device, const std::string& op, const std::vector<Tensor>& inputs,
                         const AttrMap& attrs, const std::vector<int>& ref_inputs, int num_outputs) {
@@ -32,16 +49,22 @@ StatusOr<OpRun> RunOpOn(Device& device, const std::string& op, const std::vector
     NodeSpec feed{.name = name, .op = "Placeholder"};
     feed.attrs["dtype"] = TypeAttr(inputs[i].dtype());
     if (is_ref) {
-      NodeSpec variable{.name = name, .op = "VariableV2"};
+      const bool resource = IsResourceInput(op, i);
+      NodeSpec variable{.name = name, .op = resource ? "VarHandleOp" : "VariableV2"};
       variable.attrs["dtype"] = TypeAttr(inputs[i].dtype());
       variable.attrs["shape"].mutable_shape();
+      if (resource) variable.attrs["shared_name"] = StringAttr(name);
       PX_ASSIGN_OR_RETURN(NodeId var, graph.AddNode(variable));
       feed.name = name + "/value";
       PX_ASSIGN_OR_RETURN(NodeId value, graph.AddNode(feed));
-      NodeSpec assign{.name = name + "/Assign", .op = "Assign",
+      NodeSpec assign{.name = name + "/Assign", .op = resource ? "AssignVariableOp" : "Assign",
                       .inputs = {OutputRef{var, 0}, OutputRef{value, 0}}};
-      assign.attrs["T"] = TypeAttr(inputs[i].dtype());
-      assign.attrs["validate_shape"] = BoolAttr(false);
+      if (resource) {
+        assign.attrs["dtype"] = TypeAttr(inputs[i].dtype());
+      } else {
+        assign.attrs["T"] = TypeAttr(inputs[i].dtype());
+        assign.attrs["validate_shape"] = BoolAttr(false);
+      }
       PX_RETURN_IF_ERROR(graph.AddNode(assign).status());
       init_targets.push_back(name + "/Assign");
       request.feeds.push_back({name + "/value", inputs[i]});

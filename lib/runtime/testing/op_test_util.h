@@ -29,7 +29,8 @@ struct OpRun {
 };
 
 // Runs `op` once. Inputs whose index is in `ref_inputs` are fed through VariableV2 nodes
-// holding a copy of the given tensor (for Assign, Apply*, Scatter*). `num_outputs`
+// holding a copy of the given tensor (for Assign, Apply*, Scatter*), or VarHandleOp nodes
+// where the op takes a resource handle (ReadVariableOp, ResourceApply*...). `num_outputs`
 // outputs are fetched (-1: as many as the op's schema says).
 StatusOr<OpRun> RunOp(const std::string& op, const std::vector<Tensor>& inputs,
                       const AttrMap& attrs, const std::vector<int>& ref_inputs = {},

@@ -1,8 +1,10 @@
-// GPU kernels of GatherV2, Gather, UnsortedSegment{Sum,Max,Min,Prod} and OneHot, float and
-// double data: the indices (integer tensors, made on the host) are read there, checked and
-// planned as the CPU kernels do (cpu/gather_plan.h), then copied in for the kernel
-// (gather_launch.h). Unique, whose integer outputs the host reads, stays on the host.
+// GPU kernels of GatherV2, Gather, ResourceGather, UnsortedSegment{Sum,Max,Min,Prod} and
+// OneHot, float and double data: the indices (integer tensors, made on the host) are read
+// there, checked and planned as the CPU kernels do (cpu/gather_plan.h), then copied in
+// for the kernel (gather_launch.h). Unique, whose integer outputs the host reads, stays on the
+// host.
 #include "lib/runtime/kernels/cpu/gather_plan.h"
+#include "lib/runtime/kernels/cpu/variable_update.h"
 #include "lib/runtime/kernels/cuda/array_launch.h"
 #include "lib/runtime/kernels/cuda/cuda_kernel_util.h"
 #include "lib/runtime/kernels/cuda/gather_launch.h"
@@ -16,13 +18,24 @@ using segment_reduce::Reduce;
 template <typename T>
 class GatherKernel : public OpKernel {
  public:
-  GatherKernel(const KernelInit& init, Status* status) : has_axis_(init.node().op() == "GatherV2") {
+  GatherKernel(const KernelInit& init, Status* status)
+      : has_axis_(init.node().op() == "GatherV2"), resource_(init.node().op() == "ResourceGather") {
     *status = init.GetAttrOr<int64_t>("batch_dims", &batch_dims_, 0);
   }
   bool HostMemoryInput(int index) const override { return index >= 1; }
   Status Compute(KernelContext& context) const override {
-    PX_RETURN_IF_ERROR(CheckDtype(context, 0, DataTypeOf<T>::value));
-    const Tensor& params = context.input(0);
+    const Tensor* params_input = &context.input(0);
+    if (resource_) {  // the variable's value, in device memory
+      PX_ASSIGN_OR_RETURN(params_input, variable_update::MutableVariable(
+                                            context, 0, "resource", true, DataTypeOf<T>::value));
+      if (params_input->bytes() > 0 && params_input->memory() != context.device().memory().get()) {
+        return InternalError("input 0 (resource): the variable is not in {}'s memory",
+                             context.device().name());
+      }
+    } else {
+      PX_RETURN_IF_ERROR(CheckDtype(context, 0, DataTypeOf<T>::value));
+    }
+    const Tensor& params = *params_input;
     PX_ASSIGN_OR_RETURN(
         gather_plan::GatherPlan plan,
         gather_plan::PlanGather(params.shape(), context.input(1),
@@ -46,6 +59,7 @@ class GatherKernel : public OpKernel {
 
  private:
   bool has_axis_;
+  bool resource_;
   int64_t batch_dims_ = 0;
 };
 
@@ -101,11 +115,11 @@ class OneHotKernel : public OpKernel {
     CudaDevice& device = DeviceOf(context);
     auto lock = device.LaunchLock();
     PX_RETURN_IF_ERROR(device.MakeCurrent());
-    return LaunchStatus(LaunchOneHot<T>(static_cast<const int64_t*>(indices.raw_data()),
-                                        plan.prefix, plan.depth, plan.suffix, on.flat<T>()[0],
-                                        off.flat<T>()[0], static_cast<T*>(out->raw_data()),
-                                        device.stream()),
-                        device);
+    return LaunchStatus(
+        LaunchOneHot<T>(static_cast<const int64_t*>(indices.raw_data()), plan.prefix, plan.depth,
+                        plan.suffix, on.flat<T>()[0], off.flat<T>()[0],
+                        static_cast<T*>(out->raw_data()), device.stream()),
+        device);
   }
 
  private:
@@ -127,6 +141,10 @@ PX_REGISTER_KERNEL(GatherKernel<double>, "GatherV2", DeviceType::kCuda, "Tparams
                    tensorflow::DT_DOUBLE);
 PX_REGISTER_KERNEL(GatherKernel<float>, "Gather", DeviceType::kCuda, "Tparams",
                    tensorflow::DT_FLOAT);
+PX_REGISTER_KERNEL(GatherKernel<float>, "ResourceGather", DeviceType::kCuda, "dtype",
+                   tensorflow::DT_FLOAT);
+PX_REGISTER_KERNEL(GatherKernel<double>, "ResourceGather", DeviceType::kCuda, "dtype",
+                   tensorflow::DT_DOUBLE);
 PX_REGISTER_KERNEL(GatherKernel<double>, "Gather", DeviceType::kCuda, "Tparams",
                    tensorflow::DT_DOUBLE);
 PX_CUDA_FLOAT_KERNELS(OneHotKernel, "OneHot");

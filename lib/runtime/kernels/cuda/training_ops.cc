@@ -6,13 +6,15 @@
 // SparseApplyAdagrad, SparseApplyAdagradV2, SparseApplyRMSProp, ScatterAdd, ScatterSub,
 // ScatterUpdate (GradientDescent's and Adam's sparse steps). Their indices are read on
 // the host, checked as the CPU checks them and grouped by row (training_launch.h).
+// Each also for resource variables (Resource*, AssignAdd/SubVariableOp), with
+// AssignVariableOp and ReadVariableOp.
 //
 // The executor runs these on the GPU only for device variables (executor.h: every
 // updater of the variable has a GPU kernel), whose values it keeps in device memory;
 // the variable and its slots are checked to be there. The gradient and the scalar
 // hyper-parameters are read on the device (no wait for the GPU: Adam's beta powers are
 // variables the GPU updates).
-// Resource variables, and the rarer sparse rules, run on the host.
+// The rarer rules (Ftrl, ProximalAdagrad, AdagradDA, Adadelta...) run on the host.
 #include <string>
 #include <vector>
 
@@ -29,11 +31,11 @@ using variable_update::CheckSameShape;
 using variable_update::MutableVariable;
 using variable_update::TypedInput;
 
-// The variable behind ref input `index`, initialised, of dtype T, in `device`'s memory.
+// The variable behind input `index` (a ref, or a resource handle for the Resource* and
+// *VariableOp forms), initialised, of dtype T, in `device`'s memory.
 StatusOr<Tensor*> DeviceVariable(KernelContext& context, int index, std::string_view name,
-                                 DataType dtype) {
-  PX_ASSIGN_OR_RETURN(Tensor * variable,
-                      MutableVariable(context, index, name, /*resource=*/false, dtype));
+                                 DataType dtype, bool resource) {
+  PX_ASSIGN_OR_RETURN(Tensor * variable, MutableVariable(context, index, name, resource, dtype));
   if (variable->bytes() > 0 && variable->memory() != context.device().memory().get()) {
     return InternalError("input {} ({}): the variable is not in {}'s memory", index, name,
                          context.device().name());
@@ -61,9 +63,11 @@ constexpr Rule kRules[] = {
 template <typename T>
 class ApplyKernel : public OpKernel {
  public:
-  ApplyKernel(const KernelInit& init, Status* status) {
+  ApplyKernel(const KernelInit& init, Status* status)
+      : resource_(variable_update::IsResourceOp(init)) {
+    const std::string_view op = init.node().op();
     for (const Rule& rule : kRules) {
-      if (init.node().op() == rule.op) rule_ = rule;
+      if (op == rule.op || op == std::string("Resource") + rule.op) rule_ = rule;
     }
     const OpSchema* schema = FindOpSchema(init.node().op());
     if (schema == nullptr) {
@@ -86,7 +90,7 @@ class ApplyKernel : public OpKernel {
     update.update_slots = update_slots_;
     std::vector<Tensor*> vars;
     for (int j = 0; j <= rule_.slots; ++j) {
-      PX_ASSIGN_OR_RETURN(Tensor * var, DeviceVariable(context, j, names_[j], kType));
+      PX_ASSIGN_OR_RETURN(Tensor * var, DeviceVariable(context, j, names_[j], kType, resource_));
       if (j > 0) PX_RETURN_IF_ERROR(CheckSameShape(*vars[0], "var", *var, names_[j]));
       vars.push_back(var);
       update.var[j] = static_cast<T*>(var->raw_data());
@@ -115,7 +119,7 @@ class ApplyKernel : public OpKernel {
           LaunchDenseUpdate<T>(rule_.rule, update, vars[0]->num_elements(), device.stream()),
           device));
     }
-    context.set_output_ref(0, vars[0]);
+    if (!resource_) context.set_output_ref(0, vars[0]);
     return Status::Ok();
   }
 
@@ -124,6 +128,7 @@ class ApplyKernel : public OpKernel {
     return index < names_.size() && (names_[index] == "grad" || names_[index] == "delta");
   }
 
+  bool resource_;
   Rule rule_{};
   std::vector<std::string> names_;
   bool use_nesterov_ = false;
@@ -148,9 +153,11 @@ constexpr SparseOp kSparseOps[] = {
 template <typename T>
 class SparseApplyKernel : public OpKernel {
  public:
-  SparseApplyKernel(const KernelInit& init, Status* status) {
+  SparseApplyKernel(const KernelInit& init, Status* status)
+      : resource_(variable_update::IsResourceOp(init)) {
+    const std::string_view name = init.node().op();
     for (const SparseOp& op : kSparseOps) {
-      if (init.node().op() == op.op) op_ = op;
+      if (name == op.op || name == std::string("Resource") + op.op) op_ = op;
     }
     const OpSchema* schema = FindOpSchema(init.node().op());
     if (schema == nullptr) {
@@ -176,7 +183,7 @@ class SparseApplyKernel : public OpKernel {
     update.update_slots = update_slots_;
     std::vector<Tensor*> vars;
     for (int j = 0; j <= op_.slots; ++j) {
-      PX_ASSIGN_OR_RETURN(Tensor * var, DeviceVariable(context, j, names_[j], kType));
+      PX_ASSIGN_OR_RETURN(Tensor * var, DeviceVariable(context, j, names_[j], kType, resource_));
       if (j > 0) PX_RETURN_IF_ERROR(CheckSameShape(*vars[0], "var", *var, names_[j]));
       vars.push_back(var);
       update.var[j] = static_cast<T*>(var->raw_data());
@@ -215,11 +222,12 @@ class SparseApplyKernel : public OpKernel {
       PX_RETURN_IF_ERROR(LaunchStatus(
           LaunchSparseUpdate<T>(op_.rule, update, groups.view, device.stream()), device));
     }
-    context.set_output_ref(0, vars[0]);
+    if (!resource_) context.set_output_ref(0, vars[0]);
     return Status::Ok();
   }
 
  private:
+  bool resource_;
   SparseOp op_{};
   std::vector<std::string> names_;
   bool use_nesterov_ = false;
@@ -231,16 +239,17 @@ class SparseApplyKernel : public OpKernel {
 template <typename T, SparseRule kRule>
 class ScatterKernel : public OpKernel {
  public:
-  ScatterKernel(const KernelInit&, Status*) {}
+  ScatterKernel(const KernelInit& init, Status*) : resource_(variable_update::IsResourceOp(init)) {}
   bool HostMemoryInput(int index) const override { return index == 1; }
   Status Compute(KernelContext& context) const override {
     constexpr DataType kType = DataTypeOf<T>::value;
-    PX_ASSIGN_OR_RETURN(Tensor * variable, DeviceVariable(context, 0, "ref", kType));
+    const char* name = resource_ ? "resource" : "ref";
+    PX_ASSIGN_OR_RETURN(Tensor * variable, DeviceVariable(context, 0, name, kType, resource_));
     const Tensor& indices = context.input(1);
     PX_ASSIGN_OR_RETURN(const Tensor* updates, TypedInput(context, 2, "updates", kType));
     SparseUpdate<T> update;
     PX_ASSIGN_OR_RETURN(update.scalar_grad,
-                        variable_update::CheckScatterUpdates(*variable, "ref", indices, *updates));
+                        variable_update::CheckScatterUpdates(*variable, name, indices, *updates));
     PX_ASSIGN_OR_RETURN(std::vector<int64_t> rows,
                         variable_update::ReadIndices(indices, variable->dim(0)));
     PX_ASSIGN_OR_RETURN(UploadedRowGroups groups,
@@ -255,9 +264,12 @@ class ScatterKernel : public OpKernel {
       PX_RETURN_IF_ERROR(
           LaunchStatus(LaunchSparseUpdate<T>(kRule, update, groups.view, device.stream()), device));
     }
-    context.set_output_ref(0, variable);
+    if (!resource_) context.set_output_ref(0, variable);
     return Status::Ok();
   }
+
+ private:
+  bool resource_;
 };
 
 // Assign(ref, value): into the variable's buffer when the shapes agree, else a new
@@ -268,8 +280,7 @@ class AssignKernel : public OpKernel {
     *status = init.GetAttrOr("validate_shape", &validate_shape_, true);
   }
   Status Compute(KernelContext& context) const override {
-    PX_ASSIGN_OR_RETURN(Tensor * variable,
-                        variable_update::AssignTarget(context, validate_shape_));
+    PX_ASSIGN_OR_RETURN(Tensor * variable, variable_update::AssignTarget(context, validate_shape_));
     const Tensor& value = context.input(1);
     const std::shared_ptr<DeviceMemory> memory = context.device().memory();
     if (!variable->initialized() || !(variable->shape() == value.shape()) ||
@@ -288,16 +299,60 @@ class AssignKernel : public OpKernel {
   bool validate_shape_ = true;
 };
 
+// AssignVariableOp(resource, value): into the variable's buffer when the shapes agree,
+// else a new device buffer (the CPU kernel's copy).
+class AssignVariableKernel : public OpKernel {
+ public:
+  AssignVariableKernel(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    const Tensor& handle = context.input(0);
+    if (handle.dtype() != tensorflow::DT_RESOURCE) {
+      return InvalidArgumentError("input 0 is not a resource handle");
+    }
+    Tensor* variable = context.variables().Find(handle.resource_name());
+    if (variable == nullptr) {
+      return NotFoundError("no resource variable '{}'", handle.resource_name());
+    }
+    const Tensor& value = context.input(1);
+    const std::shared_ptr<DeviceMemory> memory = context.device().memory();
+    if (!variable->initialized() || !(variable->shape() == value.shape()) ||
+        variable->dtype() != value.dtype() || variable->memory() != memory.get()) {
+      PX_ASSIGN_OR_RETURN(*variable, Tensor::Allocate(memory, value.dtype(), value.shape()));
+    }
+    if (value.bytes() == 0) return Status::Ok();
+    return memory->CopyOnDevice(value.raw_data(), variable->raw_data(), value.bytes());
+  }
+};
+
+// ReadVariableOp(resource): a device copy of the value (a snapshot, as the CPU's: later
+// in-place updates must not change it).
+template <typename T>
+class ReadVariableKernel : public OpKernel {
+ public:
+  ReadVariableKernel(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    PX_ASSIGN_OR_RETURN(Tensor * variable,
+                        DeviceVariable(context, 0, "resource", DataTypeOf<T>::value, true));
+    PX_ASSIGN_OR_RETURN(Tensor * out,
+                        context.AllocateDeviceOutput(0, variable->dtype(), variable->shape()));
+    if (variable->bytes() == 0) return Status::Ok();
+    return context.device().memory()->CopyOnDevice(variable->raw_data(), out->raw_data(),
+                                                   variable->bytes());
+  }
+};
+
 // AssignAdd / AssignSub(ref, value): the element-wise kernel, in place.
 template <typename T, BinaryOp kOp>
 class AssignUpdateKernel : public OpKernel {
  public:
-  AssignUpdateKernel(const KernelInit&, Status*) {}
+  AssignUpdateKernel(const KernelInit& init, Status*)
+      : resource_(variable_update::IsResourceOp(init)) {}
   Status Compute(KernelContext& context) const override {
     constexpr DataType kType = DataTypeOf<T>::value;
-    PX_ASSIGN_OR_RETURN(Tensor * variable, DeviceVariable(context, 0, "ref", kType));
+    const char* name = resource_ ? "resource" : "ref";
+    PX_ASSIGN_OR_RETURN(Tensor * variable, DeviceVariable(context, 0, name, kType, resource_));
     PX_ASSIGN_OR_RETURN(const Tensor* value, TypedInput(context, 1, "value", kType));
-    PX_RETURN_IF_ERROR(CheckSameShape(*variable, "ref", *value, "value"));
+    PX_RETURN_IF_ERROR(CheckSameShape(*variable, name, *value, "value"));
     CudaDevice& device = DeviceOf(context);
     {
       auto lock = device.LaunchLock();
@@ -308,9 +363,12 @@ class AssignUpdateKernel : public OpKernel {
                           variable->num_elements(), false, false, nullptr, device.stream()),
           device));
     }
-    context.set_output_ref(0, variable);
+    if (!resource_) context.set_output_ref(0, variable);
     return Status::Ok();
   }
+
+ private:
+  bool resource_;
 };
 
 template <typename T>
@@ -320,10 +378,30 @@ void RegisterForType() {
     RegisterKernel(KernelKey(rule.op, DeviceType::kCuda, "T", kType),
                    kernel_internal::FactoryFor<ApplyKernel<T>>());
   }
+  for (const Rule& rule : kRules) {
+    RegisterKernel(KernelKey(std::string("Resource") + rule.op, DeviceType::kCuda, "T", kType),
+                   kernel_internal::FactoryFor<ApplyKernel<T>>());
+  }
   for (const SparseOp& op : kSparseOps) {
     RegisterKernel(KernelKey(op.op, DeviceType::kCuda, "T", kType),
                    kernel_internal::FactoryFor<SparseApplyKernel<T>>());
+    RegisterKernel(KernelKey(std::string("Resource") + op.op, DeviceType::kCuda, "T", kType),
+                   kernel_internal::FactoryFor<SparseApplyKernel<T>>());
   }
+  RegisterKernel(KernelKey("ResourceScatterAdd", DeviceType::kCuda, "dtype", kType),
+                 kernel_internal::FactoryFor<ScatterKernel<T, SparseRule::kScatterAdd>>());
+  RegisterKernel(KernelKey("ResourceScatterSub", DeviceType::kCuda, "dtype", kType),
+                 kernel_internal::FactoryFor<ScatterKernel<T, SparseRule::kScatterSub>>());
+  RegisterKernel(KernelKey("ResourceScatterUpdate", DeviceType::kCuda, "dtype", kType),
+                 kernel_internal::FactoryFor<ScatterKernel<T, SparseRule::kScatterUpdate>>());
+  RegisterKernel(KernelKey("AssignVariableOp", DeviceType::kCuda, "dtype", kType),
+                 kernel_internal::FactoryFor<AssignVariableKernel>());
+  RegisterKernel(KernelKey("ReadVariableOp", DeviceType::kCuda, "dtype", kType),
+                 kernel_internal::FactoryFor<ReadVariableKernel<T>>());
+  RegisterKernel(KernelKey("AssignAddVariableOp", DeviceType::kCuda, "dtype", kType),
+                 kernel_internal::FactoryFor<AssignUpdateKernel<T, BinaryOp::kAdd>>());
+  RegisterKernel(KernelKey("AssignSubVariableOp", DeviceType::kCuda, "dtype", kType),
+                 kernel_internal::FactoryFor<AssignUpdateKernel<T, BinaryOp::kSub>>());
   RegisterKernel(KernelKey("ScatterAdd", DeviceType::kCuda, "T", kType),
                  kernel_internal::FactoryFor<ScatterKernel<T, SparseRule::kScatterAdd>>());
   RegisterKernel(KernelKey("ScatterSub", DeviceType::kCuda, "T", kType),
