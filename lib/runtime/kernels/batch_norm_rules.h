@@ -6,19 +6,13 @@
 // fixes), so their results have the same bits; sqrt and division are correctly rounded
 // on both, and nvcc builds with -fmad=false.
 //
-// Plain C++ read by g++ and nvcc alike (no project headers).
+// Plain C++ read by g++ and nvcc alike (no project headers but host_device.h).
 #ifndef PARALLAX_LIB_RUNTIME_KERNELS_BATCH_NORM_RULES_H_
 #define PARALLAX_LIB_RUNTIME_KERNELS_BATCH_NORM_RULES_H_
 
 #include <cmath>
 
-#ifndef PX_HOST_DEVICE
-#ifdef __CUDACC__
-#define PX_HOST_DEVICE __host__ __device__
-#else
-#define PX_HOST_DEVICE
-#endif
-#endif
+#include "lib/runtime/kernels/host_device.h"
 
 namespace parallax::batch_norm_rules {
 

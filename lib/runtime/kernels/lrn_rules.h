@@ -4,20 +4,14 @@
 // in index order), n^-beta as a square root or a division for beta 0.5 and 1 (as TF),
 // else pow. So the two devices give the same bits, pow aside (the GPU's libm).
 //
-// Plain C++ read by g++ and nvcc alike (no project headers).
+// Plain C++ read by g++ and nvcc alike (no project headers but host_device.h).
 #ifndef PARALLAX_LIB_RUNTIME_KERNELS_LRN_RULES_H_
 #define PARALLAX_LIB_RUNTIME_KERNELS_LRN_RULES_H_
 
 #include <cmath>
 #include <cstdint>
 
-#ifndef PX_HOST_DEVICE
-#ifdef __CUDACC__
-#define PX_HOST_DEVICE __host__ __device__
-#else
-#define PX_HOST_DEVICE
-#endif
-#endif
+#include "lib/runtime/kernels/host_device.h"
 
 namespace parallax::lrn_rules {
 

@@ -3,19 +3,13 @@
 // each output element starts at the reduction's identity and combines its segment's rows
 // in input order, so both devices compute the same operations in the same order.
 //
-// Plain C++ read by g++ and nvcc alike (no project headers); Identity is host code.
+// Plain C++ read by g++ and nvcc alike (no project headers but host_device.h); Identity is host code.
 #ifndef PARALLAX_LIB_RUNTIME_KERNELS_SEGMENT_REDUCE_H_
 #define PARALLAX_LIB_RUNTIME_KERNELS_SEGMENT_REDUCE_H_
 
 #include <limits>
 
-#ifndef PX_HOST_DEVICE
-#ifdef __CUDACC__
-#define PX_HOST_DEVICE __host__ __device__
-#else
-#define PX_HOST_DEVICE
-#endif
-#endif
+#include "lib/runtime/kernels/host_device.h"
 
 namespace parallax::segment_reduce {
 

@@ -4,7 +4,7 @@
 // correctly rounded IEEE operation (+ - * /, sqrt) on both devices — nvcc builds with
 // -fmad=false and the CPU build has no FMA — so the two give the same bits.
 //
-// Plain C++ read by g++ and nvcc alike (no project headers). Arguments follow TF's names
+// Plain C++ read by g++ and nvcc alike (no project headers but host_device.h). Arguments follow TF's names
 // (core/kernels/training_ops.cc); host code computes what is per step rather than per
 // element (AdamAlpha) once.
 #ifndef PARALLAX_LIB_RUNTIME_KERNELS_UPDATE_RULES_H_
@@ -12,13 +12,7 @@
 
 #include <cmath>
 
-#ifndef PX_HOST_DEVICE
-#ifdef __CUDACC__
-#define PX_HOST_DEVICE __host__ __device__
-#else
-#define PX_HOST_DEVICE
-#endif
-#endif
+#include "lib/runtime/kernels/host_device.h"
 
 namespace parallax::update_rules {
 

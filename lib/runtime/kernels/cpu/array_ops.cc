@@ -558,15 +558,13 @@ class StridedSliceGradOp : public OpKernel {
     *status = slice_plan::ReadMasks(init, &masks_);
   }
   Status Compute(KernelContext& context) const override {
-    PX_ASSIGN_OR_RETURN(std::vector<int64_t> dims, slice_plan::GradShape(context.input(0)));
-    PX_ASSIGN_OR_RETURN(slice_plan::SliceBox box,
-                        slice_plan::ResolveStridedSlice(dims, context.input(1), context.input(2),
-                                                        context.input(3), masks_));
+    PX_ASSIGN_OR_RETURN(const slice_plan::GradPlan plan,
+                        slice_plan::PlanStridedSliceGrad(context, masks_));
     const Tensor& dy = context.input(4);
-    PX_RETURN_IF_ERROR(slice_plan::CheckGradInput(dy, box));
-    Tensor* output = context.AllocateOutput(0, dy.dtype(), TensorShape(dims));
+    Tensor* output = context.AllocateOutput(0, dy.dtype(), TensorShape(plan.output_dims));
     PX_RETURN_IF_ERROR(cpu_array::FillWith(output, nullptr, context.threads()));
-    return StridedCopy(dy, output, slice_plan::WriteBox(dims, box), context.threads());
+    return StridedCopy(dy, output, slice_plan::WriteBox(plan.output_dims, plan.box),
+                       context.threads());
   }
 
  private:

@@ -176,18 +176,23 @@ StridedCopySpec ReadBox(const TensorShape& input, const SliceBox& box) {
   return spec;
 }
 
-StatusOr<std::vector<int64_t>> GradShape(const Tensor& shape) {
-  PX_ASSIGN_OR_RETURN(std::vector<int64_t> dims, IndexVector(shape, "shape"));
-  for (int64_t d : dims) {
-    if (d < 0) return InvalidArgumentError("shape {} has a negative dimension", DimsString(dims));
+StatusOr<GradPlan> PlanStridedSliceGrad(const KernelContext& context,
+                                        const StridedSliceMasks& masks) {
+  GradPlan plan;
+  PX_ASSIGN_OR_RETURN(plan.output_dims, IndexVector(context.input(0), "shape"));
+  for (int64_t d : plan.output_dims) {
+    if (d < 0) {
+      return InvalidArgumentError("shape {} has a negative dimension", DimsString(plan.output_dims));
+    }
   }
-  return dims;
-}
-
-Status CheckGradInput(const Tensor& dy, const SliceBox& box) {
-  if (dy.shape() == TensorShape(box.final_shape)) return Status::Ok();
-  return InvalidArgumentError("shape of dy was {} instead of {}", dy.shape().DebugString(),
-                              DimsString(box.final_shape));
+  PX_ASSIGN_OR_RETURN(plan.box, ResolveStridedSlice(plan.output_dims, context.input(1),
+                                                    context.input(2), context.input(3), masks));
+  const Tensor& dy = context.input(4);
+  if (!(dy.shape() == TensorShape(plan.box.final_shape))) {
+    return InvalidArgumentError("shape of dy was {} instead of {}", dy.shape().DebugString(),
+                                DimsString(plan.box.final_shape));
+  }
+  return plan;
 }
 
 StridedCopySpec WriteBox(const std::vector<int64_t>& output_dims, const SliceBox& box) {

@@ -43,10 +43,16 @@ bool IsWholeInput(const TensorShape& input, const SliceBox& box);
 // The copy of the box from the input into a dense output.
 cpu_array::StridedCopySpec ReadBox(const TensorShape& input, const SliceBox& box);
 
-// StridedSliceGrad(shape, begin, end, strides, dy): the output's dims (checked) and the
-// copy of dy into the box of a zero output.
-StatusOr<std::vector<int64_t>> GradShape(const Tensor& shape);
-Status CheckGradInput(const Tensor& dy, const SliceBox& box);
+// StridedSliceGrad(shape, begin, end, strides, dy): the output's dims and the box dy fills
+// in a zero output (WriteBox), dy's shape checked against the box.
+struct GradPlan {
+  std::vector<int64_t> output_dims;
+  SliceBox box;
+};
+StatusOr<GradPlan> PlanStridedSliceGrad(const KernelContext& context,
+                                        const StridedSliceMasks& masks);
+
+// The copy of a dense tensor of the box's shape into the box of an output of `output_dims`.
 cpu_array::StridedCopySpec WriteBox(const std::vector<int64_t>& output_dims, const SliceBox& box);
 
 // Pad(input, paddings) / PadV2(input, paddings, constant_values): the output's dims, the

@@ -158,14 +158,11 @@ class StridedSliceGradKernel : public OpKernel {
   bool HostMemoryInput(int index) const override { return index <= 3; }
   Status Compute(KernelContext& context) const override {
     PX_RETURN_IF_ERROR(CheckDtype(context, 4, DataTypeOf<T>::value));
-    PX_ASSIGN_OR_RETURN(std::vector<int64_t> dims, slice_plan::GradShape(context.input(0)));
-    PX_ASSIGN_OR_RETURN(slice_plan::SliceBox box,
-                        slice_plan::ResolveStridedSlice(dims, context.input(1), context.input(2),
-                                                        context.input(3), masks_));
+    PX_ASSIGN_OR_RETURN(const slice_plan::GradPlan plan,
+                        slice_plan::PlanStridedSliceGrad(context, masks_));
     const Tensor& dy = context.input(4);
-    PX_RETURN_IF_ERROR(slice_plan::CheckGradInput(dy, box));
-    PX_ASSIGN_OR_RETURN(Tensor * out,
-                        context.AllocateDeviceOutput(0, dy.dtype(), TensorShape(dims)));
+    PX_ASSIGN_OR_RETURN(Tensor * out, context.AllocateDeviceOutput(
+                                          0, dy.dtype(), TensorShape(plan.output_dims)));
     CudaDevice& device = DeviceOf(context);
     auto lock = device.LaunchLock();
     PX_RETURN_IF_ERROR(device.MakeCurrent());
@@ -173,7 +170,7 @@ class StridedSliceGradKernel : public OpKernel {
         LaunchFill<T>(static_cast<T*>(out->raw_data()), out->num_elements(), T(0), device.stream()),
         device));
     if (dy.num_elements() == 0) return Status::Ok();
-    return CopyStrided(device, dy, out, slice_plan::WriteBox(dims, box));
+    return CopyStrided(device, dy, out, slice_plan::WriteBox(plan.output_dims, plan.box));
   }
 
  private:

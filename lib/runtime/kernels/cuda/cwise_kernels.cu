@@ -72,6 +72,20 @@ __device__ T ApplyBinary(BinaryOp op, T a, T b) {
   return a;
 }
 
+// The elements of a and b that output element i combines.
+__device__ void BroadcastIndex(const Broadcast& shape, int64_t i, int64_t* a_index,
+                               int64_t* b_index) {
+  int64_t rest = i;
+  *a_index = 0;
+  *b_index = 0;
+  for (int d = shape.rank - 1; d >= 0; --d) {
+    const int64_t coordinate = rest % shape.dims[d];
+    rest /= shape.dims[d];
+    *a_index += coordinate * shape.a_strides[d];
+    *b_index += coordinate * shape.b_strides[d];
+  }
+}
+
 template <typename T>
 __global__ void UnaryKernel(UnaryOp op, const T* in, T* out, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
@@ -94,13 +108,8 @@ __global__ void BroadcastBinaryKernel(BinaryOp op, const T* a, const T* b, T* ou
                                       Broadcast shape) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{blockDim.x} * gridDim.x) {
-    int64_t rest = i, a_index = 0, b_index = 0;
-    for (int d = shape.rank - 1; d >= 0; --d) {
-      const int64_t coordinate = rest % shape.dims[d];
-      rest /= shape.dims[d];
-      a_index += coordinate * shape.a_strides[d];
-      b_index += coordinate * shape.b_strides[d];
-    }
+    int64_t a_index, b_index;
+    BroadcastIndex(shape, i, &a_index, &b_index);
     out[i] = ApplyBinary(op, a[a_index], b[b_index]);
   }
 }
@@ -122,13 +131,8 @@ template <typename T>
 __global__ void CompareKernel(CompareOp op, const T* a, const T* b, bool* out, int64_t n,
                               Broadcast shape) {
   PX_GRID_LOOP(i, n) {
-    int64_t rest = i, a_index = 0, b_index = 0;
-    for (int d = shape.rank - 1; d >= 0; --d) {
-      const int64_t coordinate = rest % shape.dims[d];
-      rest /= shape.dims[d];
-      a_index += coordinate * shape.a_strides[d];
-      b_index += coordinate * shape.b_strides[d];
-    }
+    int64_t a_index, b_index;
+    BroadcastIndex(shape, i, &a_index, &b_index);
     out[i] = ApplyCompare(op, a[a_index], b[b_index]);
   }
 }
