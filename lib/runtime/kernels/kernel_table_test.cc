@@ -212,6 +212,18 @@ std::vector<KernelCase> Table() {
   cases.push_back({.op = "BiasAddGrad",
                    .inputs = {{TensorShape{4, 6, 100, 30}}},
                    .attrs = {{"data_format", StringAttr("NCHW")}}});
+  // ArgMax / ArgMin: the CPU's scan (first of equals, first NaN), int64 or int32 out.
+  for (const char* op : {"ArgMax", "ArgMin"}) {
+    cases.push_back({.op = op,
+                     .inputs = {{TensorShape{4, 33}, -2, 2}, IntScalar(1)},
+                     .attrs = {{"Tidx", TypeAttr(tensorflow::DT_INT32)}}});
+    cases.push_back({.op = op,
+                     .inputs = {{TensorShape{5, 3, 7}}, IntScalar(1)},
+                     .attrs = {{"Tidx", TypeAttr(tensorflow::DT_INT32)},
+                               {"output_type", TypeAttr(tensorflow::DT_INT32)}},
+                     .dtype = tensorflow::DT_DOUBLE,
+                     .note = "middle axis, int32 out"});
+  }
   // L2Loss: the CPU's chunks and lanes, bit for bit.
   cases.push_back({.op = "L2Loss", .inputs = {{odd}}});
   cases.push_back({.op = "L2Loss", .inputs = {{TensorShape{3, 9000}}}, .note = "several chunks"});

@@ -14,6 +14,7 @@
 //    chunk summed in row order, the chunks' sums added in order to 0.
 //  - L2Loss: squares summed per chunk of kL2Chunk values in 8 interleaved lanes
 //    (L2LossChunk), the chunks' sums added in order to 0, halved.
+//  - ArgMax, ArgMin: each run scanned from its first value (ArgBetter).
 //
 // Reducers: Identity() and Combine(a, b); Max and Min let NaN win. Plain C++ read by g++
 // and nvcc alike.
@@ -135,6 +136,16 @@ PX_REDUCE_FN T PairwiseColumn(const T* x, int64_t rows, int64_t stride) {
 PX_REDUCE_FN int64_t BiasGradChunkRows(int64_t per_row) {
   const int64_t rows = 8192 / (per_row > 1 ? per_row : 1);
   return rows > 1 ? rows : 1;
+}
+
+// ArgMax (kMax) / ArgMin: does v beat the best so far? A NaN counts as larger (smaller)
+// than everything and is never beaten, so the first NaN wins, as in TF 2; otherwise the
+// first of equal values wins.
+template <bool kMax, typename T>
+PX_REDUCE_FN bool ArgBetter(T v, T best) {
+  if (best != best) return false;
+  if (v != v) return true;
+  return kMax ? v > best : v < best;
 }
 
 // L2Loss: the sum of squares of x[lo, hi), one chunk.

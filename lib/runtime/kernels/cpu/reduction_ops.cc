@@ -257,7 +257,8 @@ PX_REGISTER_KERNEL(AnyOp, "Any", kCpu);
 // ---- ArgMax, ArgMin ----
 
 // The index of the first largest (smallest) value along `dimension`; a NaN counts as
-// larger (smaller) than everything, so the first NaN wins, as in TF 2.
+// larger (smaller) than everything, so the first NaN wins, as in TF 2
+// (reduction_order::ArgBetter, shared with the GPU's kernel).
 template <typename T, bool kMax>
 class ArgReductionOp : public OpKernel {
  public:
@@ -270,32 +271,11 @@ class ArgReductionOp : public OpKernel {
   }
   Status Compute(KernelContext& context) const override {
     const Tensor& input = context.input(0);
-    PX_ASSIGN_OR_RETURN(int64_t axis, IndexScalar(context.input(1), "dimension"));
-    const int rank = input.rank();
-    if (axis < -rank || axis >= rank) {
-      return InvalidArgumentError("Expected dimension in the range [{}, {}), but got {}", -rank,
-                                  rank, axis);
-    }
-    if (axis < 0) axis += rank;
-    const int a = static_cast<int>(axis);
-    const std::vector<int64_t>& dims = input.shape().dims();
-    const int64_t n = dims[static_cast<size_t>(a)];
-    if (n == 0) {
-      return InvalidArgumentError("Reduction axis {} is empty in shape {}", a,
-                                  input.shape().DebugString());
-    }
-    const int64_t outer = Product(dims, 0, static_cast<size_t>(a));
-    const int64_t inner = Product(dims, static_cast<size_t>(a) + 1, dims.size());
-    TensorShape shape = input.shape();
-    shape.RemoveDim(a);
-    Tensor* output = context.AllocateOutput(0, output_type_, std::move(shape));
+    PX_ASSIGN_OR_RETURN(const ArgPlan plan, PlanArgReduction(input, context.input(1)));
+    const int64_t outer = plan.outer, n = plan.n, inner = plan.inner;
+    Tensor* output = context.AllocateOutput(0, output_type_, plan.output_shape);
     std::vector<int64_t> result(static_cast<size_t>(outer * inner));
     const T* x = input.data<T>();
-    const auto better = [](T v, T best) {
-      if (best != best) return false;  // a NaN is never beaten
-      if (v != v) return true;
-      return kMax ? v > best : v < best;
-    };
     context.threads().ParallelFor(
         outer * inner, std::max<int64_t>(1, cpu_array::kMinParallelElements / n),
         [&](int, int64_t b, int64_t e) {
@@ -304,7 +284,7 @@ class ArgReductionOp : public OpKernel {
             int64_t best_i = 0;
             T best = base[0];
             for (int64_t i = 1; i < n; ++i) {
-              if (better(base[i * inner], best)) {
+              if (reduction_order::ArgBetter<kMax>(base[i * inner], best)) {
                 best = base[i * inner];
                 best_i = i;
               }

@@ -1,5 +1,6 @@
 // The layout of a reduction (Sum, Mean, Max...), planned on the host from the input's
-// shape and the axes input, for the CPU kernels (reduction_ops.cc) and the GPU's.
+// shape and the axes input, for the CPU kernels (reduction_ops.cc) and the GPU's; and
+// ArgMax's / ArgMin's (PlanArgReduction).
 //
 // Dims of size 1 are dropped and neighbouring dims that are both reduced or both kept
 // are merged, leaving alternating *groups*: [kept, reduced] is a row per output element,
@@ -54,6 +55,34 @@ inline StatusOr<ReductionPlan> PlanReduction(const TensorShape& shape, const Ten
       plan.group_reduced.push_back(r);
     }
   }
+  return plan;
+}
+
+// ArgMax / ArgMin(input, dimension): the input as [outer, n, inner], reduced over n.
+struct ArgPlan {
+  TensorShape output_shape;
+  int64_t outer = 1, n = 0, inner = 1;
+};
+inline StatusOr<ArgPlan> PlanArgReduction(const Tensor& input, const Tensor& dimension) {
+  PX_ASSIGN_OR_RETURN(int64_t axis, cpu_array::IndexScalar(dimension, "dimension"));
+  const int rank = input.rank();
+  if (axis < -rank || axis >= rank) {
+    return InvalidArgumentError("Expected dimension in the range [{}, {}), but got {}", -rank,
+                                rank, axis);
+  }
+  if (axis < 0) axis += rank;
+  const int a = static_cast<int>(axis);
+  const std::vector<int64_t>& dims = input.shape().dims();
+  ArgPlan plan;
+  plan.n = dims[static_cast<size_t>(a)];
+  if (plan.n == 0) {
+    return InvalidArgumentError("Reduction axis {} is empty in shape {}", a,
+                                input.shape().DebugString());
+  }
+  plan.outer = cpu_array::Product(dims, 0, static_cast<size_t>(a));
+  plan.inner = cpu_array::Product(dims, static_cast<size_t>(a) + 1, dims.size());
+  plan.output_shape = input.shape();
+  plan.output_shape.RemoveDim(a);
   return plan;
 }
 

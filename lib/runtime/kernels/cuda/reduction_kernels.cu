@@ -135,6 +135,22 @@ __global__ void XentKernel(const T* features, const T* labels, XentStrides s, T*
   }
 }
 
+template <typename T, bool kMax, typename Index>
+__global__ void ArgReduceKernel(const T* x, int64_t outer, int64_t n, int64_t inner, Index* out) {
+  PX_GRID_LOOP(o, outer * inner) {
+    const T* base = x + (o / inner) * n * inner + (o % inner);
+    int64_t best_i = 0;
+    T best = base[0];
+    for (int64_t i = 1; i < n; ++i) {
+      if (order::ArgBetter<kMax>(base[i * inner], best)) {
+        best = base[i * inner];
+        best_i = i;
+      }
+    }
+    out[o] = static_cast<Index>(best_i);
+  }
+}
+
 // One thread per chunk, then one thread adding the chunks' sums in order.
 template <typename T>
 __global__ void L2ChunksKernel(const T* x, int64_t n, int64_t chunks, T* partials) {
@@ -246,6 +262,29 @@ cudaError_t LaunchSparseXent(const T* logits, const int64_t* labels, int64_t bat
 }
 
 template <typename T>
+cudaError_t LaunchArgReduce(bool max, const T* x, int64_t outer, int64_t n, int64_t inner,
+                            void* out, bool out64, cudaStream_t stream) {
+  const int64_t m = outer * inner;
+  if (m == 0) return cudaSuccess;
+  if (out64) {
+    auto* o = static_cast<int64_t*>(out);
+    if (max) {
+      ArgReduceKernel<T, true><<<Blocks(m), kThreads, 0, stream>>>(x, outer, n, inner, o);
+    } else {
+      ArgReduceKernel<T, false><<<Blocks(m), kThreads, 0, stream>>>(x, outer, n, inner, o);
+    }
+  } else {
+    auto* o = static_cast<int32_t*>(out);
+    if (max) {
+      ArgReduceKernel<T, true><<<Blocks(m), kThreads, 0, stream>>>(x, outer, n, inner, o);
+    } else {
+      ArgReduceKernel<T, false><<<Blocks(m), kThreads, 0, stream>>>(x, outer, n, inner, o);
+    }
+  }
+  return cudaGetLastError();
+}
+
+template <typename T>
 cudaError_t LaunchL2Loss(const T* x, int64_t n, T* partials, T* out, cudaStream_t stream) {
   const int64_t chunks = (n + order::kL2Chunk - 1) / order::kL2Chunk;
   if (chunks > 0) {
@@ -287,6 +326,8 @@ cudaError_t LaunchXent(const T* features, const T* labels, const XentStrides& st
                                            cudaStream_t);                                            \
   template cudaError_t LaunchSoftmax<T>(bool, const T*, int64_t, int64_t, T*, cudaStream_t);       \
   template cudaError_t LaunchL2Loss<T>(const T*, int64_t, T*, T*, cudaStream_t);                   \
+  template cudaError_t LaunchArgReduce<T>(bool, const T*, int64_t, int64_t, int64_t, void*, bool,  \
+                                          cudaStream_t);                                          \
   template cudaError_t LaunchXent<T>(const T*, const T*, const XentStrides&, T*, T*, cudaStream_t);
 PX_INSTANTIATE(float)
 PX_INSTANTIATE(double)

@@ -47,6 +47,13 @@ template <typename T>
 cudaError_t LaunchSparseXent(const T* logits, const int64_t* labels, int64_t batch, int64_t depth,
                              T* loss, T* backprop, cudaStream_t stream);
 
+// ArgMax (max) / ArgMin of x as [outer, n, inner] over n, one thread per output element
+// scanning in the CPU's order (../reduction_order.h: ArgBetter); out is int64 (out64) or
+// int32, [outer, inner].
+template <typename T>
+cudaError_t LaunchArgReduce(bool max, const T* x, int64_t outer, int64_t n, int64_t inner,
+                            void* out, bool out64, cudaStream_t stream);
+
 // L2Loss: out (one value) = the sum of squares of x's n values / 2, in the CPU's chunks;
 // `partials` holds one value per chunk of reduction_order::kL2Chunk.
 template <typename T>

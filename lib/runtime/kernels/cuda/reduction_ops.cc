@@ -1,8 +1,8 @@
-// GPU kernels of the reductions Sum, Mean, Prod, Max, Min, of BiasAddGrad, L2Loss, Softmax,
-// LogSoftmax, SoftmaxCrossEntropyWithLogits and SparseSoftmaxCrossEntropyWithLogits,
-// float and double. Layouts are planned on the host as the CPU kernels plan them
-// (cpu/reduction_plan.h) and reduced in the CPU's order (reduction_launch.h), so results
-// have the CPU's bits (the softmaxes' exp and log aside). Axes, and the sparse labels
+// GPU kernels of the reductions Sum, Mean, Prod, Max, Min, ArgMax, ArgMin, of BiasAddGrad,
+// L2Loss, Softmax, LogSoftmax, SoftmaxCrossEntropyWithLogits and
+// SparseSoftmaxCrossEntropyWithLogits, float and double. Layouts are planned on the host
+// as the CPU kernels plan them (cpu/reduction_plan.h) and reduced in the CPU's order
+// (reduction_launch.h), so results have the CPU's bits (the softmaxes' exp and log aside). Axes, and the sparse labels
 // (checked as the CPU checks them), are read on the host.
 #include <algorithm>
 #include <vector>
@@ -183,6 +183,37 @@ class SparseXentKernel : public OpKernel {
   }
 };
 
+// ArgMax / ArgMin(input, dimension): the dimension read on the host; int32 or int64 out.
+template <typename T, bool kMax>
+class ArgReduceKernel : public OpKernel {
+ public:
+  ArgReduceKernel(const KernelInit& init, Status* status) {
+    *status = init.GetAttrOr("output_type", &output_type_, tensorflow::DT_INT64);
+    if (status->ok() && !cpu_array::IsIndexType(output_type_)) {
+      *status = InvalidArgumentError("attr 'output_type' must be int32 or int64, got {}",
+                                     DataTypeShortName(output_type_));
+    }
+  }
+  bool HostMemoryInput(int index) const override { return index == 1; }
+  Status Compute(KernelContext& context) const override {
+    PX_RETURN_IF_ERROR(CheckDtype(context, 0, DataTypeOf<T>::value));
+    const Tensor& input = context.input(0);
+    PX_ASSIGN_OR_RETURN(const ArgPlan plan, PlanArgReduction(input, context.input(1)));
+    PX_ASSIGN_OR_RETURN(Tensor * out,
+                        context.AllocateDeviceOutput(0, output_type_, plan.output_shape));
+    CudaDevice& device = DeviceOf(context);
+    auto lock = device.LaunchLock();
+    PX_RETURN_IF_ERROR(device.MakeCurrent());
+    return LaunchStatus(LaunchArgReduce<T>(kMax, static_cast<const T*>(input.raw_data()),
+                                           plan.outer, plan.n, plan.inner, out->raw_data(),
+                                           output_type_ == tensorflow::DT_INT64, device.stream()),
+                        device);
+  }
+
+ private:
+  DataType output_type_ = tensorflow::DT_INT64;
+};
+
 // L2Loss(t): sum(t^2) / 2 in the CPU's chunks.
 template <typename T>
 class L2LossKernel : public OpKernel {
@@ -266,6 +297,10 @@ class XentKernel : public OpKernel {
 };
 
 template <typename T>
+using ArgMaxKernel = ArgReduceKernel<T, true>;
+template <typename T>
+using ArgMinKernel = ArgReduceKernel<T, false>;
+template <typename T>
 using SoftmaxOnlyKernel = SoftmaxKernel<T, false>;
 template <typename T>
 using LogSoftmaxKernel = SoftmaxKernel<T, true>;
@@ -289,6 +324,8 @@ PX_CUDA_FLOAT_KERNELS(BiasAddGradKernel, "BiasAddGrad");
 PX_CUDA_FLOAT_KERNELS(SparseXentKernel, "SparseSoftmaxCrossEntropyWithLogits");
 PX_CUDA_FLOAT_KERNELS(XentKernel, "SoftmaxCrossEntropyWithLogits");
 PX_CUDA_FLOAT_KERNELS(L2LossKernel, "L2Loss");
+PX_CUDA_FLOAT_KERNELS(ArgMaxKernel, "ArgMax");
+PX_CUDA_FLOAT_KERNELS(ArgMinKernel, "ArgMin");
 PX_CUDA_FLOAT_KERNELS(SoftmaxOnlyKernel, "Softmax");
 PX_CUDA_FLOAT_KERNELS(LogSoftmaxKernel, "LogSoftmax");
 
