@@ -3,7 +3,9 @@
 # quotes it. Built with CUDA (--config=cuda, .ci/run's second step): the ops left without
 # a GPU kernel are only the values made on the host (mlp, lenet) and the embedding
 # model's integer work (Unique, shape arithmetic). Built without: inspect says nothing
-# about GPU kernels. Prints "gpu_inspect_test: N passed, M failed".
+# about GPU kernels. $1 says which build this is (cuda or cpu, from the BUILD's select), so
+# an inspect that lost its GPU report fails rather than passing as the CPU build.
+# Prints "gpu_inspect_test: N passed, M failed".
 set -u
 
 root="${TEST_SRCDIR:-$PWD}/${TEST_WORKSPACE:-.}"
@@ -20,7 +22,7 @@ declare -A want=(
   [embedding]="no GPU kernel (10 ops, 45 nodes): Cast x1, ConcatV2 x1, Const x33, ExpandDims x1, Placeholder x2, RandomUniform x2, Reshape x1, Shape x1, StridedSlice x2, Unique x1 (a GPU rank runs them on its host)"
 )
 
-cuda=0
+build=${1:?usage: gpu_inspect_test.sh cuda|cpu}
 for model in mlp lenet embedding; do
   if ! "$parallax" models export "$model" -o "$tmp/$model.pb" >"$tmp/out" 2>&1; then
     fail "models export $model: $(head -c 300 "$tmp/out")"
@@ -31,14 +33,16 @@ for model in mlp lenet embedding; do
     continue
   fi
   "$parallax" inspect "$tmp/$model.pb" >"$tmp/$model.txt" 2>&1
-  if grep -q '"without_gpu_kernel"' "$tmp/$model.json"; then
-    cuda=1
+  if [[ $build == cuda ]]; then
+    grep -q '"without_gpu_kernel"' "$tmp/$model.json" || fail "$model: no without_gpu_kernel in --format json"
     line=$(grep '^no GPU kernel' "$tmp/$model.txt")
     if [[ "$line" == "${want[$model]}" ]]; then pass; else fail "$model: '$line', want '${want[$model]}'"; fi
+  elif grep -q 'GPU kernel' "$tmp/$model.txt" || grep -q '"without_gpu_kernel"' "$tmp/$model.json"; then
+    fail "$model: a build without CUDA reports GPU kernels"
   else
-    if grep -q 'GPU kernel' "$tmp/$model.txt"; then fail "$model: a build without CUDA reports GPU kernels"; else pass; fi
+    pass
   fi
 done
-echo "gpu_inspect_test: built $([[ $cuda -eq 1 ]] && echo with || echo without) CUDA"
+echo "gpu_inspect_test: the $build build"
 echo "gpu_inspect_test: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -111,14 +111,22 @@ NodeId HandleSource(const Graph& graph, NodeId id) {
   return id;
 }
 
-// Per data input: a variable's handle this node reads or writes the value behind (not a
-// handle it forwards, nor one whose metadata it reads).
-std::vector<bool> VariableHandleMask(const Node& node) {
-  std::vector<bool> mask = ResourceInputMask(node);
+// The variables (their source nodes) whose values `node` reads or writes in place: the
+// sources of its ref inputs, and of the variable handles it uses the value behind (not
+// a handle it forwards, nor one whose metadata it reads).
+std::vector<NodeId> VariableSources(const Graph& graph, const Node& node) {
+  std::vector<NodeId> sources;
+  const std::vector<bool> refs = RefInputMask(node);
+  std::vector<bool> handles = ResourceInputMask(node);
   const std::optional<tensorflow::AttrValue> type = node.FindAttr("T");
   const bool forwards = type.has_value() && type->type() == tensorflow::DT_RESOURCE;
-  if (forwards || HandleMetadataOp(node.op())) mask.assign(mask.size(), false);
-  return mask;
+  if (forwards || HandleMetadataOp(node.op())) handles.assign(handles.size(), false);
+  for (size_t k = 0; k < refs.size(); ++k) {
+    const NodeId input = node.input(static_cast<int>(k)).node;
+    if (refs[k]) sources.push_back(RefSource(graph, input));
+    if (handles[k]) sources.push_back(HandleSource(graph, input));
+  }
+  return sources;
 }
 
 // Strings, resources and variants: tensors that live in host memory only (tensor.h).
@@ -361,21 +369,9 @@ void Executor::PlanVariables() {
   for (NodeId id = 0; id < graph_.id_limit(); ++id) {
     if (!graph_.IsLive(id)) continue;
     const Node& node = graph_.node(id);
-    const std::vector<bool> refs = RefInputMask(node);
-    const std::vector<bool> handles = VariableHandleMask(node);
-    const bool takes_ref = std::find(refs.begin(), refs.end(), true) != refs.end();
-    const bool takes_handle = std::find(handles.begin(), handles.end(), true) != handles.end();
-    if (!takes_ref && !takes_handle) continue;
-    const bool device_kernel = HasKernel(node, device_.type());
-    if (device_kernel) continue;
-    for (size_t k = 0; k < refs.size(); ++k) {
-      if (refs[k]) {
-        host_updated[static_cast<size_t>(RefSource(graph_, node.input(static_cast<int>(k)).node))] = 1;
-      }
-      if (handles[k]) {
-        host_updated[static_cast<size_t>(HandleSource(graph_, node.input(static_cast<int>(k)).node))] = 1;
-      }
-    }
+    const std::vector<NodeId> sources = VariableSources(graph_, node);
+    if (sources.empty() || HasKernel(node, device_.type())) continue;
+    for (NodeId source : sources) host_updated[static_cast<size_t>(source)] = 1;
   }
   std::set<std::string> keys;
   for (NodeId id = 0; id < graph_.id_limit(); ++id) {
@@ -418,15 +414,8 @@ Status Executor::KernelFor(NodeId id, const OpKernel** kernel) {
     bool on_device = device_.memory() == nullptr;
     if (!on_device && HasKernel(node, device_.type())) {
       on_device = true;
-      const std::vector<bool> refs = RefInputMask(node);
-      const std::vector<bool> handles = VariableHandleMask(node);
-      for (size_t k = 0; k < refs.size(); ++k) {
-        NodeId source = kNoNode;
-        if (refs[k]) source = RefSource(graph_, node.input(static_cast<int>(k)).node);
-        if (handles[k]) source = HandleSource(graph_, node.input(static_cast<int>(k)).node);
-        if (source != kNoNode && device_variable_[static_cast<size_t>(source)] == 0) {
-          on_device = false;
-        }
+      for (NodeId source : VariableSources(graph_, node)) {
+        if (device_variable_[static_cast<size_t>(source)] == 0) on_device = false;
       }
     }
     PX_ASSIGN_OR_RETURN(slot, CreateKernel(node, on_device ? device_ : device_.host()));

@@ -32,7 +32,6 @@ using cpu_array::IsIndexType;
 using cpu_array::MakeIndexTensor;
 using cpu_array::MakeIndexVector;
 using cpu_array::MutableElements;
-using cpu_array::Product;
 using cpu_array::RowMajorStrides;
 using cpu_array::StridedCopy;
 using cpu_array::StridedCopySpec;

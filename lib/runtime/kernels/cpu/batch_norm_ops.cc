@@ -263,26 +263,8 @@ class FusedBatchNormGradOp : public OpKernel {
 };
 
 // TF registers float only (and half types); double serves float64 gradient checks.
-template <typename T>
-void RegisterBatchNorm() {
-  constexpr DataType t = DataTypeOf<T>::value;
-  using V2 = FusedBatchNormOp<T, false>;
-  using V3 = FusedBatchNormOp<T, true>;
-  using GradV2 = FusedBatchNormGradOp<T, false>;
-  using GradV3 = FusedBatchNormGradOp<T, true>;
-  RegisterKernel(KernelKey("FusedBatchNorm", kCpu, "T", t), kernel_internal::FactoryFor<V2>());
-  RegisterKernel(KernelKey("FusedBatchNormV2", kCpu, "T", t), kernel_internal::FactoryFor<V2>());
-  RegisterKernel(KernelKey("FusedBatchNormV3", kCpu, "T", t), kernel_internal::FactoryFor<V3>());
-  RegisterKernel(KernelKey("FusedBatchNormGrad", kCpu, "T", t), kernel_internal::FactoryFor<GradV2>());
-  RegisterKernel(KernelKey("FusedBatchNormGradV2", kCpu, "T", t),
-                 kernel_internal::FactoryFor<GradV2>());
-  RegisterKernel(KernelKey("FusedBatchNormGradV3", kCpu, "T", t),
-                 kernel_internal::FactoryFor<GradV3>());
-}
-
 [[maybe_unused]] const bool registered = [] {
-  RegisterBatchNorm<float>();
-  RegisterBatchNorm<double>();
+  batch_norm_plan::RegisterKernels<FusedBatchNormOp, FusedBatchNormGradOp>(kCpu);
   return true;
 }();
 

@@ -32,9 +32,6 @@
 namespace parallax {
 namespace {
 
-using cpu_array::IndexScalar;
-using cpu_array::IndexValues;
-using cpu_array::Product;
 using cpu_array::RowMajorStrides;
 using cpu_array::StridedCopySpec;
 

@@ -168,28 +168,9 @@ class FusedBatchNormGradKernel : public OpKernel {
   Attrs attrs_;
 };
 
-template <typename T>
-void Register() {
-  constexpr DataType t = DataTypeOf<T>::value;
-  constexpr DeviceType kCuda = DeviceType::kCuda;
-  using V2 = FusedBatchNormKernel<T, false>;
-  using V3 = FusedBatchNormKernel<T, true>;
-  using GradV2 = FusedBatchNormGradKernel<T, false>;
-  using GradV3 = FusedBatchNormGradKernel<T, true>;
-  RegisterKernel(KernelKey("FusedBatchNorm", kCuda, "T", t), kernel_internal::FactoryFor<V2>());
-  RegisterKernel(KernelKey("FusedBatchNormV2", kCuda, "T", t), kernel_internal::FactoryFor<V2>());
-  RegisterKernel(KernelKey("FusedBatchNormV3", kCuda, "T", t), kernel_internal::FactoryFor<V3>());
-  RegisterKernel(KernelKey("FusedBatchNormGrad", kCuda, "T", t),
-                 kernel_internal::FactoryFor<GradV2>());
-  RegisterKernel(KernelKey("FusedBatchNormGradV2", kCuda, "T", t),
-                 kernel_internal::FactoryFor<GradV2>());
-  RegisterKernel(KernelKey("FusedBatchNormGradV3", kCuda, "T", t),
-                 kernel_internal::FactoryFor<GradV3>());
-}
-
 const bool kRegistered = [] {
-  Register<float>();
-  Register<double>();
+  batch_norm_plan::RegisterKernels<FusedBatchNormKernel, FusedBatchNormGradKernel>(
+      DeviceType::kCuda);
   return true;
 }();
 

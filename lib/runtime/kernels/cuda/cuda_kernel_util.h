@@ -43,11 +43,14 @@ struct UploadedRowGroups {
 };
 inline StatusOr<UploadedRowGroups> UploadRowGroups(KernelContext& context,
                                                    const gather_plan::RowGroups& groups) {
-  std::vector<int64_t> all = groups.rows;
-  all.insert(all.end(), groups.starts.begin(), groups.starts.end());
-  all.insert(all.end(), groups.positions.begin(), groups.positions.end());
+  const size_t n = groups.rows.size() + groups.starts.size() + groups.positions.size();
+  Tensor host(tensorflow::DT_INT64, TensorShape{static_cast<int64_t>(n)});
+  int64_t* at = host.data<int64_t>();
+  at = std::copy(groups.rows.begin(), groups.rows.end(), at);
+  at = std::copy(groups.starts.begin(), groups.starts.end(), at);
+  std::copy(groups.positions.begin(), groups.positions.end(), at);
   UploadedRowGroups uploaded;
-  PX_ASSIGN_OR_RETURN(uploaded.buffer, ToDevice(context, all));
+  PX_ASSIGN_OR_RETURN(uploaded.buffer, host.CopiedTo(context.device().memory()));
   const int64_t* base = static_cast<const int64_t*>(uploaded.buffer.raw_data());
   uploaded.view = {.rows = base,
                    .starts = base + groups.size(),
