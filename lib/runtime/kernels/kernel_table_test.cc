@@ -82,6 +82,186 @@ std::string GpuPrecisionNote(GpuPrecision precision) {
   return precision == GpuPrecision::kTf32 ? "precision tf32" : "precision bf16";
 }
 
+// The rarer optimizer updates, each in its ref form (where TF has one) and its resource
+// form; the sparse ones also on rows of one element, where TF's scalar loop rounds
+// otherwise. Bit for bit but for Ftrl's pow (lr_power other than -0.5) and PowerSign's
+// exp: the GPU's libm.
+void AddRarerUpdateCases(std::vector<KernelCase>& cases) {
+  struct Rule {
+    std::string op;  // the ref form's name
+    std::vector<Input> inputs;
+    int variables;  // inputs [0, variables) are the variable and its slots
+    AttrMap attrs = {};
+    std::string note = "";
+    double tolerance = 0;
+    bool has_ref_form = true;
+  };
+  const auto add = [&cases](const Rule& rule) {
+    std::vector<int> variables;
+    for (int k = 0; k < rule.variables; ++k) variables.push_back(k);
+    for (const std::string prefix : {"", "Resource"}) {
+      if (prefix.empty() && !rule.has_ref_form) continue;
+      cases.push_back({.op = prefix + rule.op,
+                       .inputs = rule.inputs,
+                       .attrs = rule.attrs,
+                       .tolerance = rule.tolerance,
+                       .note = rule.note,
+                       .ref_inputs = variables});
+    }
+  };
+  const auto in = [](TensorShape shape, double lo, double hi) -> Input {
+    return {.shape = std::move(shape), .lo = lo, .hi = hi};
+  };
+  const auto at = [](double value) -> Input { return {.value = Tensor::Scalar<float>(value)}; };
+  const Input lr = in({}, 0.01, 0.1);
+  const Input rho = in({}, 0.8, 0.95);
+  const Input momentum = in({}, 0.5, 0.9);
+  const Input epsilon = in({}, 1e-8, 1e-7);
+  const Input l1 = in({}, 0.01, 0.1);
+  const Input l2 = in({}, 0.01, 0.1);
+  const Input beta_power = in({}, 0.1, 0.9);
+  const Input global_step{.value = Tensor::Scalar<int64_t>(7)};
+  const TensorShape dense{3, 257};
+  const Input w = in(dense, -1, 1), g = in(dense, -1, 1), positive = in(dense, 0.1, 1);
+  const Input mg = in(dense, -0.3, 0.3), ms = in(dense, 0.5, 1);
+
+  for (bool nesterov : {false, true}) {
+    add({.op = "ApplyKerasMomentum",
+         .inputs = {w, w, lr, g, momentum},
+         .variables = 2,
+         .attrs = {{"use_nesterov", BoolAttr(nesterov)}},
+         .note = nesterov ? "nesterov" : "",
+         .has_ref_form = false});
+  }
+  add({.op = "ApplyAdamWithAmsgrad",
+       .inputs = {w, w, positive, positive, beta_power, beta_power, lr, in({}, 0.8, 0.95),
+                  in({}, 0.9, 0.999), epsilon, g},
+       .variables = 4,
+       .has_ref_form = false});
+  add({.op = "ApplyAdaMax",
+       .inputs = {w, w, positive, beta_power, lr, in({}, 0.8, 0.95), in({}, 0.9, 0.999), epsilon,
+                  g},
+       .variables = 3});
+  add({.op = "ApplyCenteredRMSProp",
+       .inputs = {w, mg, ms, w, lr, rho, in({}, 0, 0.9), epsilon, g},
+       .variables = 4});
+  add({.op = "ApplyAdadelta",
+       .inputs = {w, positive, positive, lr, rho, epsilon, g},
+       .variables = 3});
+  add({.op = "ApplyProximalGradientDescent",
+       .inputs = {w, in({}, 0.5, 1), l1, l2, g},
+       .variables = 1});
+  add({.op = "ApplyProximalGradientDescent",
+       .inputs = {w, in({}, 0.5, 1), at(0), l2, g},
+       .variables = 1,
+       .note = "l1 0"});
+  add({.op = "ApplyProximalAdagrad", .inputs = {w, positive, lr, l1, l2, g}, .variables = 2});
+  add({.op = "ApplyAdagradDA",
+       .inputs = {w, w, positive, g, lr, l1, l2, global_step},
+       .variables = 3});
+  add({.op = "ApplyAdagradDA",
+       .inputs = {w, w, positive, g, lr, at(0), l2, global_step},
+       .variables = 3,
+       .note = "l1 0"});
+  for (bool by_lr : {false, true}) {
+    const AttrMap attrs = {{"multiply_linear_by_lr", BoolAttr(by_lr)}};
+    const std::string note = by_lr ? "multiply_linear_by_lr" : "";
+    add({.op = "ApplyFtrl",
+         .inputs = {w, positive, w, g, lr, l1, l2, at(-0.5)},
+         .variables = 3,
+         .attrs = attrs,
+         .note = note});
+    add({.op = "ApplyFtrlV2",
+         .inputs = {w, positive, w, g, lr, l1, l2, l2, at(-0.5)},
+         .variables = 3,
+         .attrs = attrs,
+         .note = note});
+  }
+  add({.op = "ApplyFtrl",
+       .inputs = {w, positive, w, g, lr, l1, l2, at(-0.3)},
+       .variables = 3,
+       .note = "lr_power -0.3",
+       .tolerance = kLibm});
+  add({.op = "ApplyAddSign",
+       .inputs = {w, w, lr, in({}, 0.5, 1), in({}, 0.1, 0.5), rho, g},
+       .variables = 2});
+  add({.op = "ApplyPowerSign",
+       .inputs = {w, w, lr, in({}, 0.5, 1.5), in({}, 0.1, 0.5), rho, g},
+       .variables = 2,
+       .tolerance = kLibm});
+
+  // Sparse: rows 3, 0, 3, 9, 3 of a [10, row_size] table.
+  const Input indices = Ints({3, 0, 3, 9, 3});
+  const AttrMap int32 = {{"Tindices", TypeAttr(tensorflow::DT_INT32)}};
+  for (int64_t row_size : {int64_t{33}, int64_t{1}}) {
+    const TensorShape table{10, row_size}, grads{5, row_size};
+    const Input t = in(table, -1, 1), tg = in(grads, -1, 1), tp = in(table, 0.1, 1);
+    const std::string note = row_size == 1 ? "rows of one" : "";
+    add({.op = "SparseApplyProximalGradientDescent",
+         .inputs = {t, in({}, 0.5, 1), l1, l2, tg, indices},
+         .variables = 1,
+         .attrs = int32,
+         .note = note});
+    add({.op = "SparseApplyProximalAdagrad",
+         .inputs = {t, tp, lr, l1, l2, tg, indices},
+         .variables = 2,
+         .attrs = int32,
+         .note = note});
+    add({.op = "SparseApplyAdagradDA",
+         .inputs = {t, t, tp, tg, indices, lr, l1, l2, global_step},
+         .variables = 3,
+         .attrs = int32,
+         .note = note});
+    add({.op = "SparseApplyFtrl",
+         .inputs = {t, tp, t, tg, indices, lr, l1, l2, at(-0.5)},
+         .variables = 3,
+         .attrs = int32,
+         .note = note});
+    add({.op = "SparseApplyFtrlV2",
+         .inputs = {t, tp, t, tg, indices, lr, l1, l2, l2, at(-0.5)},
+         .variables = 3,
+         .attrs = int32,
+         .note = note});
+    if (row_size != 1) continue;
+    // The rules with no scalar loop of their own.
+    const TensorShape wide{10, 33}, wide_grads{5, 33};
+    const Input wt = in(wide, -1, 1), wg = in(wide_grads, -1, 1), wp = in(wide, 0.1, 1);
+    for (bool nesterov : {false, true}) {
+      AttrMap attrs = int32;
+      attrs.emplace("use_nesterov", BoolAttr(nesterov));
+      add({.op = "SparseApplyKerasMomentum",
+           .inputs = {wt, wt, lr, wg, indices, momentum},
+           .variables = 2,
+           .attrs = attrs,
+           .note = nesterov ? "nesterov" : "",
+           .has_ref_form = false});
+    }
+    add({.op = "SparseApplyCenteredRMSProp",
+         .inputs = {wt, in(wide, -0.3, 0.3), in(wide, 0.5, 1), wt, lr, rho, in({}, 0, 0.9), epsilon,
+                    wg, indices},
+         .variables = 4,
+         .attrs = int32});
+    add({.op = "SparseApplyAdadelta",
+         .inputs = {wt, wp, wp, lr, rho, epsilon, wg, indices},
+         .variables = 3,
+         .attrs = int32});
+  }
+  AttrMap by_lr = int32;
+  by_lr.emplace("multiply_linear_by_lr", BoolAttr(true));
+  const Input t = in({10, 33}, -1, 1), tg = in({5, 33}, -1, 1), tp = in({10, 33}, 0.1, 1);
+  add({.op = "SparseApplyFtrl",
+       .inputs = {t, tp, t, tg, indices, lr, l1, l2, at(-0.5)},
+       .variables = 3,
+       .attrs = by_lr,
+       .note = "multiply_linear_by_lr"});
+  add({.op = "SparseApplyFtrl",
+       .inputs = {t, tp, t, tg, indices, lr, l1, l2, at(-0.3)},
+       .variables = 3,
+       .attrs = int32,
+       .note = "lr_power -0.3",
+       .tolerance = kLibm});
+}
+
 std::vector<KernelCase> Table() {
   std::vector<KernelCase> cases;
   const TensorShape odd{3, 257};  // not a multiple of any block size
@@ -797,6 +977,7 @@ std::vector<KernelCase> Table() {
                    .attrs = {{"Tindices", int32}},
                    .note = "scalar updates",
                    .ref_inputs = {0}});
+  AddRarerUpdateCases(cases);
   return cases;
 }
 

@@ -61,19 +61,6 @@ struct UpdateArgs {
   bool multiply_linear_by_lr = false;  // Ftrl
 };
 
-// Eigen's sign: -1, 0 or 1.
-template <typename T>
-T Sign(T x) {
-  return static_cast<T>((x > T(0)) - (x < T(0)));
-}
-
-// "lr must be positive, got 0": the value checks TF's CPU kernels make.
-template <typename T>
-Status RequireHyper(bool ok, const char* name, const char* condition, T value) {
-  if (ok) return Status::Ok();
-  return InvalidArgumentError("{} must be {}, got {}", name, condition, value);
-}
-
 // A rule: kOp (the ref form's name; "Resource" + kOp is the resource form), kInputs,
 // kSlots, kHasRefForm, and Update(args, var_offset, grad_offset, n), which updates
 // elements [var_offset, var_offset + n) of the variable and slots from gradient elements
@@ -133,12 +120,13 @@ struct KerasMomentum {
     T* accum = a.var[1] + vo;
     const T* g = a.grad + go;
     const T lr = a.h[0], momentum = a.h[1];
-    for (int64_t k = 0; k < n; ++k) {
-      accum[k] = accum[k] * momentum - g[k] * lr;
-      if (a.use_nesterov) {
-        var[k] += accum[k] * momentum - g[k] * lr;
-      } else {
-        var[k] += accum[k];
+    if (a.use_nesterov) {
+      for (int64_t k = 0; k < n; ++k) {
+        update_rules::KerasMomentum<true>(var[k], accum[k], g[k], lr, momentum);
+      }
+    } else {
+      for (int64_t k = 0; k < n; ++k) {
+        update_rules::KerasMomentum<false>(var[k], accum[k], g[k], lr, momentum);
       }
     }
   }
@@ -196,10 +184,8 @@ struct AdamWithAmsgrad {
     const T beta1 = a.h[3], beta2 = a.h[4], epsilon = a.h[5];
     const T alpha = AdamAlpha(a.h[0], a.h[1], a.h[2]);
     for (int64_t k = 0; k < n; ++k) {
-      m[k] += (g[k] - m[k]) * (T(1) - beta1);
-      v[k] += (g[k] * g[k] - v[k]) * (T(1) - beta2);
-      vhat[k] = std::max(vhat[k], v[k]);
-      var[k] -= (m[k] * alpha) / (std::sqrt(vhat[k]) + epsilon);
+      update_rules::AdamWithAmsgrad(var[k], m[k], v[k], vhat[k], g[k], alpha, beta1, beta2,
+                                    epsilon);
     }
   }
 };
@@ -218,11 +204,9 @@ struct AdaMax {
     T* v = a.var[2] + vo;
     const T* g = a.grad + go;
     const T beta1 = a.h[2], beta2 = a.h[3], epsilon = a.h[4];
-    const T step = a.h[1] / (T(1) - a.h[0]);
+    const T step = update_rules::AdaMaxStep(a.h[0], a.h[1]);
     for (int64_t k = 0; k < n; ++k) {
-      m[k] += (g[k] - m[k]) * (T(1) - beta1);
-      v[k] = std::max(beta2 * v[k], std::abs(g[k]));
-      var[k] -= step * (m[k] / (v[k] + epsilon));
+      update_rules::AdaMax(var[k], m[k], v[k], g[k], step, beta1, beta2, epsilon);
     }
   }
 };
@@ -263,11 +247,8 @@ struct CenteredRMSProp {
     const T* g = a.grad + go;
     const T lr = a.h[0], rho = a.h[1], momentum = a.h[2], epsilon = a.h[3];
     for (int64_t k = 0; k < n; ++k) {
-      ms[k] += (g[k] * g[k] - ms[k]) * (T(1) - rho);
-      mg[k] += (g[k] - mg[k]) * (T(1) - rho);
-      const T denom = (ms[k] - mg[k] * mg[k]) + epsilon;
-      mom[k] = mom[k] * momentum + (g[k] * lr) / std::sqrt(denom);
-      var[k] -= mom[k];
+      update_rules::CenteredRMSProp(var[k], mg[k], ms[k], mom[k], g[k], lr, rho, momentum,
+                                    epsilon);
     }
   }
 };
@@ -324,11 +305,7 @@ struct Adadelta {
     const T* g = a.grad + go;
     const T lr = a.h[0], rho = a.h[1], epsilon = a.h[2];
     for (int64_t k = 0; k < n; ++k) {
-      accum[k] = accum[k] * rho + g[k] * g[k] * (T(1) - rho);
-      const T update =
-          std::sqrt(accum_update[k] + epsilon) * (T(1) / std::sqrt(accum[k] + epsilon)) * g[k];
-      var[k] -= update * lr;
-      accum_update[k] = accum_update[k] * rho + update * update * (T(1) - rho);
+      update_rules::Adadelta(var[k], accum[k], accum_update[k], g[k], lr, rho, epsilon);
     }
   }
 };
@@ -422,11 +399,8 @@ struct SparseCenteredRMSProp {
     const T* g = a.grad + go;
     const T lr = a.h[0], rho = a.h[1], momentum = a.h[2], epsilon = a.h[3];
     for (int64_t k = 0; k < n; ++k) {
-      ms[k] = ms[k] * rho + g[k] * g[k] * (T(1) - rho);
-      mg[k] = mg[k] * rho + g[k] * (T(1) - rho);
-      const T denom = ms[k] + epsilon - mg[k] * mg[k];
-      mom[k] = mom[k] * momentum + (T(1) / std::sqrt(denom)) * lr * g[k];
-      var[k] -= mom[k];
+      update_rules::SparseCenteredRMSProp(var[k], mg[k], ms[k], mom[k], g[k], lr, rho, momentum,
+                                          epsilon);
     }
   }
 };
@@ -444,23 +418,10 @@ struct SparseAdadelta : Adadelta {
 
 // Rules whose sparse form (kSparse) shares the dense rule's hyper-parameters. Where TF's
 // sparse kernel has a scalar loop for rows of one element (n == 1) that rounds
-// differently, Update takes that branch too.
+// differently, the update takes that branch too (update_rules.h: `single`).
 
-// The proximal step's last line, TF's scalar loop: the division by 1 + l2 * rate is done
-// in double (TF writes the literal 1.0) and rounded to T.
-template <typename T>
-T ProximalScalar(T prox, T rate, T l1, T l2) {
-  const double denominator = 1.0 + static_cast<double>(l2 * rate);
-  if (l1 > T(0)) {
-    const T shrunk = Sign(prox) * std::max(std::abs(prox) - rate * l1, T(0));
-    return static_cast<T>(static_cast<double>(shrunk) / denominator);
-  }
-  return static_cast<T>(static_cast<double>(prox) / denominator);
-}
-
-// Proximal gradient descent (FOBOS with a fixed rate): prox = var - delta * alpha;
-// var = sign(prox) * max(|prox| - alpha * l1, 0) / (1 + l2 * alpha) (l1 > 0), else
-// prox / (1 + l2 * alpha).
+// Proximal gradient descent (FOBOS with a fixed rate): the proximal step from
+// var - delta * alpha.
 template <bool kSparse>
 struct ProximalGradientDescentRule {
   static constexpr const char* kOp =
@@ -474,25 +435,17 @@ struct ProximalGradientDescentRule {
     T* var = a.var[0] + vo;
     const T* g = a.grad + go;
     const T lr = a.h[0], l1 = a.h[1], l2 = a.h[2];
-    if (kSparse && n == 1) {
-      var[0] = ProximalScalar(var[0] - lr * g[0], lr, l1, l2);
-      return;
-    }
-    const T shrinkage = lr * l1;
-    const T denominator = T(1) + l2 * lr;
+    const bool single = kSparse && n == 1;
     for (int64_t k = 0; k < n; ++k) {
-      const T prox = var[k] - g[k] * lr;
-      var[k] = l1 > T(0) ? Sign(prox) * std::max(std::abs(prox) - shrinkage, T(0)) / denominator
-                         : prox / denominator;
+      update_rules::ProximalGradientDescent(var[k], g[k], lr, l1, l2, single);
     }
   }
 };
 using ProximalGradientDescent = ProximalGradientDescentRule<false>;
 using SparseProximalGradientDescent = ProximalGradientDescentRule<true>;
 
-// Proximal Adagrad: accum += g^2; rate = lr * rsqrt(accum) (lr / sqrt(accum) in TF's
-// scalar loop), then the proximal step with that rate. TF requires lr > 0, l1 >= 0,
-// l2 >= 0.
+// Proximal Adagrad: accum += g^2, then the proximal step with rate lr * rsqrt(accum).
+// TF requires lr > 0, l1 >= 0, l2 >= 0.
 template <bool kSparse>
 struct ProximalAdagradRule {
   static constexpr const char* kOp =
@@ -503,9 +456,7 @@ struct ProximalAdagradRule {
   static constexpr bool kHasRefForm = true;
   template <typename T>
   static Status Check(const UpdateArgs<T>& a) {
-    PX_RETURN_IF_ERROR(RequireHyper(a.h[0] > T(0), "lr", "positive", a.h[0]));
-    PX_RETURN_IF_ERROR(RequireHyper(a.h[1] >= T(0), "l1", "non-negative", a.h[1]));
-    return RequireHyper(a.h[2] >= T(0), "l2", "non-negative", a.h[2]);
+    return variable_update::CheckProximalAdagradHyper(a.h[0], a.h[1], a.h[2]);
   }
   template <typename T>
   static void Update(const UpdateArgs<T>& a, int64_t vo, int64_t go, int64_t n) {
@@ -513,32 +464,17 @@ struct ProximalAdagradRule {
     T* accum = a.var[1] + vo;
     const T* g = a.grad + go;
     const T lr = a.h[0], l1 = a.h[1], l2 = a.h[2];
-    if (kSparse && n == 1) {
-      accum[0] += g[0] * g[0];
-      const T rate = lr / std::sqrt(accum[0]);
-      var[0] = ProximalScalar(var[0] - rate * g[0], rate, l1, l2);
-      return;
-    }
+    const bool single = kSparse && n == 1;
     for (int64_t k = 0; k < n; ++k) {
-      accum[k] += g[k] * g[k];
-      const T rate = lr * (T(1) / std::sqrt(accum[k]));
-      const T prox = var[k] - g[k] * rate;
-      var[k] = l1 > T(0)
-                   ? Sign(prox) * std::max(std::abs(prox) - rate * l1, T(0)) / (T(1) + l2 * rate)
-                   : prox / (T(1) + l2 * rate);
+      update_rules::ProximalAdagrad(var[k], accum[k], g[k], lr, l1, l2, single);
     }
   }
 };
 using ProximalAdagrad = ProximalAdagradRule<false>;
 using SparseProximalAdagrad = ProximalAdagradRule<true>;
 
-// Adagrad dual averaging: gradient_accumulator (ga) += g, gradient_squared_accumulator
-// (gsa) += g^2, then var is set (not stepped) from them and global_step t:
-//   var = -lr * sign(ga) * max(|ga| - t * l1, 0) / (l2 * t * lr + sqrt(gsa))  (l1 > 0)
-//   var = -lr * ga / (l2 * t * lr + sqrt(gsa))                                 (l1 <= 0).
-// TF writes it three ways, each followed here: the dense kernel rounds t to float
-// first; the sparse kernel's rows divide through by t * lr; its one-element rows compute
-// in double. t = 0 divides by zero, as in TF.
+// Adagrad dual averaging: var is set (not stepped) from the accumulated gradients and
+// global_step (update_rules.h: AdagradDA, SparseAdagradDA).
 template <bool kSparse>
 struct AdagradDARule {
   static constexpr const char* kOp = kSparse ? "SparseApplyAdagradDA" : "ApplyAdagradDA";
@@ -555,41 +491,12 @@ struct AdagradDARule {
     T* gsa = a.var[2] + vo;
     const T* g = a.grad + go;
     const T lr = a.h[0], l1 = a.h[1], l2 = a.h[2];
-    if (!kSparse) {
-      const T step = static_cast<T>(static_cast<float>(a.global_step));
-      const T step_l1 = step * l1;
-      const T l2_step_lr = l2 * (step * lr);
-      for (int64_t k = 0; k < n; ++k) {
-        ga[k] += g[k];
-        gsa[k] += g[k] * g[k];
-        const T denominator = l2_step_lr + std::sqrt(gsa[k]);
-        var[k] = l1 > T(0) ? lr * T(-1) * Sign(ga[k]) * std::max(std::abs(ga[k]) - step_l1, T(0)) /
-                                 denominator
-                           : lr * ga[k] * T(-1) / denominator;
-      }
-    } else if (n == 1) {
-      const double step_l1 = static_cast<double>(a.global_step) * static_cast<double>(l1);
-      const double step_l2_lr =
-          static_cast<double>(a.global_step) * static_cast<double>(l2) * static_cast<double>(lr);
-      const double gd = g[0];
-      ga[0] = static_cast<T>(static_cast<double>(ga[0]) + gd);
-      gsa[0] = static_cast<T>(static_cast<double>(gsa[0]) + gd * gd);
-      const double denominator = step_l2_lr + static_cast<double>(std::sqrt(gsa[0]));
-      var[0] = static_cast<T>(
-          l1 > T(0)
-              ? static_cast<double>(Sign(-ga[0])) * static_cast<double>(lr) *
-                    std::max(static_cast<double>(std::abs(ga[0])) - step_l1, 0.0) / denominator
-              : static_cast<double>(-ga[0]) * static_cast<double>(lr) / denominator);
-    } else {
-      const T step = static_cast<T>(a.global_step);
-      const T step_lr = step * lr;
-      for (int64_t k = 0; k < n; ++k) {
-        ga[k] += g[k];
-        gsa[k] += g[k] * g[k];
-        const T denominator = l2 + std::sqrt(gsa[k]) / step_lr;
-        var[k] = l1 > T(0) ? T(-1) * Sign(ga[k]) * std::max(std::abs(ga[k]) / step - l1, T(0)) /
-                                 denominator
-                           : T(-1) * (ga[k] / step) / denominator;
+    for (int64_t k = 0; k < n; ++k) {
+      if (kSparse) {
+        update_rules::SparseAdagradDA(var[k], ga[k], gsa[k], g[k], lr, l1, l2, a.global_step,
+                                      n == 1);
+      } else {
+        update_rules::AdagradDA(var[k], ga[k], gsa[k], g[k], lr, l1, l2, a.global_step);
       }
     }
   }
@@ -597,17 +504,10 @@ struct AdagradDARule {
 using AdagradDA = AdagradDARule<false>;
 using SparseAdagradDA = AdagradDARule<true>;
 
-// FTRL-proximal (McMahan et al. 2013), with FtrlV2's l2_shrinkage (kShrinkage) and the
-// multiply_linear_by_lr attr (linear holds lr * z). With P(x) = x^-lr_power (sqrt when
-// lr_power is -0.5), g' = g + 2 * l2_shrinkage * var and accum' = accum + g^2:
-//   linear += g' - (P(accum') - P(accum)) / lr * var
-//   var = |linear| > l1 ? (l1 * sign(linear) - linear) / (P(accum') / lr + 2 * l2) : 0
-//   accum = accum'
-// (with multiply_linear_by_lr: g' * lr, no "/ lr", l1 * lr and 2 * l2 * lr). The sparse
-// kernel writes the var line as (clamp(linear, -l1, l1) - linear) / (...), and its
-// one-element rows use pow for P(accum') - P(accum) even at -0.5; both followed. The
-// sparse forms require lr > 0 (>= 0 with multiply_linear_by_lr), l1, l2, l2_shrinkage
-// >= 0 and lr_power <= 0, as TF's do; TF's dense kernels check none of these.
+// FTRL-proximal, with FtrlV2's l2_shrinkage (kShrinkage) and the multiply_linear_by_lr
+// attr (update_rules.h: Ftrl). The sparse forms require lr > 0 (>= 0 with
+// multiply_linear_by_lr), l1, l2, l2_shrinkage >= 0 and lr_power <= 0, as TF's do; TF's
+// dense kernels check none of these.
 template <bool kShrinkage, bool kSparse>
 struct FtrlRule {
   static constexpr const char* kOp = kSparse
@@ -622,33 +522,14 @@ struct FtrlRule {
   static constexpr bool kHasRefForm = true;
 
   template <typename T>
-  struct Hyper {
-    explicit Hyper(const UpdateArgs<T>& a)
-        : lr(a.h[0]),
-          l1(a.h[1]),
-          l2(a.h[2]),
-          l2_shrinkage(kShrinkage ? a.h[3] : T(0)),
-          lr_power(kShrinkage ? a.h[4] : a.h[3]) {}
-    T lr, l1, l2, l2_shrinkage, lr_power;
-  };
+  static update_rules::FtrlHyper<T> Hyper(const UpdateArgs<T>& a) {
+    return update_rules::FtrlHyperOf<kShrinkage>(a.h.data());
+  }
 
   template <typename T>
   static Status Check(const UpdateArgs<T>& a) {
     if (!kSparse) return Status::Ok();
-    const Hyper<T> h(a);
-    if (a.multiply_linear_by_lr) {
-      PX_RETURN_IF_ERROR(
-          RequireHyper(h.lr >= T(0), "lr", "non-negative (multiply_linear_by_lr)", h.lr));
-    } else {
-      PX_RETURN_IF_ERROR(RequireHyper(h.lr > T(0), "lr", "positive", h.lr));
-    }
-    PX_RETURN_IF_ERROR(RequireHyper(h.l1 >= T(0), "l1", "non-negative", h.l1));
-    PX_RETURN_IF_ERROR(RequireHyper(h.l2 >= T(0), "l2", "non-negative", h.l2));
-    if (kShrinkage) {
-      PX_RETURN_IF_ERROR(
-          RequireHyper(h.l2_shrinkage >= T(0), "l2_shrinkage", "non-negative", h.l2_shrinkage));
-    }
-    return RequireHyper(h.lr_power <= T(0), "lr_power", "non-positive", h.lr_power);
+    return variable_update::CheckSparseFtrlHyper(Hyper(a), kShrinkage, a.multiply_linear_by_lr);
   }
 
   template <typename T>
@@ -657,39 +538,10 @@ struct FtrlRule {
     T* accum = a.var[1] + vo;
     T* linear = a.var[2] + vo;
     const T* g = a.grad + go;
-    const Hyper<T> h(a);
-    const bool by_lr = a.multiply_linear_by_lr;
-    const bool root = h.lr_power == T(-0.5);
-    auto power = [&](T x) { return root ? std::sqrt(x) : std::pow(x, -h.lr_power); };
-    const T two_l2_shrinkage = T(2) * h.l2_shrinkage;
-    const T l1 = by_lr ? h.l1 * h.lr : h.l1;  // the threshold on linear
-    const T two_l2 = by_lr ? T(2) * h.l2 * h.lr : T(2) * h.l2;
-    if (kSparse && n == 1) {
-      const T grad = kShrinkage ? g[0] + two_l2_shrinkage * var[0] : g[0];
-      const T new_accum = accum[0] + g[0] * g[0];
-      T sigma = std::pow(new_accum, -h.lr_power) - std::pow(accum[0], -h.lr_power);
-      if (!by_lr) sigma /= h.lr;
-      const T new_linear =
-          by_lr ? linear[0] + grad * h.lr - sigma * var[0] : linear[0] + grad - sigma * var[0];
-      const T quadratic = by_lr ? power(new_accum) + two_l2 : power(new_accum) / h.lr + two_l2;
-      var[0] = (std::max(std::min(new_linear, l1), -l1) - new_linear) / quadratic;
-      accum[0] = new_accum;
-      linear[0] = new_linear;
-      return;
-    }
+    const update_rules::FtrlHyper<T> h = Hyper(a);
     for (int64_t k = 0; k < n; ++k) {
-      const T grad = kShrinkage ? g[k] + two_l2_shrinkage * var[k] : g[k];
-      const T new_accum = accum[k] + g[k] * g[k];
-      const T new_power = power(new_accum);
-      const T sigma = new_power - power(accum[k]);
-      linear[k] += by_lr ? grad * h.lr - sigma * var[k] : grad - sigma / h.lr * var[k];
-      const T quadratic = by_lr ? new_power + two_l2 : new_power / h.lr + two_l2;
-      if (kSparse) {
-        var[k] = (std::max(std::min(linear[k], l1), -l1) - linear[k]) / quadratic;
-      } else {
-        var[k] = std::abs(linear[k]) > l1 ? (l1 * Sign(linear[k]) - linear[k]) / quadratic : T(0);
-      }
-      accum[k] = new_accum;
+      update_rules::Ftrl<kShrinkage, kSparse>(var[k], accum[k], linear[k], g[k], h,
+                                              a.multiply_linear_by_lr, n == 1);
     }
   }
 };
@@ -714,9 +566,7 @@ struct AddSign {
     const T* g = a.grad + go;
     const T lr = a.h[0], alpha = a.h[1], sign_decay = a.h[2], beta = a.h[3];
     for (int64_t k = 0; k < n; ++k) {
-      m[k] = m[k] * beta + g[k] * (T(1) - beta);
-      const T sign_gm = Sign(g[k]) * Sign(m[k]);
-      var[k] -= lr * (alpha + sign_decay * sign_gm) * g[k];
+      update_rules::AddSign(var[k], m[k], g[k], lr, alpha, sign_decay, beta);
     }
   }
 };
@@ -731,15 +581,9 @@ struct PowerSign {
     T* var = a.var[0] + vo;
     T* m = a.var[1] + vo;
     const T* g = a.grad + go;
-    const T lr = a.h[0], logbase = a.h[1], sign_decay = a.h[2], beta = a.h[3];
-    const T exponent = logbase * sign_decay;
-    const std::array<T, 3> scale = {std::exp(exponent * T(-1)), std::exp(exponent * T(0)),
-                                    std::exp(exponent * T(1))};
-    for (int64_t k = 0; k < n; ++k) {
-      m[k] = m[k] * beta + g[k] * (T(1) - beta);
-      const T sign_gm = Sign(g[k]) * Sign(m[k]);
-      var[k] -= lr * scale[static_cast<size_t>(sign_gm + T(1))] * g[k];
-    }
+    const T lr = a.h[0], beta = a.h[3];
+    const auto scales = update_rules::PowerSignScalesFor(a.h[1], a.h[2]);
+    for (int64_t k = 0; k < n; ++k) update_rules::PowerSign(var[k], m[k], g[k], lr, beta, scales);
   }
 };
 

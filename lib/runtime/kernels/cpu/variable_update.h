@@ -27,6 +27,7 @@
 #include "lib/base/status.h"
 #include "lib/ops/dtypes.h"
 #include "lib/runtime/kernel.h"
+#include "lib/runtime/kernels/update_rules.h"
 #include "lib/runtime/tensor.h"
 
 namespace parallax::variable_update {
@@ -180,6 +181,42 @@ inline StatusOr<bool> CheckScatterUpdates(const Tensor& variable, std::string_vi
         expected.DebugString(), updates.shape().DebugString());
   }
   return scalar_updates;
+}
+
+// "lr must be positive, got 0": the hyper-parameter checks TF's CPU kernels make, run
+// by both devices before any update.
+template <typename T>
+Status RequireHyper(bool ok, const char* name, const char* condition, T value) {
+  if (ok) return Status::Ok();
+  return InvalidArgumentError("{} must be {}, got {}", name, condition, value);
+}
+
+// (Sparse)ApplyProximalAdagrad: lr > 0, l1 >= 0, l2 >= 0.
+template <typename T>
+Status CheckProximalAdagradHyper(T lr, T l1, T l2) {
+  PX_RETURN_IF_ERROR(RequireHyper(lr > T(0), "lr", "positive", lr));
+  PX_RETURN_IF_ERROR(RequireHyper(l1 >= T(0), "l1", "non-negative", l1));
+  return RequireHyper(l2 >= T(0), "l2", "non-negative", l2);
+}
+
+// SparseApplyFtrl(V2): lr > 0 (>= 0 with multiply_linear_by_lr), l1, l2 (and FtrlV2's
+// l2_shrinkage) >= 0, lr_power <= 0.
+template <typename T>
+Status CheckSparseFtrlHyper(const update_rules::FtrlHyper<T>& h, bool shrinkage,
+                            bool multiply_linear_by_lr) {
+  if (multiply_linear_by_lr) {
+    PX_RETURN_IF_ERROR(
+        RequireHyper(h.lr >= T(0), "lr", "non-negative (multiply_linear_by_lr)", h.lr));
+  } else {
+    PX_RETURN_IF_ERROR(RequireHyper(h.lr > T(0), "lr", "positive", h.lr));
+  }
+  PX_RETURN_IF_ERROR(RequireHyper(h.l1 >= T(0), "l1", "non-negative", h.l1));
+  PX_RETURN_IF_ERROR(RequireHyper(h.l2 >= T(0), "l2", "non-negative", h.l2));
+  if (shrinkage) {
+    PX_RETURN_IF_ERROR(
+        RequireHyper(h.l2_shrinkage >= T(0), "l2_shrinkage", "non-negative", h.l2_shrinkage));
+  }
+  return RequireHyper(h.lr_power <= T(0), "lr_power", "non-positive", h.lr_power);
 }
 
 // Elements per row of `variable` seen as [dim(0), rest].

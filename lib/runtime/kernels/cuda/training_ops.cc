@@ -1,21 +1,21 @@
-// GPU kernels of the variable updates, ref forms (TF1 variables), float and double:
-// Assign, AssignAdd, AssignSub, the dense optimizer updates ApplyGradientDescent,
-// ApplyMomentum, ApplyAdam, ApplyRMSProp, ApplyAdagrad, ApplyAdagradV2 — one fused
-// kernel per variable and step, by the CPU kernels' rules (../update_rules.h) — and the
-// sparse ones TF1's optimizers use for embeddings: SparseApplyMomentum,
-// SparseApplyAdagrad, SparseApplyAdagradV2, SparseApplyRMSProp, ScatterAdd, ScatterSub,
-// ScatterUpdate (GradientDescent's and Adam's sparse steps). Their indices are read on
-// the host, checked as the CPU checks them and grouped by row (training_launch.h).
-// Each also for resource variables (Resource*, AssignAdd/SubVariableOp), with
-// AssignVariableOp and ReadVariableOp.
+// GPU kernels of the variable updates, float and double: Assign, AssignAdd, AssignSub;
+// every optimizer update the CPU has (Apply* and SparseApply*: the table kUpdateOps) —
+// one fused kernel per variable and step, by the CPU kernels' rules (../update_rules.h);
+// ScatterAdd, ScatterSub, ScatterUpdate (GradientDescent's and Adam's sparse steps). The
+// sparse updates' indices are read on the host, checked as the CPU checks them and
+// grouped by row (training_launch.h). Each also for resource variables (Resource*,
+// AssignAdd/SubVariableOp), with AssignVariableOp and ReadVariableOp.
 //
 // The executor runs these on the GPU only for device variables (executor.h: every
 // updater of the variable has a GPU kernel), whose values it keeps in device memory;
 // the variable and its slots are checked to be there. The gradient and the scalar
 // hyper-parameters are read on the device (no wait for the GPU: Adam's beta powers are
-// variables the GPU updates).
-// The rarer rules (Ftrl, ProximalAdagrad, AdagradDA, Adadelta...) run on the host.
+// variables the GPU updates), except the values TF's kernels check (ProximalAdagrad's,
+// sparse Ftrl's) and Adagrad-DA's global_step, which are read on the host.
+#include <algorithm>
+#include <iterator>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lib/ops/op_registry.h"
@@ -43,133 +43,123 @@ StatusOr<Tensor*> DeviceVariable(KernelContext& context, int index, std::string_
   return variable;
 }
 
-struct Rule {
-  const char* op;
-  DenseRule rule;
+// An optimizer update op: its rule (the dense one, or for Sparse* ops the sparse one)
+// and its number of slot variables after `var`.
+struct UpdateOp {
+  const char* op;  // the ref form's name; "Resource" + op is the resource form
   int slots;
+  DenseRule dense = DenseRule::kGradientDescent;  // for Apply*
+  SparseRule sparse = SparseRule::kMomentum;      // for SparseApply*
+  bool has_ref_form = true;
+  // TF's kernel checks the scalars' values (variable_update.h: CheckProximalAdagradHyper,
+  // CheckSparseFtrlHyper), so they are read on the host.
+  bool checks_scalars = false;
+
+  bool is_sparse() const { return std::string_view(op).starts_with("Sparse"); }
 };
 
-constexpr Rule kRules[] = {
-    {"ApplyGradientDescent", DenseRule::kGradientDescent, 0},
-    {"ApplyMomentum", DenseRule::kMomentum, 1},
-    {"ApplyAdam", DenseRule::kAdam, 2},
-    {"ApplyRMSProp", DenseRule::kRMSProp, 2},
-    {"ApplyAdagrad", DenseRule::kAdagrad, 1},
-    {"ApplyAdagradV2", DenseRule::kAdagradV2, 1},
+constexpr UpdateOp kUpdateOps[] = {
+    {.op = "ApplyGradientDescent", .slots = 0, .dense = DenseRule::kGradientDescent},
+    {.op = "ApplyMomentum", .slots = 1, .dense = DenseRule::kMomentum},
+    {.op = "ApplyKerasMomentum",
+     .slots = 1,
+     .dense = DenseRule::kKerasMomentum,
+     .has_ref_form = false},
+    {.op = "ApplyAdam", .slots = 2, .dense = DenseRule::kAdam},
+    {.op = "ApplyAdamWithAmsgrad",
+     .slots = 3,
+     .dense = DenseRule::kAdamWithAmsgrad,
+     .has_ref_form = false},
+    {.op = "ApplyAdaMax", .slots = 2, .dense = DenseRule::kAdaMax},
+    {.op = "ApplyRMSProp", .slots = 2, .dense = DenseRule::kRMSProp},
+    {.op = "ApplyCenteredRMSProp", .slots = 3, .dense = DenseRule::kCenteredRMSProp},
+    {.op = "ApplyAdagrad", .slots = 1, .dense = DenseRule::kAdagrad},
+    {.op = "ApplyAdagradV2", .slots = 1, .dense = DenseRule::kAdagradV2},
+    {.op = "ApplyAdadelta", .slots = 2, .dense = DenseRule::kAdadelta},
+    {.op = "ApplyProximalGradientDescent",
+     .slots = 0,
+     .dense = DenseRule::kProximalGradientDescent},
+    {.op = "ApplyProximalAdagrad",
+     .slots = 1,
+     .dense = DenseRule::kProximalAdagrad,
+     .checks_scalars = true},
+    {.op = "ApplyAdagradDA", .slots = 2, .dense = DenseRule::kAdagradDA},
+    {.op = "ApplyFtrl", .slots = 2, .dense = DenseRule::kFtrl},
+    {.op = "ApplyFtrlV2", .slots = 2, .dense = DenseRule::kFtrlV2},
+    {.op = "ApplyAddSign", .slots = 1, .dense = DenseRule::kAddSign},
+    {.op = "ApplyPowerSign", .slots = 1, .dense = DenseRule::kPowerSign},
+    {.op = "SparseApplyMomentum", .slots = 1, .sparse = SparseRule::kMomentum},
+    {.op = "SparseApplyKerasMomentum",
+     .slots = 1,
+     .sparse = SparseRule::kKerasMomentum,
+     .has_ref_form = false},
+    {.op = "SparseApplyAdagrad", .slots = 1, .sparse = SparseRule::kAdagrad},
+    {.op = "SparseApplyAdagradV2", .slots = 1, .sparse = SparseRule::kAdagradV2},
+    {.op = "SparseApplyRMSProp", .slots = 2, .sparse = SparseRule::kRMSProp},
+    {.op = "SparseApplyCenteredRMSProp", .slots = 3, .sparse = SparseRule::kCenteredRMSProp},
+    {.op = "SparseApplyAdadelta", .slots = 2, .sparse = SparseRule::kAdadelta},
+    {.op = "SparseApplyProximalGradientDescent",
+     .slots = 0,
+     .sparse = SparseRule::kProximalGradientDescent},
+    {.op = "SparseApplyProximalAdagrad",
+     .slots = 1,
+     .sparse = SparseRule::kProximalAdagrad,
+     .checks_scalars = true},
+    {.op = "SparseApplyAdagradDA", .slots = 2, .sparse = SparseRule::kAdagradDA},
+    {.op = "SparseApplyFtrl", .slots = 2, .sparse = SparseRule::kFtrl, .checks_scalars = true},
+    {.op = "SparseApplyFtrlV2",
+     .slots = 2,
+     .sparse = SparseRule::kFtrlV2,
+     .checks_scalars = true},
 };
 
-// Inputs by the op's schema (lib/ops/training_ops.cc): the first 1 + slots are the
-// variables, "grad"/"delta" the gradient, the others scalar hyper-parameters, in order.
+// The checks of the ops with checks_scalars, on the scalars read on the host.
+template <typename T>
+Status CheckScalars(const UpdateOp& op, const UpdateScalars<T>& scalars,
+                    bool multiply_linear_by_lr) {
+  const T* h = scalars.on_host;
+  if (op.is_sparse() && (op.sparse == SparseRule::kFtrl || op.sparse == SparseRule::kFtrlV2)) {
+    const bool shrinkage = op.sparse == SparseRule::kFtrlV2;
+    const update_rules::FtrlHyper<T> hyper = shrinkage ? update_rules::FtrlHyperOf<true>(h)
+                                                       : update_rules::FtrlHyperOf<false>(h);
+    return variable_update::CheckSparseFtrlHyper(hyper, shrinkage, multiply_linear_by_lr);
+  }
+  return variable_update::CheckProximalAdagradHyper(h[0], h[1], h[2]);
+}
+
+// Apply*(var, slots..., scalars and grad...) and SparseApply*(..., grad, indices, ...),
+// ref and resource forms: inputs by the op's schema (lib/ops/training_ops.cc) — the first
+// 1 + slots are the variables, "grad"/"delta" the gradient, "indices" (read on the host)
+// makes the update sparse, "global_step" is an int64 read on the host, every other input
+// a scalar of type T.
 template <typename T>
 class ApplyKernel : public OpKernel {
  public:
   ApplyKernel(const KernelInit& init, Status* status)
       : resource_(variable_update::IsResourceOp(init)) {
-    const std::string_view op = init.node().op();
-    for (const Rule& rule : kRules) {
-      if (op == rule.op || op == std::string("Resource") + rule.op) rule_ = rule;
+    std::string_view name = init.node().op();
+    if (resource_) name.remove_prefix(std::string_view("Resource").size());
+    for (const UpdateOp& op : kUpdateOps) {
+      if (name == op.op) op_ = &op;
     }
     const OpSchema* schema = FindOpSchema(init.node().op());
-    if (schema == nullptr) {
-      *status = InvalidArgumentError("no schema for op {}", init.node().op());
+    if (op_ == nullptr || schema == nullptr) {
+      *status = InvalidArgumentError("no GPU update rule or schema for op {}", init.node().op());
       return;
     }
     for (const ArgSchema& arg : schema->inputs) names_.push_back(arg.name);
     *status = init.GetAttrOr("use_nesterov", &use_nesterov_, false);
     if (status->ok()) *status = init.GetAttrOr("update_slots", &update_slots_, true);
+    if (status->ok()) {
+      *status = init.GetAttrOr("multiply_linear_by_lr", &multiply_linear_by_lr_, false);
+    }
   }
 
-  Status Compute(KernelContext& context) const override {
-    constexpr DataType kType = DataTypeOf<T>::value;
-    if (context.num_inputs() != static_cast<int>(names_.size())) {
-      return InvalidArgumentError("expected {} inputs, got {}", names_.size(),
-                                  context.num_inputs());
-    }
-    DenseUpdate<T> update;
-    update.use_nesterov = use_nesterov_;
-    update.update_slots = update_slots_;
-    std::vector<Tensor*> vars;
-    for (int j = 0; j <= rule_.slots; ++j) {
-      PX_ASSIGN_OR_RETURN(Tensor * var, DeviceVariable(context, j, names_[j], kType, resource_));
-      if (j > 0) PX_RETURN_IF_ERROR(CheckSameShape(*vars[0], "var", *var, names_[j]));
-      vars.push_back(var);
-      update.var[j] = static_cast<T*>(var->raw_data());
-    }
-    const Tensor* grad = nullptr;
-    int num_scalars = 0;
-    for (int j = rule_.slots + 1; j < context.num_inputs(); ++j) {
-      PX_ASSIGN_OR_RETURN(const Tensor* input, TypedInput(context, j, names_[j], kType));
-      if (IsGradient(static_cast<size_t>(j))) {
-        PX_RETURN_IF_ERROR(CheckSameShape(*vars[0], "var", *input, names_[j]));
-        grad = input;
-      } else {
-        if (input->rank() != 0) {  // ScalarInput's check, without reading the value
-          return InvalidArgumentError("{} is not a scalar: {}", names_[j],
-                                      input->shape().DebugString());
-        }
-        update.h[num_scalars++] = static_cast<const T*>(input->raw_data());
-      }
-    }
-    update.grad = static_cast<const T*>(grad->raw_data());
-    CudaDevice& device = DeviceOf(context);
-    {
-      auto lock = device.LaunchLock();
-      PX_RETURN_IF_ERROR(device.MakeCurrent());
-      PX_RETURN_IF_ERROR(LaunchStatus(
-          LaunchDenseUpdate<T>(rule_.rule, update, vars[0]->num_elements(), device.stream()),
-          device));
-    }
-    if (!resource_) context.set_output_ref(0, vars[0]);
-    return Status::Ok();
-  }
-
- private:
-  bool IsGradient(size_t index) const {
-    return index < names_.size() && (names_[index] == "grad" || names_[index] == "delta");
-  }
-
-  bool resource_;
-  Rule rule_{};
-  std::vector<std::string> names_;
-  bool use_nesterov_ = false;
-  bool update_slots_ = true;
-};
-
-struct SparseOp {
-  const char* op;
-  SparseRule rule;
-  int slots;
-};
-
-constexpr SparseOp kSparseOps[] = {
-    {"SparseApplyMomentum", SparseRule::kMomentum, 1},
-    {"SparseApplyAdagrad", SparseRule::kAdagrad, 1},
-    {"SparseApplyAdagradV2", SparseRule::kAdagradV2, 1},
-    {"SparseApplyRMSProp", SparseRule::kRMSProp, 2},
-};
-
-// SparseApply*(var, slots..., scalars..., grad, indices, scalars...): inputs by the op's
-// schema, as ApplyKernel; `indices` is read on the host.
-template <typename T>
-class SparseApplyKernel : public OpKernel {
- public:
-  SparseApplyKernel(const KernelInit& init, Status* status)
-      : resource_(variable_update::IsResourceOp(init)) {
-    const std::string_view name = init.node().op();
-    for (const SparseOp& op : kSparseOps) {
-      if (name == op.op || name == std::string("Resource") + op.op) op_ = op;
-    }
-    const OpSchema* schema = FindOpSchema(init.node().op());
-    if (schema == nullptr) {
-      *status = InvalidArgumentError("no schema for op {}", init.node().op());
-      return;
-    }
-    for (const ArgSchema& arg : schema->inputs) names_.push_back(arg.name);
-    *status = init.GetAttrOr("use_nesterov", &use_nesterov_, false);
-    if (status->ok()) *status = init.GetAttrOr("update_slots", &update_slots_, true);
-  }
   bool HostMemoryInput(int index) const override {
-    return index >= 0 && static_cast<size_t>(index) < names_.size() && names_[index] == "indices";
+    if (op_ == nullptr || index < 0 || static_cast<size_t>(index) >= names_.size()) return false;
+    const std::string& name = names_[index];
+    if (name == "indices" || name == "global_step") return true;
+    return op_->checks_scalars && index > op_->slots && !IsGradient(name);
   }
 
   Status Compute(KernelContext& context) const override {
@@ -178,60 +168,91 @@ class SparseApplyKernel : public OpKernel {
       return InvalidArgumentError("expected {} inputs, got {}", names_.size(),
                                   context.num_inputs());
     }
-    SparseUpdate<T> update;
-    update.use_nesterov = use_nesterov_;
-    update.update_slots = update_slots_;
     std::vector<Tensor*> vars;
-    for (int j = 0; j <= op_.slots; ++j) {
+    T* var_data[4] = {};
+    for (int j = 0; j <= op_->slots; ++j) {
       PX_ASSIGN_OR_RETURN(Tensor * var, DeviceVariable(context, j, names_[j], kType, resource_));
       if (j > 0) PX_RETURN_IF_ERROR(CheckSameShape(*vars[0], "var", *var, names_[j]));
       vars.push_back(var);
-      update.var[j] = static_cast<T*>(var->raw_data());
+      var_data[j] = static_cast<T*>(var->raw_data());
     }
+    UpdateScalars<T> scalars;
     const Tensor* grad = nullptr;
+    int grad_input = -1;
     const Tensor* indices = nullptr;
     int num_scalars = 0;
-    for (int j = op_.slots + 1; j < context.num_inputs(); ++j) {
-      if (names_[j] == "indices") {
+    for (int j = op_->slots + 1; j < context.num_inputs(); ++j) {
+      const std::string& name = names_[j];
+      if (name == "indices") {
         indices = &context.input(j);
-        continue;
-      }
-      PX_ASSIGN_OR_RETURN(const Tensor* input, TypedInput(context, j, names_[j], kType));
-      if (names_[j] == "grad") {
-        grad = input;
+      } else if (name == "global_step") {
+        PX_ASSIGN_OR_RETURN(scalars.global_step,
+                            variable_update::ScalarInput<int64_t>(context, j, name));
+      } else if (IsGradient(name)) {
+        PX_ASSIGN_OR_RETURN(grad, TypedInput(context, j, name, kType));
+        grad_input = j;
+      } else if (op_->checks_scalars) {
+        PX_ASSIGN_OR_RETURN(scalars.on_host[num_scalars++],
+                            variable_update::ScalarInput<T>(context, j, name));
       } else {
-        if (input->rank() != 0) {
-          return InvalidArgumentError("{} is not a scalar: {}", names_[j],
+        PX_ASSIGN_OR_RETURN(const Tensor* input, TypedInput(context, j, name, kType));
+        if (input->rank() != 0) {  // ScalarInput's check, without reading the value
+          return InvalidArgumentError("{} is not a scalar: {}", name,
                                       input->shape().DebugString());
         }
-        update.h[num_scalars++] = static_cast<const T*>(input->raw_data());
+        scalars.on_device[num_scalars++] = static_cast<const T*>(input->raw_data());
       }
     }
+    if (op_->checks_scalars) {
+      PX_RETURN_IF_ERROR(CheckScalars(*op_, scalars, multiply_linear_by_lr_));
+    }
     const Tensor& var = *vars[0];
-    PX_RETURN_IF_ERROR(variable_update::CheckSparseGrad(var, *grad, *indices));
-    PX_ASSIGN_OR_RETURN(std::vector<int64_t> rows,
-                        variable_update::ReadIndices(*indices, var.dim(0)));
-    PX_ASSIGN_OR_RETURN(UploadedRowGroups groups,
-                        UploadRowGroups(context, gather_plan::GroupByRow(rows)));
-    update.grad = static_cast<const T*>(grad->raw_data());
-    update.row_size = variable_update::RowSize(var);
     CudaDevice& device = DeviceOf(context);
-    {
+    if (!op_->is_sparse()) {
+      PX_RETURN_IF_ERROR(CheckSameShape(var, "var", *grad, names_[grad_input]));
+      DenseUpdate<T> update;
+      std::copy(std::begin(var_data), std::end(var_data), update.var);
+      update.grad = static_cast<const T*>(grad->raw_data());
+      update.h = scalars;
+      update.use_nesterov = use_nesterov_;
+      update.update_slots = update_slots_;
+      update.multiply_linear_by_lr = multiply_linear_by_lr_;
       auto lock = device.LaunchLock();
       PX_RETURN_IF_ERROR(device.MakeCurrent());
       PX_RETURN_IF_ERROR(LaunchStatus(
-          LaunchSparseUpdate<T>(op_.rule, update, groups.view, device.stream()), device));
+          LaunchDenseUpdate<T>(op_->dense, update, var.num_elements(), device.stream()), device));
+    } else {
+      PX_RETURN_IF_ERROR(variable_update::CheckSparseGrad(var, *grad, *indices));
+      PX_ASSIGN_OR_RETURN(std::vector<int64_t> rows,
+                          variable_update::ReadIndices(*indices, var.dim(0)));
+      PX_ASSIGN_OR_RETURN(UploadedRowGroups groups,
+                          UploadRowGroups(context, gather_plan::GroupByRow(rows)));
+      SparseUpdate<T> update;
+      std::copy(std::begin(var_data), std::end(var_data), update.var);
+      update.grad = static_cast<const T*>(grad->raw_data());
+      update.h = scalars;
+      update.row_size = variable_update::RowSize(var);
+      update.use_nesterov = use_nesterov_;
+      update.update_slots = update_slots_;
+      update.multiply_linear_by_lr = multiply_linear_by_lr_;
+      auto lock = device.LaunchLock();
+      PX_RETURN_IF_ERROR(device.MakeCurrent());
+      PX_RETURN_IF_ERROR(LaunchStatus(
+          LaunchSparseUpdate<T>(op_->sparse, update, groups.view, device.stream()), device));
     }
     if (!resource_) context.set_output_ref(0, vars[0]);
     return Status::Ok();
   }
 
  private:
+  static bool IsGradient(std::string_view name) { return name == "grad" || name == "delta"; }
+
   bool resource_;
-  SparseOp op_{};
+  const UpdateOp* op_ = nullptr;
   std::vector<std::string> names_;
   bool use_nesterov_ = false;
   bool update_slots_ = true;
+  bool multiply_linear_by_lr_ = false;
 };
 
 // ScatterAdd / ScatterSub / ScatterUpdate(ref, indices, updates): updates of shape
@@ -374,19 +395,13 @@ class AssignUpdateKernel : public OpKernel {
 template <typename T>
 void RegisterForType() {
   constexpr DataType kType = DataTypeOf<T>::value;
-  for (const Rule& rule : kRules) {
-    RegisterKernel(KernelKey(rule.op, DeviceType::kCuda, "T", kType),
-                   kernel_internal::FactoryFor<ApplyKernel<T>>());
-  }
-  for (const Rule& rule : kRules) {
-    RegisterKernel(KernelKey(std::string("Resource") + rule.op, DeviceType::kCuda, "T", kType),
-                   kernel_internal::FactoryFor<ApplyKernel<T>>());
-  }
-  for (const SparseOp& op : kSparseOps) {
-    RegisterKernel(KernelKey(op.op, DeviceType::kCuda, "T", kType),
-                   kernel_internal::FactoryFor<SparseApplyKernel<T>>());
+  for (const UpdateOp& op : kUpdateOps) {
+    if (op.has_ref_form) {
+      RegisterKernel(KernelKey(op.op, DeviceType::kCuda, "T", kType),
+                     kernel_internal::FactoryFor<ApplyKernel<T>>());
+    }
     RegisterKernel(KernelKey(std::string("Resource") + op.op, DeviceType::kCuda, "T", kType),
-                   kernel_internal::FactoryFor<SparseApplyKernel<T>>());
+                   kernel_internal::FactoryFor<ApplyKernel<T>>());
   }
   RegisterKernel(KernelKey("ResourceScatterAdd", DeviceType::kCuda, "dtype", kType),
                  kernel_internal::FactoryFor<ScatterKernel<T, SparseRule::kScatterAdd>>());
