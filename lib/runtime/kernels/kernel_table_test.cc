@@ -611,6 +611,22 @@ std::vector<KernelCase> Table() {
                    .attrs = segment_attrs,
                    .dtype = tensorflow::DT_DOUBLE});
 
+  // Sparse segment reductions: sorted ids with a gap (segment 1) and runs of several rows,
+  // rows picked twice; their gradients, whose output rows gather from several segments.
+  for (const char* op : {"SparseSegmentSum", "SparseSegmentMean", "SparseSegmentSqrtN"}) {
+    cases.push_back({.op = op,
+                     .inputs = {{TensorShape{6, 33}}, Ints({4, 0, 4, 2, 5, 1, 0}),
+                                Ints({0, 0, 0, 2, 3, 3, 3})}});
+    cases.push_back({.op = std::string(op) + "WithNumSegments",
+                     .inputs = {{TensorShape{6, 2, 3}}, Ints({4, 0, 4, 2}), Ints({0, 0, 2, 2}),
+                                IntScalar(5)},
+                     .attrs = {{"Tnumsegments", TypeAttr(tensorflow::DT_INT32)}},
+                     .dtype = tensorflow::DT_DOUBLE});
+    cases.push_back({.op = std::string(op) + "Grad",
+                     .inputs = {{TensorShape{4, 33}}, Ints({4, 0, 4, 2, 5, 1, 0}),
+                                Ints({0, 0, 0, 2, 3, 3, 3}), IntScalar(7)}});
+  }
+
   // Batched products (cuBLAS's sums in its order: kGemm): shared y, one per batch,
   // broadcast batches, adjoints (shapes as stored).
   struct Batched {

@@ -297,22 +297,13 @@ PX_REGISTER_KERNEL(DynamicStitchOp, "ParallelDynamicStitch", kCpu);
 
 // ---- Sparse segment reductions ----
 
-enum class SparseSegmentKind { kSum, kMean, kSqrtN };
+using segment_reduce::SegmentWeight;
+using segment_reduce::Weight;
 
-template <typename T>
-T SegmentScale(SparseSegmentKind kind, int64_t count) {
-  if (kind == SparseSegmentKind::kSum || count == 0) return T(1);
-  if (kind == SparseSegmentKind::kMean) return T(1) / static_cast<T>(count);
-  return T(1) / std::sqrt(static_cast<T>(count));
-}
-
-Status CheckSegmentVectors(const Tensor& indices, const Tensor& segment_ids) {
-  if (indices.rank() != 1) return InvalidArgumentError("indices should be a vector.");
-  if (segment_ids.rank() != 1) return InvalidArgumentError("segment_ids should be a vector.");
-  if (indices.num_elements() != segment_ids.num_elements()) {
-    return InvalidArgumentError("segment_ids and indices should have same size.");
-  }
-  return Status::Ok();
+Weight WeightOf(std::string_view op) {
+  return op.starts_with("SparseSegmentMean")    ? Weight::kMean
+         : op.starts_with("SparseSegmentSqrtN") ? Weight::kSqrtN
+                                                : Weight::kSum;
 }
 
 // SparseSegment{Sum,Mean,SqrtN}(data, indices, segment_ids): output[s] reduces
@@ -322,54 +313,23 @@ Status CheckSegmentVectors(const Tensor& indices, const Tensor& segment_ids) {
 template <typename T>
 class SparseSegmentOp : public OpKernel {
  public:
-  SparseSegmentOp(const KernelInit& init, Status*) {
-    const std::string_view op = init.node().op();
-    kind_ = op.starts_with("SparseSegmentMean")    ? SparseSegmentKind::kMean
-            : op.starts_with("SparseSegmentSqrtN") ? SparseSegmentKind::kSqrtN
-                                                   : SparseSegmentKind::kSum;
-    has_num_segments_ = op.ends_with("WithNumSegments");
-  }
+  SparseSegmentOp(const KernelInit& init, Status*)
+      : weight_(WeightOf(init.node().op())),
+        has_num_segments_(init.node().op().ends_with("WithNumSegments")) {}
   Status Compute(KernelContext& context) const override {
     const Tensor& data = context.input(0);
-    PX_RETURN_IF_ERROR(CheckSegmentVectors(context.input(1), context.input(2)));
-    int64_t num_segments = 0;
-    if (has_num_segments_) {
-      const Tensor& num_t = context.input(3);
-      if (num_t.rank() != 0) {
-        return InvalidArgumentError("num_segments should be a scalar, not shape {}",
-                                    num_t.shape().DebugString());
-      }
-      PX_ASSIGN_OR_RETURN(num_segments, IndexScalar(num_t, "num_segments"));
-    }
-    PX_ASSIGN_OR_RETURN(std::vector<int64_t> indices, IndexValues(context.input(1), "indices"));
-    PX_ASSIGN_OR_RETURN(std::vector<int64_t> ids, IndexValues(context.input(2), "segment_ids"));
-    if (data.rank() < 1) return InvalidArgumentError("data must be at least 1-D");
+    PX_ASSIGN_OR_RETURN(
+        gather_plan::SparseSegmentPlan plan,
+        gather_plan::PlanSparseSegment(data, context.input(1), context.input(2),
+                                       has_num_segments_ ? &context.input(3) : nullptr));
+    const std::vector<int64_t>& ids = plan.ids;
+    const std::vector<int64_t>& indices = plan.indices;
     const int64_t n = static_cast<int64_t>(ids.size());
-    const int64_t data_rows = data.dim(0);
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t s = ids[static_cast<size_t>(i)];
-      if (s < 0) return InvalidArgumentError("segment ids must be >= 0");
-      if (i > 0 && s < ids[static_cast<size_t>(i - 1)]) {
-        return InvalidArgumentError("segment ids are not increasing");
-      }
-      const int64_t x = indices[static_cast<size_t>(i)];
-      if (x < 0 || x >= data_rows) {
-        return InvalidArgumentError("Bad: indices[{}] == {} out of range [0, {})", i, x, data_rows);
-      }
-    }
-    int64_t out_rows = n == 0 ? 0 : ids.back() + 1;
-    if (has_num_segments_) {
-      if (num_segments < out_rows) return InvalidArgumentError("segment ids must be < num_segments");
-      if (num_segments < 0) return InvalidArgumentError("segment ids must be >= 0");
-      out_rows = num_segments;
-    }
-    TensorShape shape = data.shape();
-    shape.set_dim(0, out_rows);
-    const int64_t inner = Product(data.shape().dims(), 1, static_cast<size_t>(data.rank()));
-    Tensor* output = context.AllocateOutput(0, data.dtype(), std::move(shape));
+    const int64_t inner = plan.inner;
+    Tensor* output = context.AllocateOutput(0, data.dtype(), plan.output_shape);
     T* out = output->data<T>();
     const T* in = data.data<T>();
-    std::fill(out, out + out_rows * inner, T(0));
+    std::fill(out, out + output->num_elements(), T(0));
     // Runs of equal ids: [starts[k], starts[k + 1]).
     std::vector<int64_t> starts;
     for (int64_t i = 0; i < n; ++i) {
@@ -386,8 +346,8 @@ class SparseSegmentOp : public OpKernel {
           const T* x = in + indices[static_cast<size_t>(i)] * inner;
           for (int64_t c = 0; c < inner; ++c) o[c] += x[c];
         }
-        if (kind_ != SparseSegmentKind::kSum) {
-          const T scale = SegmentScale<T>(kind_, hi - lo);
+        if (weight_ != Weight::kSum) {
+          const T scale = SegmentWeight<T>(weight_, hi - lo);
           for (int64_t c = 0; c < inner; ++c) o[c] *= scale;
         }
       }
@@ -396,8 +356,8 @@ class SparseSegmentOp : public OpKernel {
   }
 
  private:
-  SparseSegmentKind kind_;
-  bool has_num_segments_ = false;
+  Weight weight_;
+  bool has_num_segments_;
 };
 PX_REGISTER_KERNEL(SparseSegmentOp<float>, "SparseSegmentSum", kCpu, "T", tensorflow::DT_FLOAT);
 PX_REGISTER_KERNEL(SparseSegmentOp<double>, "SparseSegmentSum", kCpu, "T", tensorflow::DT_DOUBLE);
@@ -421,54 +381,32 @@ PX_REGISTER_KERNEL(SparseSegmentOp<double>, "SparseSegmentSqrtNWithNumSegments",
 
 // SparseSegment{Sum,Mean,SqrtN}Grad(grad, indices, segment_ids, output_dim0): the
 // gradient of the reduction w.r.t. data: output[indices[i]] += grad[segment_ids[i]] *
-// scale(segment), in order of i, over output_dim0 zero rows.
+// weight(segment), in order of i, over output_dim0 zero rows.
 template <typename T>
 class SparseSegmentGradOp : public OpKernel {
  public:
-  SparseSegmentGradOp(const KernelInit& init, Status*) {
-    const std::string_view op = init.node().op();
-    kind_ = op == "SparseSegmentMeanGrad"    ? SparseSegmentKind::kMean
-            : op == "SparseSegmentSqrtNGrad" ? SparseSegmentKind::kSqrtN
-                                             : SparseSegmentKind::kSum;
-  }
+  SparseSegmentGradOp(const KernelInit& init, Status*) : weight_(WeightOf(init.node().op())) {}
   Status Compute(KernelContext& context) const override {
     const Tensor& grad = context.input(0);
-    PX_RETURN_IF_ERROR(CheckSegmentVectors(context.input(1), context.input(2)));
-    PX_ASSIGN_OR_RETURN(std::vector<int64_t> indices, IndexValues(context.input(1), "indices"));
-    PX_ASSIGN_OR_RETURN(std::vector<int64_t> ids, IndexValues(context.input(2), "segment_ids"));
-    PX_ASSIGN_OR_RETURN(int64_t out_rows, IndexScalar(context.input(3), "output_dim0"));
-    if (grad.rank() < 1) return InvalidArgumentError("grad must be at least 1-D");
-    if (out_rows < 0) return InvalidArgumentError("output_dim0 must be >= 0, got {}", out_rows);
-    const int64_t segments = grad.dim(0);
-    std::vector<int64_t> counts(static_cast<size_t>(segments), 0);
-    for (size_t i = 0; i < ids.size(); ++i) {
-      if (ids[i] < 0 || ids[i] >= segments) {
-        return InvalidArgumentError("Segment id {} out of range [0, {}).", ids[i], segments);
-      }
-      if (indices[i] < 0 || indices[i] >= out_rows) {
-        return InvalidArgumentError("Index {} out of range [0, {}).", indices[i], out_rows);
-      }
-      ++counts[static_cast<size_t>(ids[i])];
-    }
-    TensorShape shape = grad.shape();
-    shape.set_dim(0, out_rows);
-    const int64_t inner = Product(grad.shape().dims(), 1, static_cast<size_t>(grad.rank()));
-    Tensor* output = context.AllocateOutput(0, grad.dtype(), std::move(shape));
+    PX_ASSIGN_OR_RETURN(gather_plan::SparseSegmentGradPlan plan,
+                        gather_plan::PlanSparseSegmentGrad(grad, context.input(1),
+                                                           context.input(2), context.input(3)));
+    const int64_t inner = plan.inner;
+    const int64_t out_rows = plan.output_shape.dim(0);
+    Tensor* output = context.AllocateOutput(0, grad.dtype(), plan.output_shape);
     T* out = output->data<T>();
     const T* in = grad.data<T>();
-    std::vector<T> scales(static_cast<size_t>(segments));
-    for (int64_t s = 0; s < segments; ++s) {
-      scales[static_cast<size_t>(s)] = SegmentScale<T>(kind_, counts[static_cast<size_t>(s)]);
-    }
-    const int64_t n = static_cast<int64_t>(ids.size());
+    std::vector<T> scales(plan.counts.size());
+    for (size_t s = 0; s < scales.size(); ++s) scales[s] = SegmentWeight<T>(weight_, plan.counts[s]);
+    const int64_t n = static_cast<int64_t>(plan.ids.size());
     context.threads().ParallelFor(
         inner, std::max<int64_t>(16, kMinParallelElements / std::max<int64_t>(1, n + out_rows)),
         [&](int, int64_t c0, int64_t c1) {
           for (int64_t r = 0; r < out_rows; ++r) std::fill(out + r * inner + c0, out + r * inner + c1, T(0));
           for (int64_t i = 0; i < n; ++i) {
-            const int64_t s = ids[static_cast<size_t>(i)];
+            const int64_t s = plan.ids[static_cast<size_t>(i)];
             const T scale = scales[static_cast<size_t>(s)];
-            T* o = out + indices[static_cast<size_t>(i)] * inner;
+            T* o = out + plan.indices[static_cast<size_t>(i)] * inner;
             const T* g = in + s * inner;
             for (int64_t c = c0; c < c1; ++c) o[c] += g[c] * scale;
           }
@@ -477,7 +415,7 @@ class SparseSegmentGradOp : public OpKernel {
   }
 
  private:
-  SparseSegmentKind kind_;
+  Weight weight_;
 };
 PX_REGISTER_KERNEL(SparseSegmentGradOp<float>, "SparseSegmentSumGrad", kCpu, "T",
                    tensorflow::DT_FLOAT);

@@ -104,6 +104,83 @@ StatusOr<SegmentPlan> PlanUnsortedSegment(const Tensor& data, const Tensor& ids_
   return plan;
 }
 
+namespace {
+
+Status CheckSegmentVectors(const Tensor& indices, const Tensor& segment_ids) {
+  if (indices.rank() != 1) return InvalidArgumentError("indices should be a vector.");
+  if (segment_ids.rank() != 1) return InvalidArgumentError("segment_ids should be a vector.");
+  if (indices.num_elements() != segment_ids.num_elements()) {
+    return InvalidArgumentError("segment_ids and indices should have same size.");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<SparseSegmentPlan> PlanSparseSegment(const Tensor& data, const Tensor& indices_t,
+                                              const Tensor& ids_t, const Tensor* num_t) {
+  PX_RETURN_IF_ERROR(CheckSegmentVectors(indices_t, ids_t));
+  int64_t num_segments = 0;
+  if (num_t != nullptr) {
+    if (num_t->rank() != 0) {
+      return InvalidArgumentError("num_segments should be a scalar, not shape {}",
+                                  num_t->shape().DebugString());
+    }
+    PX_ASSIGN_OR_RETURN(num_segments, IndexScalar(*num_t, "num_segments"));
+  }
+  SparseSegmentPlan plan;
+  PX_ASSIGN_OR_RETURN(plan.indices, IndexValues(indices_t, "indices"));
+  PX_ASSIGN_OR_RETURN(plan.ids, IndexValues(ids_t, "segment_ids"));
+  if (data.rank() < 1) return InvalidArgumentError("data must be at least 1-D");
+  const int64_t data_rows = data.dim(0);
+  for (size_t i = 0; i < plan.ids.size(); ++i) {
+    const int64_t s = plan.ids[i];
+    if (s < 0) return InvalidArgumentError("segment ids must be >= 0");
+    if (i > 0 && s < plan.ids[i - 1]) return InvalidArgumentError("segment ids are not increasing");
+    const int64_t x = plan.indices[i];
+    if (x < 0 || x >= data_rows) {
+      return InvalidArgumentError("Bad: indices[{}] == {} out of range [0, {})", i, x, data_rows);
+    }
+  }
+  int64_t out_rows = plan.ids.empty() ? 0 : plan.ids.back() + 1;
+  if (num_t != nullptr) {
+    if (num_segments < out_rows) return InvalidArgumentError("segment ids must be < num_segments");
+    if (num_segments < 0) return InvalidArgumentError("segment ids must be >= 0");
+    out_rows = num_segments;
+  }
+  plan.output_shape = data.shape();
+  plan.output_shape.set_dim(0, out_rows);
+  plan.inner = Product(data.shape().dims(), 1, static_cast<size_t>(data.rank()));
+  return plan;
+}
+
+StatusOr<SparseSegmentGradPlan> PlanSparseSegmentGrad(const Tensor& grad, const Tensor& indices_t,
+                                                      const Tensor& ids_t,
+                                                      const Tensor& output_dim0) {
+  PX_RETURN_IF_ERROR(CheckSegmentVectors(indices_t, ids_t));
+  SparseSegmentGradPlan plan;
+  PX_ASSIGN_OR_RETURN(plan.indices, IndexValues(indices_t, "indices"));
+  PX_ASSIGN_OR_RETURN(plan.ids, IndexValues(ids_t, "segment_ids"));
+  PX_ASSIGN_OR_RETURN(int64_t out_rows, IndexScalar(output_dim0, "output_dim0"));
+  if (grad.rank() < 1) return InvalidArgumentError("grad must be at least 1-D");
+  if (out_rows < 0) return InvalidArgumentError("output_dim0 must be >= 0, got {}", out_rows);
+  const int64_t segments = grad.dim(0);
+  plan.counts.assign(static_cast<size_t>(segments), 0);
+  for (size_t i = 0; i < plan.ids.size(); ++i) {
+    if (plan.ids[i] < 0 || plan.ids[i] >= segments) {
+      return InvalidArgumentError("Segment id {} out of range [0, {}).", plan.ids[i], segments);
+    }
+    if (plan.indices[i] < 0 || plan.indices[i] >= out_rows) {
+      return InvalidArgumentError("Index {} out of range [0, {}).", plan.indices[i], out_rows);
+    }
+    ++plan.counts[static_cast<size_t>(plan.ids[i])];
+  }
+  plan.output_shape = grad.shape();
+  plan.output_shape.set_dim(0, out_rows);
+  plan.inner = Product(grad.shape().dims(), 1, static_cast<size_t>(grad.rank()));
+  return plan;
+}
+
 StatusOr<OneHotPlan> PlanOneHot(const Tensor& indices, const Tensor& depth_t, const Tensor& on,
                                 const Tensor& off, int64_t axis_attr) {
   const int rank = indices.rank();

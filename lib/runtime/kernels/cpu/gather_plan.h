@@ -47,6 +47,31 @@ struct SegmentPlan {
 StatusOr<SegmentPlan> PlanUnsortedSegment(const Tensor& data, const Tensor& segment_ids,
                                           const Tensor& num_segments);
 
+// SparseSegment{Sum,Mean,SqrtN}(data, indices, segment_ids[, num_segments]): output row
+// ids[i] reduces data row indices[i]; the ids are sorted and >= 0; the output has last id
+// + 1 rows (or num_segments: the *WithNumSegments forms), of `inner` elements. TF's
+// messages: "segment ids are not increasing", "Bad: indices[2] == 9 out of range [0, 5)".
+struct SparseSegmentPlan {
+  TensorShape output_shape;
+  int64_t inner = 0;
+  std::vector<int64_t> indices, ids;
+};
+StatusOr<SparseSegmentPlan> PlanSparseSegment(const Tensor& data, const Tensor& indices,
+                                              const Tensor& segment_ids,
+                                              const Tensor* num_segments);
+
+// SparseSegment{Sum,Mean,SqrtN}Grad(grad, indices, segment_ids, output_dim0): output row
+// indices[i] (of output_dim0) adds grad row ids[i] times its segment's weight; `counts`
+// holds each segment's (grad row's) number of positions.
+struct SparseSegmentGradPlan {
+  TensorShape output_shape;
+  int64_t inner = 0;
+  std::vector<int64_t> indices, ids, counts;
+};
+StatusOr<SparseSegmentGradPlan> PlanSparseSegmentGrad(const Tensor& grad, const Tensor& indices,
+                                                      const Tensor& segment_ids,
+                                                      const Tensor& output_dim0);
+
 // OneHot(indices, depth, on_value, off_value; axis): the output [prefix, depth, suffix]
 // (indices seen as [prefix, suffix], split at `axis`, -1 meaning last) holds on_value
 // where the depth index equals the index, off_value elsewhere (indices outside

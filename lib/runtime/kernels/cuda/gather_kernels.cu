@@ -1,4 +1,4 @@
-// The GPU's gathers, unsorted segment reductions and OneHot (gather_launch.h).
+// The GPU's gathers, segment reductions and OneHot (gather_launch.h).
 #include "lib/runtime/kernels/cuda/gather_launch.h"
 #include "lib/runtime/kernels/cuda/grid.h"
 
@@ -36,6 +36,33 @@ void LaunchSegment(const T* data, const DeviceRowGroups& groups, int64_t inner, 
                    cudaStream_t stream) {
   const int64_t n = groups.count * inner;
   SegmentKernel<T, R><<<Blocks(n), kThreads, 0, stream>>>(data, groups, inner, out);
+}
+
+// The CPU kernels' loops: acc = 0; acc += x (or x * weight) in position order; then the
+// group's weight.
+template <typename T>
+__global__ void SparseSegmentKernel(const T* data, const int64_t* sources, const T* weights,
+                                    segment_reduce::Weight group_weight, DeviceRowGroups groups,
+                                    int64_t inner, T* out) {
+  PX_GRID_LOOP(item, groups.count * inner) {
+    const int64_t group = item / inner;
+    const int64_t column = item % inner;
+    const int64_t first = groups.starts[group], end = groups.starts[group + 1];
+    T acc = T(0);
+    for (int64_t p = first; p < end; ++p) {
+      const int64_t position = groups.positions[p];
+      const T x = data[sources[position] * inner + column];
+      if (weights != nullptr) {
+        acc += x * weights[position];
+      } else {
+        acc += x;
+      }
+    }
+    if (group_weight != segment_reduce::Weight::kSum) {
+      acc *= segment_reduce::SegmentWeight<T>(group_weight, end - first);
+    }
+    out[groups.rows[group] * inner + column] = acc;
+  }
 }
 
 template <typename T>
@@ -96,6 +123,23 @@ cudaError_t LaunchUnsortedSegment(Reduce reduce, const T* data, const DeviceRowG
   return cudaGetLastError();
 }
 
+template <typename T>
+cudaError_t LaunchSparseSegment(const T* data, const int64_t* sources, const T* weights,
+                                segment_reduce::Weight group_weight, const DeviceRowGroups& groups,
+                                int64_t inner, T* output, cudaStream_t stream) {
+  const int64_t n = groups.count * inner;
+  if (n == 0) return cudaSuccess;
+  SparseSegmentKernel<T><<<Blocks(n), kThreads, 0, stream>>>(data, sources, weights, group_weight,
+                                                             groups, inner, output);
+  return cudaGetLastError();
+}
+
+template cudaError_t LaunchSparseSegment<float>(const float*, const int64_t*, const float*,
+                                                segment_reduce::Weight, const DeviceRowGroups&,
+                                                int64_t, float*, cudaStream_t);
+template cudaError_t LaunchSparseSegment<double>(const double*, const int64_t*, const double*,
+                                                 segment_reduce::Weight, const DeviceRowGroups&,
+                                                 int64_t, double*, cudaStream_t);
 template cudaError_t LaunchGather<float>(const float*, const int64_t*, const GatherShape&, float*,
                                          cudaStream_t);
 template cudaError_t LaunchGather<double>(const double*, const int64_t*, const GatherShape&,

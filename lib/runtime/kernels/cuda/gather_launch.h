@@ -1,4 +1,4 @@
-// Launch functions of the GPU's gathers, unsorted segment reductions and OneHot
+// Launch functions of the GPU's gathers, segment reductions and OneHot
 // (gather_kernels.cu), called by gather_ops.cc. Plain types only: read by nvcc and g++.
 //
 // The host checks the indices and plans the work (cpu/gather_plan.h, the CPU kernels'
@@ -35,6 +35,16 @@ template <typename T>
 cudaError_t LaunchUnsortedSegment(segment_reduce::Reduce reduce, const T* data,
                                   const DeviceRowGroups& groups, int64_t inner, T* output,
                                   cudaStream_t stream);
+
+// The sparse segment reductions and their gradients: output row groups.rows[g] (of
+// `inner` elements, zero: LaunchFill first) is the sum over its positions p, in order, of
+// data row sources[p] — times weights[p] where `weights` is given (the gradients: the
+// segment's weight per position) — then times SegmentWeight(group_weight, the group's
+// size) (SparseSegmentMean and SqrtN). `sources` and `weights` in device memory.
+template <typename T>
+cudaError_t LaunchSparseSegment(const T* data, const int64_t* sources, const T* weights,
+                                segment_reduce::Weight group_weight, const DeviceRowGroups& groups,
+                                int64_t inner, T* output, cudaStream_t stream);
 
 // OneHot: output [prefix, depth, suffix] = on where indices[p * suffix + s] equals the
 // depth index, else off; `indices` in device memory.

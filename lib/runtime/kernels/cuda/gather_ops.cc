@@ -1,5 +1,6 @@
-// GPU kernels of GatherV2, Gather, ResourceGather, UnsortedSegment{Sum,Max,Min,Prod} and
-// OneHot, float and double data: the indices (integer tensors, made on the host) are read
+// GPU kernels of GatherV2, Gather, ResourceGather, UnsortedSegment{Sum,Max,Min,Prod},
+// SparseSegment{Sum,Mean,SqrtN} (and WithNumSegments, and their gradients) and OneHot,
+// float and double data: the indices (integer tensors, made on the host) are read
 // there, checked and planned as the CPU kernels do (cpu/gather_plan.h), then copied in
 // for the kernel (gather_launch.h). Unique, whose integer outputs the host reads, stays on the
 // host.
@@ -92,6 +93,96 @@ class UnsortedSegmentKernel : public OpKernel {
   }
 };
 
+using segment_reduce::Weight;
+
+Weight WeightOf(std::string_view op) {
+  return op.starts_with("SparseSegmentMean")    ? Weight::kMean
+         : op.starts_with("SparseSegmentSqrtN") ? Weight::kSqrtN
+                                                : Weight::kSum;
+}
+
+// SparseSegment{Sum,Mean,SqrtN}(data, indices, segment_ids[, num_segments]): the output
+// rows grouped by segment id, each summing its data rows in order.
+template <typename T>
+class SparseSegmentKernel : public OpKernel {
+ public:
+  SparseSegmentKernel(const KernelInit& init, Status*)
+      : weight_(WeightOf(init.node().op())),
+        has_num_segments_(init.node().op().ends_with("WithNumSegments")) {}
+  bool HostMemoryInput(int index) const override { return index >= 1; }
+  Status Compute(KernelContext& context) const override {
+    PX_RETURN_IF_ERROR(CheckDtype(context, 0, DataTypeOf<T>::value));
+    const Tensor& data = context.input(0);
+    PX_ASSIGN_OR_RETURN(
+        gather_plan::SparseSegmentPlan plan,
+        gather_plan::PlanSparseSegment(data, context.input(1), context.input(2),
+                                       has_num_segments_ ? &context.input(3) : nullptr));
+    PX_ASSIGN_OR_RETURN(Tensor * out,
+                        context.AllocateDeviceOutput(0, data.dtype(), plan.output_shape));
+    PX_ASSIGN_OR_RETURN(UploadedRowGroups groups,
+                        UploadRowGroups(context, gather_plan::GroupByRow(plan.ids)));
+    PX_ASSIGN_OR_RETURN(Tensor sources, ToDevice(context, plan.indices));
+    T* output = static_cast<T*>(out->raw_data());
+    CudaDevice& device = DeviceOf(context);
+    auto lock = device.LaunchLock();
+    PX_RETURN_IF_ERROR(device.MakeCurrent());
+    PX_RETURN_IF_ERROR(LaunchStatus(
+        LaunchFill<T>(output, out->num_elements(), T(0), device.stream()), device));
+    return LaunchStatus(
+        LaunchSparseSegment<T>(static_cast<const T*>(data.raw_data()),
+                               static_cast<const int64_t*>(sources.raw_data()), nullptr, weight_,
+                               groups.view, plan.inner, output, device.stream()),
+        device);
+  }
+
+ private:
+  Weight weight_;
+  bool has_num_segments_;
+};
+
+// SparseSegment{Sum,Mean,SqrtN}Grad(grad, indices, segment_ids, output_dim0): the output
+// rows grouped by index, each summing its grad rows times their segment's weight (made
+// on the host, by the CPU kernel's function), in order.
+template <typename T>
+class SparseSegmentGradKernel : public OpKernel {
+ public:
+  SparseSegmentGradKernel(const KernelInit& init, Status*) : weight_(WeightOf(init.node().op())) {}
+  bool HostMemoryInput(int index) const override { return index >= 1; }
+  Status Compute(KernelContext& context) const override {
+    PX_RETURN_IF_ERROR(CheckDtype(context, 0, DataTypeOf<T>::value));
+    const Tensor& grad = context.input(0);
+    PX_ASSIGN_OR_RETURN(gather_plan::SparseSegmentGradPlan plan,
+                        gather_plan::PlanSparseSegmentGrad(grad, context.input(1),
+                                                           context.input(2), context.input(3)));
+    PX_ASSIGN_OR_RETURN(Tensor * out,
+                        context.AllocateDeviceOutput(0, grad.dtype(), plan.output_shape));
+    PX_ASSIGN_OR_RETURN(UploadedRowGroups groups,
+                        UploadRowGroups(context, gather_plan::GroupByRow(plan.indices)));
+    PX_ASSIGN_OR_RETURN(Tensor sources, ToDevice(context, plan.ids));
+    Tensor weights(grad.dtype(), TensorShape{static_cast<int64_t>(plan.ids.size())});
+    for (size_t i = 0; i < plan.ids.size(); ++i) {
+      weights.data<T>()[i] =
+          segment_reduce::SegmentWeight<T>(weight_, plan.counts[static_cast<size_t>(plan.ids[i])]);
+    }
+    PX_ASSIGN_OR_RETURN(Tensor device_weights, weights.CopiedTo(context.device().memory()));
+    T* output = static_cast<T*>(out->raw_data());
+    CudaDevice& device = DeviceOf(context);
+    auto lock = device.LaunchLock();
+    PX_RETURN_IF_ERROR(device.MakeCurrent());
+    PX_RETURN_IF_ERROR(LaunchStatus(
+        LaunchFill<T>(output, out->num_elements(), T(0), device.stream()), device));
+    return LaunchStatus(
+        LaunchSparseSegment<T>(static_cast<const T*>(grad.raw_data()),
+                               static_cast<const int64_t*>(sources.raw_data()),
+                               static_cast<const T*>(device_weights.raw_data()), Weight::kSum,
+                               groups.view, plan.inner, output, device.stream()),
+        device);
+  }
+
+ private:
+  Weight weight_;
+};
+
 // OneHot(indices, depth, on_value, off_value): everything but the output read on the host.
 template <typename T>
 class OneHotKernel : public OpKernel {
@@ -148,6 +239,15 @@ PX_REGISTER_KERNEL(GatherKernel<double>, "ResourceGather", DeviceType::kCuda, "d
 PX_REGISTER_KERNEL(GatherKernel<double>, "Gather", DeviceType::kCuda, "Tparams",
                    tensorflow::DT_DOUBLE);
 PX_CUDA_FLOAT_KERNELS(OneHotKernel, "OneHot");
+PX_CUDA_FLOAT_KERNELS(SparseSegmentKernel, "SparseSegmentSum");
+PX_CUDA_FLOAT_KERNELS(SparseSegmentKernel, "SparseSegmentMean");
+PX_CUDA_FLOAT_KERNELS(SparseSegmentKernel, "SparseSegmentSqrtN");
+PX_CUDA_FLOAT_KERNELS(SparseSegmentKernel, "SparseSegmentSumWithNumSegments");
+PX_CUDA_FLOAT_KERNELS(SparseSegmentKernel, "SparseSegmentMeanWithNumSegments");
+PX_CUDA_FLOAT_KERNELS(SparseSegmentKernel, "SparseSegmentSqrtNWithNumSegments");
+PX_CUDA_FLOAT_KERNELS(SparseSegmentGradKernel, "SparseSegmentSumGrad");
+PX_CUDA_FLOAT_KERNELS(SparseSegmentGradKernel, "SparseSegmentMeanGrad");
+PX_CUDA_FLOAT_KERNELS(SparseSegmentGradKernel, "SparseSegmentSqrtNGrad");
 PX_CUDA_FLOAT_KERNELS(SegmentSumKernel, "UnsortedSegmentSum");
 PX_CUDA_FLOAT_KERNELS(SegmentMaxKernel, "UnsortedSegmentMax");
 PX_CUDA_FLOAT_KERNELS(SegmentMinKernel, "UnsortedSegmentMin");
