@@ -17,6 +17,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -510,6 +511,10 @@ std::vector<KernelCase> Table() {
                    .attrs = {{"N", IntAttr(3)}},
                    .note = "an empty value"});
   cases.push_back({.op = "Transpose", .inputs = {{TensorShape{33, 65}}, Ints({1, 0})}});
+  cases.push_back({.op = "ReverseV2", .inputs = {{TensorShape{3, 4, 5}}, Ints({0, -1})}});
+  cases.push_back({.op = "ReverseV2",
+                   .inputs = {{TensorShape{7, 33}}, Ints({1})},
+                   .dtype = tensorflow::DT_DOUBLE});
   cases.push_back({.op = "Transpose",
                    .inputs = {{TensorShape{2, 3, 4, 5}}, Ints({3, 1, 2, 0})},
                    .dtype = tensorflow::DT_DOUBLE});
@@ -610,6 +615,23 @@ std::vector<KernelCase> Table() {
                    .inputs = {{TensorShape{6, 2, 3}}, Ints({1, 1, 0, 1, 0, 1}), IntScalar(3)},
                    .attrs = segment_attrs,
                    .dtype = tensorflow::DT_DOUBLE});
+
+  // Finiteness tests and CheckNumerics (which passes finite values through).
+  {
+    const float inf = std::numeric_limits<float>::infinity();
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const Input specials{.value = Tensor::FromVector<float>({1.5f, -inf, nan, inf, 0.0f, -0.0f,
+                                                            -nan, 3e38f, -1e-45f},
+                                                           TensorShape{3, 3})};
+    for (const char* op : {"IsFinite", "IsNan", "IsInf"}) {
+      cases.push_back({.op = op, .inputs = {specials}});
+      cases.push_back({.op = op, .inputs = {{odd}}, .dtype = tensorflow::DT_DOUBLE});
+    }
+    for (const char* op : {"CheckNumerics", "CheckNumericsV2"}) {
+      cases.push_back(
+          {.op = op, .inputs = {{odd}}, .attrs = {{"message", StringAttr("checked")}}});
+    }
+  }
 
   // Sparse segment reductions: sorted ids with a gap (segment 1) and runs of several rows,
   // rows picked twice; their gradients, whose output rows gather from several segments.

@@ -322,6 +322,42 @@ inline StatusOr<CopyPlan> PlanTranspose(const TensorShape& shape, const Tensor& 
   return plan;
 }
 
+// ReverseV2: the dims listed in `axis` (negative ones counting from the end) read
+// backwards (negative source strides); same bytes when none is listed.
+inline StatusOr<CopyPlan> PlanReverse(const TensorShape& shape, const Tensor& axis) {
+  if (!IsIndexType(axis.dtype()) || axis.rank() != 1) {
+    return InvalidArgumentError("input 1 (axis) must be an int32 or int64 vector, got {} {}",
+                                DataTypeShortName(axis.dtype()), axis.shape().DebugString());
+  }
+  PX_ASSIGN_OR_RETURN(std::vector<int64_t> axes, IndexValues(axis, "input 1 (axis)"));
+  const int rank = shape.rank();
+  std::vector<bool> reversed(static_cast<size_t>(rank), false);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const int64_t a = axes[k];
+    if (a < -rank || a >= rank) {
+      return InvalidArgumentError("input 1 (axis)[{}] = {} is not in [{}, {})", k, a, -rank, rank);
+    }
+    const size_t d = static_cast<size_t>(a < 0 ? a + rank : a);
+    if (reversed[d]) {
+      return InvalidArgumentError("input 1 (axis) names dimension {} more than once", d);
+    }
+    reversed[d] = true;
+  }
+  CopyPlan plan;
+  plan.out_dims = shape.dims();
+  plan.same_bytes = std::none_of(reversed.begin(), reversed.end(), [](bool r) { return r; });
+  StridedCopySpec& spec = plan.copy;
+  spec.dims = shape.dims();
+  spec.dst_strides = RowMajorStrides(spec.dims);
+  spec.src_strides = spec.dst_strides;
+  for (size_t d = 0; d < spec.dims.size(); ++d) {
+    if (!reversed[d] || spec.dims[d] == 0) continue;
+    spec.src_offset += (spec.dims[d] - 1) * spec.src_strides[d];
+    spec.src_strides[d] = -spec.src_strides[d];
+  }
+  return plan;
+}
+
 // Tile: output dim d seen as [multiple, dim], the input repeating along `multiple`
 // (stride 0).
 inline StatusOr<CopyPlan> PlanTile(const TensorShape& shape, const Tensor& multiples_t) {

@@ -21,6 +21,7 @@
 
 #include "lib/ops/dtypes.h"
 #include "lib/runtime/kernel.h"
+#include "lib/runtime/kernels/anomaly.h"
 
 namespace parallax {
 namespace {
@@ -160,27 +161,20 @@ PX_REGISTER_KERNEL(AssertOp, "Assert", kCpu);
 
 // ---- CheckNumerics ----
 
-enum Anomaly : int { kNaN = 1, kNegativeInf = 2, kPositiveInf = 4 };
+using anomaly::AnomalyBits;
 
-// The anomaly bits of element i, for float, double, half and bfloat16 (by bit pattern:
-// an all-ones exponent is Inf when the mantissa is 0, else NaN).
+// The anomaly bits of the tensor's values, for float, double, half and bfloat16 (the
+// 16-bit ones by bit pattern: an all-ones exponent is Inf when the mantissa is 0, else
+// NaN).
 int AnomaliesOf(const Tensor& t) {
   int bits = 0;
   const int64_t n = t.num_elements();
-  auto classify = [&bits](bool nan, bool inf, bool negative) {
-    if (nan) bits |= kNaN;
-    if (inf) bits |= negative ? kNegativeInf : kPositiveInf;
-  };
   switch (t.dtype()) {
     case tensorflow::DT_FLOAT:
-      for (float v : t.flat<float>()) {
-        if (!std::isfinite(v)) classify(std::isnan(v), std::isinf(v), v < 0);
-      }
+      for (float v : t.flat<float>()) bits |= AnomalyBits(v);
       break;
     case tensorflow::DT_DOUBLE:
-      for (double v : t.flat<double>()) {
-        if (!std::isfinite(v)) classify(std::isnan(v), std::isinf(v), v < 0);
-      }
+      for (double v : t.flat<double>()) bits |= AnomalyBits(v);
       break;
     case tensorflow::DT_HALF:
     case tensorflow::DT_BFLOAT16: {
@@ -191,7 +185,11 @@ int AnomaliesOf(const Tensor& t) {
       for (int64_t i = 0; i < n; ++i) {
         const uint16_t v = data[i];
         if ((v & exponent) != exponent) continue;
-        classify((v & mantissa) != 0, (v & mantissa) == 0, (v & 0x8000) != 0);
+        if ((v & mantissa) != 0) {
+          bits |= anomaly::kNaN;
+        } else {
+          bits |= (v & 0x8000) != 0 ? anomaly::kNegativeInf : anomaly::kPositiveInf;
+        }
       }
       break;
     }
@@ -214,25 +212,8 @@ class CheckNumericsOp : public OpKernel {
     context.set_output(0, input);
     const int bits = AnomaliesOf(input);
     if (bits == 0) return Status::Ok();
-    std::string what;
-    if constexpr (kV2) {
-      std::vector<std::string> found;
-      if (bits & kNegativeInf) found.push_back("-Inf");
-      if (bits & kPositiveInf) found.push_back("+Inf");
-      if (bits & kNaN) found.push_back("NaN");
-      if (found.size() == 3) {
-        what = found[0] + ", " + found[1] + ", and " + found[2];
-      } else if (found.size() == 2) {
-        what = found[0] + " and " + found[1];
-      } else {
-        what = found[0];
-      }
-    } else {
-      const bool inf = bits & (kNegativeInf | kPositiveInf);
-      const bool nan = bits & kNaN;
-      what = inf && nan ? "Inf and NaN" : inf ? "Inf" : "NaN";
-    }
-    return InvalidArgumentError("{} : Tensor had {} values", message_, what);
+    return InvalidArgumentError("{} : Tensor had {} values", message_,
+                                anomaly::AnomalyWords(bits, kV2));
   }
 
  private:

@@ -4,8 +4,9 @@
 // b of `batch_dim`; the rest stay in place — the backward half of a bidirectional
 // dynamic_rnn). Every dtype: elements are moved as bits (array_util.h element kinds).
 //
-// ReverseV2 is one strided copy with negative source strides (array_util.h); with no
-// axis to reverse it outputs its input (shared buffer). ReverseSequence copies whole
+// ReverseV2 is one strided copy with negative source strides (array_util.h:
+// PlanReverse, the GPU kernel's plan too); with no axis to reverse it outputs its input
+// (shared buffer). ReverseSequence copies whole
 // runs of the dimensions after max(seq_dim, batch_dim), which are contiguous.
 #include <algorithm>
 
@@ -27,42 +28,14 @@ class ReverseV2Op : public OpKernel {
 
   Status Compute(KernelContext& context) const override {
     const Tensor& input = context.input(0);
-    const Tensor& axis = context.input(1);
-    if (!cpu_array::IsIndexType(axis.dtype()) || axis.rank() != 1) {
-      return InvalidArgumentError("input 1 (axis) must be an int32 or int64 vector, got {} {}",
-                                  DataTypeShortName(axis.dtype()), axis.shape().DebugString());
-    }
-    PX_ASSIGN_OR_RETURN(std::vector<int64_t> axes, cpu_array::IndexValues(axis, "input 1 (axis)"));
-    const int rank = input.rank();
-    std::vector<bool> reversed(static_cast<size_t>(rank), false);
-    for (size_t k = 0; k < axes.size(); ++k) {
-      const int64_t a = axes[k];
-      if (a < -rank || a >= rank) {
-        return InvalidArgumentError("input 1 (axis)[{}] = {} is not in [{}, {})", k, a, -rank,
-                                    rank);
-      }
-      const size_t d = static_cast<size_t>(a < 0 ? a + rank : a);
-      if (reversed[d]) {
-        return InvalidArgumentError("input 1 (axis) names dimension {} more than once", d);
-      }
-      reversed[d] = true;
-    }
-    if (std::none_of(reversed.begin(), reversed.end(), [](bool r) { return r; })) {
+    PX_ASSIGN_OR_RETURN(cpu_array::CopyPlan plan,
+                        cpu_array::PlanReverse(input.shape(), context.input(1)));
+    if (plan.same_bytes) {
       context.set_output(0, input);
       return Status::Ok();
     }
     Tensor* out = context.AllocateOutput(0, input.dtype(), input.shape());
-    cpu_array::StridedCopySpec spec;
-    spec.dims = input.shape().dims();
-    spec.dst_strides = cpu_array::RowMajorStrides(spec.dims);
-    spec.src_strides = spec.dst_strides;
-    for (int d = 0; d < rank; ++d) {
-      if (!reversed[static_cast<size_t>(d)] || spec.dims[static_cast<size_t>(d)] == 0) continue;
-      spec.src_offset +=
-          (spec.dims[static_cast<size_t>(d)] - 1) * spec.src_strides[static_cast<size_t>(d)];
-      spec.src_strides[static_cast<size_t>(d)] = -spec.src_strides[static_cast<size_t>(d)];
-    }
-    return cpu_array::StridedCopy(input, out, std::move(spec), context.threads());
+    return cpu_array::StridedCopy(input, out, std::move(plan.copy), context.threads());
   }
 };
 PX_REGISTER_KERNEL(ReverseV2Op, "ReverseV2", kCpu);

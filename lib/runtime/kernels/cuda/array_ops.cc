@@ -1,5 +1,5 @@
 // GPU kernels that make or move values without arithmetic: Fill, ZerosLike, OnesLike,
-// Tile, Transpose, ConcatV2, Pack, Unpack, Split, SplitV, Pad, PadV2, Slice, StridedSlice
+// Tile, Transpose, ReverseV2, ConcatV2, Pack, Unpack, Split, SplitV, Pad, PadV2, Slice, StridedSlice
 // and StridedSliceGrad, float and double.
 // Shapes, multiples, permutations, slice specs and Fill's value are read on the host and
 // checked as the CPU kernels check them (cpu/array_util.h and cpu/slice_plan.h plan both).
@@ -49,22 +49,22 @@ class FillLikeKernel : public OpKernel {
   }
 };
 
-// Tile and Transpose: a strided copy of the input as the CPU plans it.
-template <bool kTranspose>
+// Tile, Transpose and ReverseV2: a strided copy of the input as the CPU plans it.
+enum class CopyOp { kTile, kTranspose, kReverse };
+
+template <CopyOp kOp>
 class CopyKernel : public OpKernel {
  public:
   CopyKernel(const KernelInit&, Status*) {}
   bool HostMemoryInput(int index) const override { return index == 1; }
-  bool ForwardsInputs() const override { return kTranspose; }
+  bool ForwardsInputs() const override { return kOp != CopyOp::kTile; }
   Status Compute(KernelContext& context) const override {
     const Tensor& input = context.input(0);
     const int size = DataTypeSize(input.dtype());
     if (size <= 0 || size > 16 || (size & (size - 1)) != 0) {
       return UnimplementedError("no GPU copy for {} elements", DataTypeShortName(input.dtype()));
     }
-    PX_ASSIGN_OR_RETURN(cpu_array::CopyPlan plan,
-                        kTranspose ? cpu_array::PlanTranspose(input.shape(), context.input(1))
-                                   : cpu_array::PlanTile(input.shape(), context.input(1)));
+    PX_ASSIGN_OR_RETURN(cpu_array::CopyPlan plan, Plan(input.shape(), context.input(1)));
     if (plan.same_bytes) {
       PX_ASSIGN_OR_RETURN(Tensor output, input.Reshaped(TensorShape(plan.out_dims)));
       context.set_output(0, std::move(output));
@@ -76,6 +76,16 @@ class CopyKernel : public OpKernel {
     CudaDevice& device = DeviceOf(context);
     auto lock = device.LaunchLock();
     return CopyStrided(device, input, out, std::move(plan.copy));
+  }
+
+ private:
+  static StatusOr<cpu_array::CopyPlan> Plan(const TensorShape& shape, const Tensor& input1) {
+    switch (kOp) {
+      case CopyOp::kTile: return cpu_array::PlanTile(shape, input1);
+      case CopyOp::kTranspose: return cpu_array::PlanTranspose(shape, input1);
+      case CopyOp::kReverse: return cpu_array::PlanReverse(shape, input1);
+    }
+    return InternalError("unknown copy op");
   }
 };
 
@@ -297,8 +307,9 @@ class PadKernel : public OpKernel {
   }
 };
 
-using TileKernel = CopyKernel<false>;
-using TransposeKernel = CopyKernel<true>;
+using TileKernel = CopyKernel<CopyOp::kTile>;
+using TransposeKernel = CopyKernel<CopyOp::kTranspose>;
+using ReverseKernel = CopyKernel<CopyOp::kReverse>;
 
 template <typename T>
 using ZerosLikeKernel = FillLikeKernel<T, 0>;
@@ -319,6 +330,8 @@ PX_REGISTER_KERNEL(TileKernel, "Tile", DeviceType::kCuda, "T", tensorflow::DT_FL
 PX_REGISTER_KERNEL(TileKernel, "Tile", DeviceType::kCuda, "T", tensorflow::DT_DOUBLE);
 PX_REGISTER_KERNEL(TransposeKernel, "Transpose", DeviceType::kCuda, "T", tensorflow::DT_FLOAT);
 PX_REGISTER_KERNEL(TransposeKernel, "Transpose", DeviceType::kCuda, "T", tensorflow::DT_DOUBLE);
+PX_REGISTER_KERNEL(ReverseKernel, "ReverseV2", DeviceType::kCuda, "T", tensorflow::DT_FLOAT);
+PX_REGISTER_KERNEL(ReverseKernel, "ReverseV2", DeviceType::kCuda, "T", tensorflow::DT_DOUBLE);
 PX_REGISTER_KERNEL(ConcatKernel, "ConcatV2", DeviceType::kCuda, "T", tensorflow::DT_FLOAT);
 PX_REGISTER_KERNEL(ConcatKernel, "ConcatV2", DeviceType::kCuda, "T", tensorflow::DT_DOUBLE);
 using PlainSliceKernel = SliceKernel<false>;

@@ -5,6 +5,7 @@
 #include <cfloat>
 #include <cmath>
 
+#include "lib/runtime/kernels/anomaly.h"
 #include "lib/runtime/kernels/cuda/cwise_launch.h"
 #include "lib/runtime/kernels/cuda/grid.h"
 
@@ -151,7 +152,41 @@ __global__ void SelectKernel(const bool* cond, const T* t, const T* e, T* out, i
   }
 }
 
+template <typename T>
+__global__ void ClassifyKernel(ClassifyOp op, const T* in, bool* out, int64_t n) {
+  PX_GRID_LOOP(i, n) {
+    const int bits = anomaly::AnomalyBits(in[i]);
+    switch (op) {
+      case ClassifyOp::kIsFinite: out[i] = bits == 0; break;
+      case ClassifyOp::kIsNan: out[i] = bits == anomaly::kNaN; break;
+      case ClassifyOp::kIsInf: out[i] = bits != 0 && bits != anomaly::kNaN; break;
+    }
+  }
+}
+
+// Each thread ORs its values' bits, then one atomicOr per thread that found any.
+template <typename T>
+__global__ void FindAnomaliesKernel(const T* in, int64_t n, int* bits) {
+  int found = 0;
+  PX_GRID_LOOP(i, n) { found |= anomaly::AnomalyBits(in[i]); }
+  if (found != 0) atomicOr(bits, found);
+}
+
 }  // namespace
+
+template <typename T>
+cudaError_t LaunchClassify(ClassifyOp op, const T* in, bool* out, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  ClassifyKernel<T><<<Blocks(n), kThreads, 0, stream>>>(op, in, out, n);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t LaunchFindAnomalies(const T* in, int64_t n, int* bits, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  FindAnomaliesKernel<T><<<Blocks(n), kThreads, 0, stream>>>(in, n, bits);
+  return cudaGetLastError();
+}
 
 template <typename T>
 cudaError_t LaunchCompare(CompareOp op, const T* a, const T* b, bool* out, int64_t n,
@@ -189,6 +224,11 @@ cudaError_t LaunchBinary(BinaryOp op, const T* a, const T* b, T* out, int64_t n,
   return cudaGetLastError();
 }
 
+template cudaError_t LaunchClassify<float>(ClassifyOp, const float*, bool*, int64_t, cudaStream_t);
+template cudaError_t LaunchClassify<double>(ClassifyOp, const double*, bool*, int64_t,
+                                            cudaStream_t);
+template cudaError_t LaunchFindAnomalies<float>(const float*, int64_t, int*, cudaStream_t);
+template cudaError_t LaunchFindAnomalies<double>(const double*, int64_t, int*, cudaStream_t);
 template cudaError_t LaunchCompare<float>(CompareOp, const float*, const float*, bool*, int64_t,
                                           const Broadcast&, cudaStream_t);
 template cudaError_t LaunchCompare<double>(CompareOp, const double*, const double*, bool*, int64_t,

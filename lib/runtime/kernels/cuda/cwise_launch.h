@@ -55,6 +55,16 @@ template <typename T>
 cudaError_t LaunchCompare(CompareOp op, const T* a, const T* b, bool* out, int64_t n,
                           const Broadcast& broadcast, cudaStream_t stream);
 
+// IsFinite, IsNan, IsInf: out[i] = the test of in[i].
+enum class ClassifyOp { kIsFinite, kIsNan, kIsInf };
+template <typename T>
+cudaError_t LaunchClassify(ClassifyOp op, const T* in, bool* out, int64_t n, cudaStream_t stream);
+
+// CheckNumerics: ORs the anomaly bits (../anomaly.h) of the n values into *bits (device
+// memory, zeroed by the caller).
+template <typename T>
+cudaError_t LaunchFindAnomalies(const T* in, int64_t n, int* bits, cudaStream_t stream);
+
 // Select: out[i] = cond ? t : e, the three broadcast against each other.
 struct Broadcast3 {
   int rank = 0;

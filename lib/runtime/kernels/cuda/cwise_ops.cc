@@ -1,7 +1,7 @@
 // CUDA kernels of the element-wise ops: unary ops, binary ops with broadcasting, AddN,
-// comparisons (bool out), Select and SelectV2, and the activations' gradients, float and
-// double, through the one template of
-// cwise_kernels.cu. Broadcasts are planned on the host as the CPU kernels plan them
+// comparisons and IsFinite, IsNan, IsInf (bool out), Select and SelectV2, the
+// activations' gradients, and CheckNumerics(V2), float and double, through the one
+// template of cwise_kernels.cu. Broadcasts are planned on the host as the CPU kernels plan them
 // (cpu/cwise_util.h: output dims of size 1 dropped, neighbours merged), so the GPU walks
 // at most as many dims as the pattern needs.
 #include <optional>
@@ -9,12 +9,74 @@
 #include <string>
 
 #include "lib/runtime/kernels/cpu/cwise_util.h"
+#include "lib/runtime/kernels/anomaly.h"
+#include "lib/runtime/kernels/cuda/array_launch.h"
 #include "lib/runtime/kernels/cuda/cuda_kernel_util.h"
 #include "lib/runtime/kernels/cuda/cwise_launch.h"
 #include "lib/runtime/kernels/kernel_shapes.h"
 
 namespace parallax::cuda_kernels {
 namespace {
+
+// IsFinite, IsNan, IsInf(x): bool out.
+template <typename T, ClassifyOp kOp>
+class ClassifyKernel : public OpKernel {
+ public:
+  ClassifyKernel(const KernelInit&, Status*) {}
+  Status Compute(KernelContext& context) const override {
+    PX_RETURN_IF_ERROR(CheckDtype(context, 0, DataTypeOf<T>::value));
+    const Tensor& in = context.input(0);
+    PX_ASSIGN_OR_RETURN(Tensor * out,
+                        context.AllocateDeviceOutput(0, tensorflow::DT_BOOL, in.shape()));
+    CudaDevice& device = DeviceOf(context);
+    auto lock = device.LaunchLock();
+    PX_RETURN_IF_ERROR(device.MakeCurrent());
+    return LaunchStatus(LaunchClassify<T>(kOp, static_cast<const T*>(in.raw_data()),
+                                          static_cast<bool*>(out->raw_data()), in.num_elements(),
+                                          device.stream()),
+                        device);
+  }
+};
+
+// CheckNumerics(V2)(tensor): passes the tensor through; the anomaly bits found on the GPU
+// are read back (a wait for the GPU) and reported as the CPU kernel reports them.
+template <typename T, bool kV2>
+class CheckNumericsKernel : public OpKernel {
+ public:
+  bool ForwardsInputs() const override { return true; }
+  CheckNumericsKernel(const KernelInit& init, Status* status) {
+    *status = init.GetAttr("message", &message_);
+  }
+  Status Compute(KernelContext& context) const override {
+    PX_RETURN_IF_ERROR(CheckDtype(context, 0, DataTypeOf<T>::value));
+    const Tensor& in = context.input(0);
+    context.set_output(0, in);
+    if (in.num_elements() == 0) return Status::Ok();
+    const std::shared_ptr<DeviceMemory> memory = context.device().memory();
+    PX_ASSIGN_OR_RETURN(Tensor bits_on_device,
+                        Tensor::Allocate(memory, tensorflow::DT_INT32, TensorShape{}));
+    int32_t* bits_pointer = static_cast<int32_t*>(bits_on_device.raw_data());
+    CudaDevice& device = DeviceOf(context);
+    {
+      auto lock = device.LaunchLock();
+      PX_RETURN_IF_ERROR(device.MakeCurrent());
+      PX_RETURN_IF_ERROR(
+          LaunchStatus(LaunchFill<int32_t>(bits_pointer, 1, 0, device.stream()), device));
+      PX_RETURN_IF_ERROR(
+          LaunchStatus(LaunchFindAnomalies<T>(static_cast<const T*>(in.raw_data()),
+                                              in.num_elements(), bits_pointer, device.stream()),
+                       device));
+    }
+    int32_t bits = 0;
+    PX_RETURN_IF_ERROR(memory->CopyToHost(bits_pointer, &bits, sizeof(bits)));
+    if (bits == 0) return Status::Ok();
+    return InvalidArgumentError("{} : Tensor had {} values", message_,
+                                anomaly::AnomalyWords(bits, kV2));
+  }
+
+ private:
+  std::string message_;
+};
 
 template <typename T, UnaryOp kOp>
 class UnaryKernel : public OpKernel {
@@ -328,6 +390,22 @@ PX_CUDA_BINARY_OP(RsqrtGrad, "RsqrtGrad");
 PX_CUDA_BINARY_OP(SqrtGrad, "SqrtGrad");
 PX_CUDA_BINARY_OP(ReciprocalGrad, "ReciprocalGrad");
 PX_CUDA_ALIAS(ReciprocalGrad, "InvGrad");
+
+template <typename T>
+using IsFiniteKernel = ClassifyKernel<T, ClassifyOp::kIsFinite>;
+template <typename T>
+using IsNanKernel = ClassifyKernel<T, ClassifyOp::kIsNan>;
+template <typename T>
+using IsInfKernel = ClassifyKernel<T, ClassifyOp::kIsInf>;
+template <typename T>
+using CheckNumericsV1Kernel = CheckNumericsKernel<T, false>;
+template <typename T>
+using CheckNumericsV2Kernel = CheckNumericsKernel<T, true>;
+PX_CUDA_FLOAT_KERNELS(IsFiniteKernel, "IsFinite");
+PX_CUDA_FLOAT_KERNELS(IsNanKernel, "IsNan");
+PX_CUDA_FLOAT_KERNELS(IsInfKernel, "IsInf");
+PX_CUDA_FLOAT_KERNELS(CheckNumericsV1Kernel, "CheckNumerics");
+PX_CUDA_FLOAT_KERNELS(CheckNumericsV2Kernel, "CheckNumericsV2");
 
 }  // namespace
 }  // namespace parallax::cuda_kernels
