@@ -341,6 +341,44 @@ inline Status SparseXentLabelError(const Tensor& labels, int64_t depth) {
   return Status::Ok();
 }
 
+// TopKV2(input, k): k a non-negative int32 scalar no larger than the last dimension (at
+// most int32's range), the input at least 1-D; the outputs [input's dims, last one k].
+struct TopKShape {
+  TensorShape output;
+  int64_t rows = 0, cols = 0, k = 0;
+};
+inline StatusOr<TopKShape> CheckTopK(const Tensor& input, const Tensor& k_tensor) {
+  if (k_tensor.dtype() != tensorflow::DT_INT32) {
+    return InvalidArgumentError("input 1 (k) must be int32, got {}",
+                                DataTypeShortName(k_tensor.dtype()));
+  }
+  if (k_tensor.rank() != 0) {
+    return InvalidArgumentError("input 1 (k) must be a scalar, got shape {}",
+                                k_tensor.shape().DebugString());
+  }
+  TopKShape shape;
+  shape.k = k_tensor.flat<int32_t>()[0];
+  if (shape.k < 0) return InvalidArgumentError("input 1 (k) must be >= 0, got {}", shape.k);
+  if (input.rank() < 1) {
+    return InvalidArgumentError("input 0 (input) must be at least 1-D, got shape {}",
+                                input.shape().DebugString());
+  }
+  shape.cols = input.dim(input.rank() - 1);
+  if (shape.cols < shape.k) {
+    return InvalidArgumentError(
+        "input must have at least k columns: the last dimension of {} is {}, k is {}",
+        input.shape().DebugString(), shape.cols, shape.k);
+  }
+  if (shape.cols > std::numeric_limits<int32_t>::max()) {
+    return InvalidArgumentError("the last dimension of input, {}, exceeds int32 indices",
+                                shape.cols);
+  }
+  shape.output = input.shape();
+  shape.output.set_dim(input.rank() - 1, shape.k);
+  shape.rows = shape.cols == 0 ? 0 : input.num_elements() / shape.cols;
+  return shape;
+}
+
 }  // namespace parallax
 
 #endif  // PARALLAX_LIB_RUNTIME_KERNELS_KERNEL_SHAPES_H_

@@ -616,6 +616,27 @@ std::vector<KernelCase> Table() {
                    .attrs = segment_attrs,
                    .dtype = tensorflow::DT_DOUBLE});
 
+  // TopKV2: TF's bounded heap in both read-outs, k = 1 and k = the row length, rows with
+  // ties and NaN (where only the heap's own steps decide the order).
+  {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> tied;
+    for (int i = 0; i < 4 * 19; ++i) tied.push_back(i % 7 == 3 ? nan : static_cast<float>(i * 5 % 4));
+    const Input ties{.value = Tensor::FromVector<float>(std::move(tied), TensorShape{4, 19})};
+    for (bool sorted : {true, false}) {
+      const AttrMap attrs = {{"sorted", BoolAttr(sorted)}};
+      const std::string note = sorted ? "" : "unsorted";
+      cases.push_back({.op = "TopKV2", .inputs = {{odd}, IntScalar(5)}, .attrs = attrs,
+                       .note = note});
+      cases.push_back({.op = "TopKV2", .inputs = {ties, IntScalar(6)}, .attrs = attrs,
+                       .note = sorted ? "ties, NaN" : "unsorted, ties, NaN"});
+    }
+    cases.push_back({.op = "TopKV2", .inputs = {ties, IntScalar(1)}});
+    cases.push_back({.op = "TopKV2", .inputs = {ties, IntScalar(19)}});
+    cases.push_back({.op = "TopKV2", .inputs = {{TensorShape{2, 3, 40}}, IntScalar(7)},
+                     .dtype = tensorflow::DT_DOUBLE});
+  }
+
   // Finiteness tests and CheckNumerics (which passes finite values through).
   {
     const float inf = std::numeric_limits<float>::infinity();

@@ -4,6 +4,7 @@
 #include "lib/runtime/kernels/cuda/grid.h"
 #include "lib/runtime/kernels/cuda/reduction_launch.h"
 #include "lib/runtime/kernels/reduction_order.h"
+#include "lib/runtime/kernels/topk_rules.h"
 
 namespace parallax::cuda_kernels {
 namespace {
@@ -285,6 +286,26 @@ cudaError_t LaunchArgReduce(bool max, const T* x, int64_t outer, int64_t n, int6
 }
 
 template <typename T>
+__global__ void TopKKernel(const T* x, int64_t rows, int64_t cols, int64_t k, bool sorted,
+                           T* values, int32_t* indices, int32_t* heap) {
+  PX_GRID_LOOP(r, rows) {
+    const T* row = x + r * cols;
+    int32_t* out = indices + r * k;
+    topk_rules::TopKRow(row, cols, k, sorted, out, heap + r * (k + 1));
+    for (int64_t i = 0; i < k; ++i) values[r * k + i] = row[out[i]];
+  }
+}
+
+template <typename T>
+cudaError_t LaunchTopK(const T* x, int64_t rows, int64_t cols, int64_t k, bool sorted, T* values,
+                       int32_t* indices, int32_t* heap, cudaStream_t stream) {
+  if (rows == 0 || k == 0) return cudaSuccess;
+  TopKKernel<T><<<Blocks(rows), kThreads, 0, stream>>>(x, rows, cols, k, sorted, values, indices,
+                                                       heap);
+  return cudaGetLastError();
+}
+
+template <typename T>
 cudaError_t LaunchL2Loss(const T* x, int64_t n, T* partials, T* out, cudaStream_t stream) {
   const int64_t chunks = (n + order::kL2Chunk - 1) / order::kL2Chunk;
   if (chunks > 0) {
@@ -328,7 +349,9 @@ cudaError_t LaunchXent(const T* features, const T* labels, const XentStrides& st
   template cudaError_t LaunchL2Loss<T>(const T*, int64_t, T*, T*, cudaStream_t);                   \
   template cudaError_t LaunchArgReduce<T>(bool, const T*, int64_t, int64_t, int64_t, void*, bool,  \
                                           cudaStream_t);                                          \
-  template cudaError_t LaunchXent<T>(const T*, const T*, const XentStrides&, T*, T*, cudaStream_t);
+  template cudaError_t LaunchXent<T>(const T*, const T*, const XentStrides&, T*, T*, cudaStream_t); \
+  template cudaError_t LaunchTopK<T>(const T*, int64_t, int64_t, int64_t, bool, T*, int32_t*,      \
+                                     int32_t*, cudaStream_t);
 PX_INSTANTIATE(float)
 PX_INSTANTIATE(double)
 #undef PX_INSTANTIATE

@@ -54,6 +54,13 @@ template <typename T>
 cudaError_t LaunchArgReduce(bool max, const T* x, int64_t outer, int64_t n, int64_t inner,
                             void* out, bool out64, cudaStream_t stream);
 
+// TopKV2: row r's k best positions (0 < k <= cols; ../topk_rules.h: TopKRow, the CPU
+// kernel's) into indices[r * k, (r + 1) * k) and their values into `values`, one thread
+// per row; `heap` is scratch for rows * (k + 1) positions.
+template <typename T>
+cudaError_t LaunchTopK(const T* x, int64_t rows, int64_t cols, int64_t k, bool sorted, T* values,
+                       int32_t* indices, int32_t* heap, cudaStream_t stream);
+
 // L2Loss: out (one value) = the sum of squares of x's n values / 2, in the CPU's chunks;
 // `partials` holds one value per chunk of reduction_order::kL2Chunk.
 template <typename T>

@@ -1,5 +1,5 @@
-// GPU kernels of the reductions Sum, Mean, Prod, Max, Min, ArgMax, ArgMin, of BiasAddGrad,
-// L2Loss, Softmax, LogSoftmax, SoftmaxCrossEntropyWithLogits and
+// GPU kernels of the reductions Sum, Mean, Prod, Max, Min, ArgMax, ArgMin, of TopKV2,
+// BiasAddGrad, L2Loss, Softmax, LogSoftmax, SoftmaxCrossEntropyWithLogits and
 // SparseSoftmaxCrossEntropyWithLogits, float and double. Layouts are planned on the host
 // as the CPU kernels plan them (cpu/reduction_plan.h) and reduced in the CPU's order
 // (reduction_launch.h), so results have the CPU's bits (the softmaxes' exp and log aside). Axes, and the sparse labels
@@ -214,6 +214,41 @@ class ArgReduceKernel : public OpKernel {
   DataType output_type_ = tensorflow::DT_INT64;
 };
 
+// TopKV2(input, k): k read on the host; one thread per row runs the CPU kernel's
+// selection (../topk_rules.h), so values, indices and their order are the CPU's.
+template <typename T>
+class TopKKernel : public OpKernel {
+ public:
+  TopKKernel(const KernelInit& init, Status* status) {
+    *status = init.GetAttrOr("sorted", &sorted_, true);
+  }
+  bool HostMemoryInput(int index) const override { return index == 1; }
+  Status Compute(KernelContext& context) const override {
+    PX_RETURN_IF_ERROR(CheckDtype(context, 0, DataTypeOf<T>::value));
+    const Tensor& input = context.input(0);
+    PX_ASSIGN_OR_RETURN(TopKShape shape, CheckTopK(input, context.input(1)));
+    PX_ASSIGN_OR_RETURN(Tensor * values, context.AllocateDeviceOutput(0, input.dtype(),
+                                                                      shape.output));
+    PX_ASSIGN_OR_RETURN(Tensor * indices,
+                        context.AllocateDeviceOutput(1, tensorflow::DT_INT32, shape.output));
+    if (shape.rows == 0 || shape.k == 0) return Status::Ok();
+    PX_ASSIGN_OR_RETURN(Tensor heap,
+                        Scratch(context, tensorflow::DT_INT32, shape.rows * (shape.k + 1)));
+    CudaDevice& device = DeviceOf(context);
+    auto lock = device.LaunchLock();
+    PX_RETURN_IF_ERROR(device.MakeCurrent());
+    return LaunchStatus(
+        LaunchTopK<T>(static_cast<const T*>(input.raw_data()), shape.rows, shape.cols, shape.k,
+                      sorted_, static_cast<T*>(values->raw_data()),
+                      static_cast<int32_t*>(indices->raw_data()),
+                      static_cast<int32_t*>(heap.raw_data()), device.stream()),
+        device);
+  }
+
+ private:
+  bool sorted_ = true;
+};
+
 // L2Loss(t): sum(t^2) / 2 in the CPU's chunks.
 template <typename T>
 class L2LossKernel : public OpKernel {
@@ -326,6 +361,7 @@ PX_CUDA_FLOAT_KERNELS(XentKernel, "SoftmaxCrossEntropyWithLogits");
 PX_CUDA_FLOAT_KERNELS(L2LossKernel, "L2Loss");
 PX_CUDA_FLOAT_KERNELS(ArgMaxKernel, "ArgMax");
 PX_CUDA_FLOAT_KERNELS(ArgMinKernel, "ArgMin");
+PX_CUDA_FLOAT_KERNELS(TopKKernel, "TopKV2");
 PX_CUDA_FLOAT_KERNELS(SoftmaxOnlyKernel, "Softmax");
 PX_CUDA_FLOAT_KERNELS(LogSoftmaxKernel, "LogSoftmax");
 
