@@ -379,6 +379,69 @@ inline StatusOr<TopKShape> CheckTopK(const Tensor& input, const Tensor& k_tensor
   return shape;
 }
 
+// Input `index` (named `name`) is a float tensor of rank `rank` (the recurrent cells').
+inline Status CheckFloatInput(const KernelContext& context, int index, const char* name,
+                              int rank) {
+  const Tensor& t = context.input(index);
+  if (t.dtype() != tensorflow::DT_FLOAT) {
+    return InvalidArgumentError("input {} ({}) must be {}, got {}", index, name,
+                                DataTypeShortName(tensorflow::DT_FLOAT),
+                                DataTypeShortName(t.dtype()));
+  }
+  if (t.rank() != rank) {
+    return InvalidArgumentError("input {} ({}) must have rank {}, got shape {}", index, name, rank,
+                                t.shape().DebugString());
+  }
+  return Status::Ok();
+}
+
+// Input `index` (named `name`) is float of shape `dims` (`meaning` names them).
+inline Status CheckFloatShape(const KernelContext& context, int index, const char* name,
+                              const std::vector<int64_t>& dims, const char* meaning) {
+  PX_RETURN_IF_ERROR(CheckFloatInput(context, index, name, static_cast<int>(dims.size())));
+  const TensorShape& shape = context.input(index).shape();
+  if (shape.dims() != dims) {
+    return InvalidArgumentError("input {} ({}) must have shape {} ({}), got {}", index, name,
+                                TensorShape(dims).DebugString(), meaning, shape.DebugString());
+  }
+  return Status::Ok();
+}
+
+// The sizes of an LSTM step, after checking inputs 0-7 (x, cs_prev, h_prev, w, wci, wcf,
+// wco, b) of LSTMBlockCell and LSTMBlockCellGrad — and, for the gradient (`grad`), inputs
+// 8-15 (i, cs, f, o, ci, co, cs_grad, h_grad), each [batch, cell].
+struct LstmSizes {
+  int64_t batch = 0, input = 0, cell = 0;
+};
+inline StatusOr<LstmSizes> CheckLstmInputs(const KernelContext& context, bool use_peephole,
+                                           bool grad) {
+  PX_RETURN_IF_ERROR(CheckFloatInput(context, 0, "x", 2));
+  PX_RETURN_IF_ERROR(CheckFloatInput(context, 1, "cs_prev", 2));
+  LstmSizes s{context.input(0).dim(0), context.input(0).dim(1), context.input(1).dim(1)};
+  const char* state = "batch_size, cell_size";
+  PX_RETURN_IF_ERROR(CheckFloatShape(context, 1, "cs_prev", {s.batch, s.cell}, state));
+  PX_RETURN_IF_ERROR(CheckFloatShape(context, 2, "h_prev", {s.batch, s.cell}, state));
+  PX_RETURN_IF_ERROR(CheckFloatShape(context, 3, "w", {s.input + s.cell, 4 * s.cell},
+                                     "input_size + cell_size, 4 * cell_size"));
+  const char* peepholes[] = {"wci", "wcf", "wco"};
+  for (int k = 0; k < 3; ++k) {
+    // Without peepholes the weights are not read: TF checks only their rank.
+    if (use_peephole) {
+      PX_RETURN_IF_ERROR(CheckFloatShape(context, 4 + k, peepholes[k], {s.cell}, "cell_size"));
+    } else {
+      PX_RETURN_IF_ERROR(CheckFloatInput(context, 4 + k, peepholes[k], 1));
+    }
+  }
+  PX_RETURN_IF_ERROR(CheckFloatShape(context, 7, "b", {4 * s.cell}, "4 * cell_size"));
+  if (grad) {
+    const char* names[] = {"i", "cs", "f", "o", "ci", "co", "cs_grad", "h_grad"};
+    for (int k = 0; k < 8; ++k) {
+      PX_RETURN_IF_ERROR(CheckFloatShape(context, 8 + k, names[k], {s.batch, s.cell}, state));
+    }
+  }
+  return s;
+}
+
 }  // namespace parallax
 
 #endif  // PARALLAX_LIB_RUNTIME_KERNELS_KERNEL_SHAPES_H_

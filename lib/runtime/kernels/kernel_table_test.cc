@@ -616,6 +616,32 @@ std::vector<KernelCase> Table() {
                    .attrs = segment_attrs,
                    .dtype = tensorflow::DT_DOUBLE});
 
+  // The LSTM block cell (cuBLAS's gate products, the GPU's exp and tanh: kGemm) and its
+  // gradient (+ - * only: bit for bit), with and without peepholes.
+  {
+    const int64_t batch = 5, input = 7, cell = 9;
+    const TensorShape state{batch, cell}, unit{cell};
+    const Input x{TensorShape{batch, input}, -1, 1}, s{state, -1, 1};
+    const Input w{TensorShape{input + cell, 4 * cell}, -0.5, 0.5}, b{TensorShape{4 * cell}};
+    const Input gate{state, 0.05, 0.95}, value{state, -0.95, 0.95};
+    for (bool peephole : {true, false}) {
+      const Input wp = peephole ? Input{unit, -0.5, 0.5} : Input{TensorShape{0}};
+      const std::string note = peephole ? "peephole" : "no peephole, empty peephole weights";
+      cases.push_back({.op = "LSTMBlockCell",
+                       .inputs = {x, s, s, w, wp, wp, wp, b},
+                       .attrs = {{"use_peephole", BoolAttr(peephole)},
+                                 {"cell_clip", FloatAttr(peephole ? 0.5f : -1.0f)},
+                                 {"forget_bias", FloatAttr(1.0f)}},
+                       .tolerance = kGemm,
+                       .note = note});
+      cases.push_back({.op = "LSTMBlockCellGrad",
+                       .inputs = {x, s, s, w, wp, wp, wp, b, gate, value, gate, gate, value, value,
+                                  s, s},
+                       .attrs = {{"use_peephole", BoolAttr(peephole)}},
+                       .note = note});
+    }
+  }
+
   // TopKV2: TF's bounded heap in both read-outs, k = 1 and k = the row length, rows with
   // ties and NaN (where only the heap's own steps decide the order).
   {

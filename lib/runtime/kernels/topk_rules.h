@@ -115,8 +115,8 @@ PX_HOST_DEVICE inline void SortHeap(int32_t* heap, int64_t len, const Compare& l
 // The k best positions (0 < k <= cols) of row x[0, cols) into out[0, k), in TF's order;
 // `heap` has room for k + 1 positions (unused when k is 1 or cols).
 template <typename T>
-PX_HOST_DEVICE inline void TopKRow(const T* x, int64_t cols, int64_t k, bool sorted,
-                                   int32_t* out, int32_t* heap) {
+PX_HOST_DEVICE inline void TopKRow(const T* x, int64_t cols, int64_t k, bool sorted, int32_t* out,
+                                   int32_t* heap) {
   if (k == 1) {
     int32_t best = 0;
     for (int32_t c = 1; c < cols; ++c) {

@@ -7,8 +7,8 @@
 // the row layout of the weight matrices. Gates are computed *bar* (before their
 // nonlinearity) as xh * w + b.
 //
-// LSTMBlockCell: [i, ci, f, o] bar = xh * w + b (column blocks of cell_size, in that
-// order, "ICFO"), then
+// LSTMBlockCell (its element arithmetic ../rnn_rules.h, the GPU kernel's too):
+// [i, ci, f, o] bar = xh * w + b (column blocks of cell_size, in that order, "ICFO"), then
 //   i = sigmoid(i_bar + cs_prev .* wci)          (peephole terms only with use_peephole)
 //   f = sigmoid(f_bar + forget_bias + cs_prev .* wcf)
 //   ci = tanh(ci_bar)
@@ -35,6 +35,8 @@
 #include "lib/runtime/kernel.h"
 #include "lib/runtime/kernels/cpu/blas_gemm.h"
 #include "lib/runtime/kernels/cpu/nn_kernel_util.h"
+#include "lib/runtime/kernels/kernel_shapes.h"
+#include "lib/runtime/kernels/rnn_rules.h"
 
 namespace parallax {
 namespace {
@@ -42,29 +44,15 @@ namespace {
 constexpr DeviceType kCpu = DeviceType::kCpu;
 using tensorflow::DT_FLOAT;
 
-float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+using rnn_rules::Sigmoid;
 
-// Checks input `index` (named `name`) is a float tensor of rank `rank`.
+// The recurrent cells' input checks (kernel_shapes.h), shared with the GPU kernels.
 Status CheckInput(const KernelContext& context, int index, const char* name, int rank) {
-  PX_RETURN_IF_ERROR(nn::CheckDtype(context, index, name, DT_FLOAT));
-  const Tensor& t = context.input(index);
-  if (t.rank() != rank) {
-    return InvalidArgumentError("input {} ({}) must have rank {}, got shape {}", index, name, rank,
-                                t.shape().DebugString());
-  }
-  return Status::Ok();
+  return CheckFloatInput(context, index, name, rank);
 }
-
-// Checks input `index` (named `name`) is float of shape `dims`.
 Status CheckShape(const KernelContext& context, int index, const char* name,
                   const std::vector<int64_t>& dims, const char* meaning) {
-  PX_RETURN_IF_ERROR(nn::CheckDtype(context, index, name, DT_FLOAT));
-  const TensorShape& shape = context.input(index).shape();
-  if (shape.dims() != dims) {
-    return InvalidArgumentError("input {} ({}) must have shape {} ({}), got {}", index, name,
-                                TensorShape(dims).DebugString(), meaning, shape.DebugString());
-  }
-  return Status::Ok();
+  return CheckFloatShape(context, index, name, dims, meaning);
 }
 
 // C[m, n] (+)= [A1 A2] * [B1; B2] where A1 is [m, k1], A2 is [m, k2] and B is
@@ -82,33 +70,6 @@ int64_t RowsPerBlock(int64_t width) {
 
 // ---- LSTM ----
 
-// The sizes of an LSTM step, after checking inputs 0-7 (x, cs_prev, h_prev, w, wci, wcf,
-// wco, b) of LSTMBlockCell and LSTMBlockCellGrad.
-struct LstmSizes {
-  int64_t batch = 0, input = 0, cell = 0;
-};
-
-StatusOr<LstmSizes> CheckLstmInputs(const KernelContext& context, bool use_peephole) {
-  PX_RETURN_IF_ERROR(CheckInput(context, 0, "x", 2));
-  PX_RETURN_IF_ERROR(CheckInput(context, 1, "cs_prev", 2));
-  LstmSizes s{context.input(0).dim(0), context.input(0).dim(1), context.input(1).dim(1)};
-  PX_RETURN_IF_ERROR(CheckShape(context, 1, "cs_prev", {s.batch, s.cell}, "batch_size, cell_size"));
-  PX_RETURN_IF_ERROR(CheckShape(context, 2, "h_prev", {s.batch, s.cell}, "batch_size, cell_size"));
-  PX_RETURN_IF_ERROR(CheckShape(context, 3, "w", {s.input + s.cell, 4 * s.cell},
-                                "input_size + cell_size, 4 * cell_size"));
-  const char* peepholes[] = {"wci", "wcf", "wco"};
-  for (int k = 0; k < 3; ++k) {
-    // Without peepholes the weights are not read: TF checks only their rank.
-    if (use_peephole) {
-      PX_RETURN_IF_ERROR(CheckShape(context, 4 + k, peepholes[k], {s.cell}, "cell_size"));
-    } else {
-      PX_RETURN_IF_ERROR(CheckInput(context, 4 + k, peepholes[k], 1));
-    }
-  }
-  PX_RETURN_IF_ERROR(CheckShape(context, 7, "b", {4 * s.cell}, "4 * cell_size"));
-  return s;
-}
-
 // LSTMBlockCell(x, cs_prev, h_prev, w, wci, wcf, wco, b) -> (i, cs, f, o, ci, co, h).
 class LstmBlockCellOp : public OpKernel {
  public:
@@ -120,7 +81,7 @@ class LstmBlockCellOp : public OpKernel {
   }
 
   Status Compute(KernelContext& context) const override {
-    PX_ASSIGN_OR_RETURN(LstmSizes s, CheckLstmInputs(context, use_peephole_));
+    PX_ASSIGN_OR_RETURN(LstmSizes s, CheckLstmInputs(context, use_peephole_, false));
     const int64_t c = s.cell;
     const TensorShape state({s.batch, c});
     Tensor* outs[7];
@@ -144,24 +105,26 @@ class LstmBlockCellOp : public OpKernel {
     XhTimes(s.batch, 4 * c, s.input, c, context.input(0).data<float>(),
             context.input(2).data<float>(), context.input(3).data<float>(), 0.0f, g);
 
-    const bool peephole = use_peephole_;
-    const float forget_bias = forget_bias_, clip = cell_clip_;
+    const rnn_rules::LstmAttrs attrs{forget_bias_, cell_clip_, use_peephole_};
     nn::ParallelRange(context, s.batch, RowsPerBlock(4 * c), [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         const float* gr = g + r * 4 * c;
         for (int64_t j = 0; j < c; ++j) {
           const int64_t at = r * c + j;
-          const float prev = cs_prev[at];
-          i[at] = Sigmoid(gr[j] + b[j] + (peephole ? prev * wci[j] : 0.0f));
-          ci[at] = std::tanh(gr[c + j] + b[c + j]);
-          f[at] = Sigmoid(gr[2 * c + j] + b[2 * c + j] + forget_bias +
-                          (peephole ? prev * wcf[j] : 0.0f));
-          float cell = ci[at] * i[at] + prev * f[at];
-          if (clip > 0.0f) cell = std::clamp(cell, -clip, clip);
-          cs[at] = cell;
-          co[at] = std::tanh(cell);
-          o[at] = Sigmoid(gr[3 * c + j] + b[3 * c + j] + (peephole ? cell * wco[j] : 0.0f));
-          h[at] = o[at] * co[at];
+          const float gate[4] = {gr[j], gr[c + j], gr[2 * c + j], gr[3 * c + j]};
+          const float bias[4] = {b[j], b[c + j], b[2 * c + j], b[3 * c + j]};
+          // Without peepholes the weights may be empty: not read.
+          const bool p = attrs.use_peephole;
+          const rnn_rules::LstmOutputs y =
+              rnn_rules::LstmCell(gate, bias, cs_prev[at], p ? wci[j] : 0.0f, p ? wcf[j] : 0.0f,
+                                  p ? wco[j] : 0.0f, attrs);
+          i[at] = y.i;
+          cs[at] = y.cs;
+          f[at] = y.f;
+          o[at] = y.o;
+          ci[at] = y.ci;
+          co[at] = y.co;
+          h[at] = y.h;
         }
       }
     });
@@ -191,13 +154,8 @@ class LstmBlockCellGradOp : public OpKernel {
   }
 
   Status Compute(KernelContext& context) const override {
-    PX_ASSIGN_OR_RETURN(LstmSizes s, CheckLstmInputs(context, use_peephole_));
+    PX_ASSIGN_OR_RETURN(LstmSizes s, CheckLstmInputs(context, use_peephole_, true));
     const int64_t c = s.cell;
-    const char* names[] = {"i", "cs", "f", "o", "ci", "co", "cs_grad", "h_grad"};
-    for (int k = 0; k < 8; ++k) {
-      PX_RETURN_IF_ERROR(
-          CheckShape(context, 8 + k, names[k], {s.batch, c}, "batch_size, cell_size"));
-    }
     float* cs_prev_grad =
         context.AllocateOutput(0, DT_FLOAT, TensorShape({s.batch, c}))->data<float>();
     float* dicfo =
@@ -228,17 +186,15 @@ class LstmBlockCellGradOp : public OpKernel {
         float* d = dicfo + r * 4 * c;
         for (int64_t j = 0; j < c; ++j) {
           const int64_t at = r * c + j;
-          const float d_o = o[at] * (1.0f - o[at]) * h_grad[at] * co[at];
-          float dcs = (1.0f - co[at] * co[at]) * h_grad[at] * o[at] + cs_grad[at];
-          if (peephole) dcs += d_o * wco[j];
-          const float dci = (1.0f - ci[at] * ci[at]) * dcs * i[at];
-          const float df = f[at] * (1.0f - f[at]) * dcs * cs_prev[at];
-          const float di = i[at] * (1.0f - i[at]) * dcs * ci[at];
-          d[j] = di;
-          d[c + j] = dci;
-          d[2 * c + j] = df;
-          d[3 * c + j] = d_o;
-          cs_prev_grad[at] = dcs * f[at] + (peephole ? di * wci[j] + df * wcf[j] : 0.0f);
+          const rnn_rules::LstmOutputs y{i[at], cs[at], f[at], o[at], ci[at], co[at], 0.0f};
+          const rnn_rules::LstmGrads grads = rnn_rules::LstmCellGrad(
+              y, cs_prev[at], peephole ? wci[j] : 0.0f, peephole ? wcf[j] : 0.0f,
+              peephole ? wco[j] : 0.0f, cs_grad[at], h_grad[at], peephole);
+          d[j] = grads.di;
+          d[c + j] = grads.dci;
+          d[2 * c + j] = grads.df;
+          d[3 * c + j] = grads.d_o;
+          cs_prev_grad[at] = grads.cs_prev_grad;
         }
       }
     });

@@ -9,58 +9,14 @@
 // Row-major C[m,n] = op(A) op(B) is computed as cuBLAS's column-major C^T = op(B)^T op(A)^T:
 // the same memory, no transposes materialised.
 #include <limits>
-#include <type_traits>
 #include <vector>
 
+#include "lib/runtime/kernels/cuda/cublas_gemm.h"
 #include "lib/runtime/kernels/cuda/cuda_kernel_util.h"
 #include "lib/runtime/kernels/kernel_shapes.h"
 
 namespace parallax::cuda_kernels {
 namespace {
-
-cublasComputeType_t ComputeType(GpuPrecision precision) {
-  switch (precision) {
-    case GpuPrecision::kTf32:
-      return CUBLAS_COMPUTE_32F_FAST_TF32;
-    case GpuPrecision::kBf16:
-      return CUBLAS_COMPUTE_32F_FAST_16BF;
-    case GpuPrecision::kFp32:
-      break;
-  }
-  return CUBLAS_COMPUTE_32F;
-}
-
-template <typename T>
-cublasStatus_t Gemm(cublasHandle_t handle, GpuPrecision precision, cublasOperation_t op_b,
-                    cublasOperation_t op_a, int n, int m, int k, const T* b, int ldb, const T* a,
-                    int lda, T* c) {
-  const T one = 1, zero = 0;
-  if constexpr (std::is_same_v<T, float>) {
-    return cublasGemmEx(handle, op_b, op_a, n, m, k, &one, b, CUDA_R_32F, ldb, a, CUDA_R_32F, lda,
-                        &zero, c, CUDA_R_32F, n, ComputeType(precision), CUBLAS_GEMM_DEFAULT);
-  } else {
-    return cublasDgemm(handle, op_b, op_a, n, m, k, &one, b, ldb, a, lda, &zero, c, n);
-  }
-}
-
-// `count` products C_i = op(A_i) op(B_i), the i-th matrix of each `stride_*` elements on
-// (0: one matrix shared by all).
-template <typename T>
-cublasStatus_t GemmBatched(cublasHandle_t handle, GpuPrecision precision, cublasOperation_t op_b,
-                           cublasOperation_t op_a, int n, int m, int k, const T* b, int ldb,
-                           int64_t stride_b, const T* a, int lda, int64_t stride_a, T* c,
-                           int64_t stride_c, int count) {
-  const T one = 1, zero = 0;
-  if constexpr (std::is_same_v<T, float>) {
-    return cublasGemmStridedBatchedEx(handle, op_b, op_a, n, m, k, &one, b, CUDA_R_32F, ldb,
-                                      stride_b, a, CUDA_R_32F, lda, stride_a, &zero, c, CUDA_R_32F,
-                                      n, stride_c, count, ComputeType(precision),
-                                      CUBLAS_GEMM_DEFAULT);
-  } else {
-    return cublasDgemmStridedBatched(handle, op_b, op_a, n, m, k, &one, b, ldb, stride_b, a, lda,
-                                     stride_a, &zero, c, n, stride_c, count);
-  }
-}
 
 // The stride, in matrices, of an operand of `matrices` matrices when output matrix i uses
 // its matrix i (all of them: 1) or its only one (0); -1 when it is broadcast otherwise.
