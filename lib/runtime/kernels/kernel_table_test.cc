@@ -616,6 +616,46 @@ std::vector<KernelCase> Table() {
                    .attrs = segment_attrs,
                    .dtype = tensorflow::DT_DOUBLE});
 
+  // Image resizes, up and down, in each coordinate mode; the gradients gather what the
+  // CPU scatters (pixels read by several output pixels, by two corners of one).
+  {
+    struct Mode {
+      bool align_corners, half_pixel;
+      const char* note;
+    };
+    const Input image{TensorShape{2, 5, 7, 3}};
+    for (const Mode& m : std::vector<Mode>{
+             {false, false, "legacy"}, {true, false, "align_corners"}, {false, true, "half pixel"}}) {
+      const AttrMap attrs = {{"align_corners", BoolAttr(m.align_corners)},
+                             {"half_pixel_centers", BoolAttr(m.half_pixel)}};
+      for (const std::vector<int32_t>& size :
+           std::vector<std::vector<int32_t>>{{9, 4}, {3, 12}}) {
+        const std::string note = fmt::format("{} to {}x{}", m.note, size[0], size[1]);
+        cases.push_back({.op = "ResizeBilinear", .inputs = {image, Ints(size)}, .attrs = attrs,
+                         .note = note});
+        cases.push_back({.op = "ResizeNearestNeighbor", .inputs = {image, Ints(size)},
+                         .attrs = attrs, .note = note});
+        const Input grads{TensorShape{2, size[0], size[1], 3}};
+        cases.push_back({.op = "ResizeBilinearGrad", .inputs = {grads, image}, .attrs = attrs,
+                         .note = note});
+        cases.push_back({.op = "ResizeNearestNeighborGrad", .inputs = {grads, Ints({5, 7})},
+                         .attrs = attrs, .note = note});
+      }
+    }
+    cases.push_back({.op = "ResizeBilinearGrad",
+                     .inputs = {{TensorShape{2, 9, 4, 3}, -4, 4, tensorflow::DT_FLOAT}, image},
+                     .dtype = tensorflow::DT_DOUBLE});
+    cases.push_back({.op = "ResizeNearestNeighbor", .inputs = {image, Ints({8, 3})},
+                     .dtype = tensorflow::DT_DOUBLE});
+    for (const std::vector<int32_t>& size :
+         std::vector<std::vector<int32_t>>{{2, 3}, {7, 11}, {5, 7}}) {
+      cases.push_back({.op = "ResizeArea", .inputs = {image, Ints(size)},
+                       .note = fmt::format("to {}x{}", size[0], size[1])});
+    }
+    cases.push_back({.op = "ResizeArea", .inputs = {image, Ints({3, 4})},
+                     .attrs = {{"align_corners", BoolAttr(true)}}, .note = "align_corners"});
+  }
+
   // The LSTM block cell (cuBLAS's gate products, the GPU's exp and tanh: kGemm) and its
   // gradient (+ - * only: bit for bit), with and without peepholes.
   {

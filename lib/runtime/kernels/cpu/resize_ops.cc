@@ -2,22 +2,13 @@
 // ResizeArea, and the gradients ResizeBilinearGrad, ResizeNearestNeighborGrad,
 // ResizeBicubicGrad. Images are NHWC.
 //
-// Coordinates, as TF computes them (all in float):
-//  - scale = (align_corners && out > 1) ? (in - 1) / (out - 1) : in / out.
-//  - a *legacy* source coordinate is out_index * scale; with half_pixel_centers it is
-//    (out_index + 0.5) * scale - 0.5 (bilinear, bicubic). Nearest neighbour uses
-//    (out_index + 0.5) * scale then, and floor (round, away from zero, with
-//    align_corners), clamped to [0, in - 1].
-//  - bilinear: rows floor(src) and ceil(src), clamped to the image, mixed by
-//    src - floor(src) (which may exceed the clamp: TF's behaviour at the border).
-//  - bicubic: Keys' cubic kernel with a = -0.75 (legacy) or a = -0.5 with
-//    half_pixel_centers, weights read from a 1025-entry table as TF does (the fraction
-//    rounded to 1/1024); half_pixel_centers also gives taps outside the image weight 0
-//    and renormalises the rest, the legacy mode clamps the taps' indices instead.
-//  - area: each output pixel averages the input cells its footprint
-//    [i * scale, (i + 1) * scale) overlaps, weighted by the overlap (align_corners on an
-//    axis of 1 pixel makes the scale 0: NaN, as TF's formula gives).
-//  Bilinear, bicubic and area output float whatever T is; nearest keeps T.
+// Coordinates, checks and taps are planned as resize_plan.h says (the GPU kernels' plans
+// too), and the bilinear and area sums are ../resize_rules.h's. Bicubic: Keys' cubic
+// kernel with a = -0.75 (legacy) or a = -0.5 with half_pixel_centers, weights read from a
+// 1025-entry table as TF does (the fraction rounded to 1/1024); half_pixel_centers also
+// gives taps outside the image weight 0 and renormalises the rest, the legacy mode clamps
+// the taps' indices instead.
+// Bilinear, bicubic and area output float whatever T is; nearest keeps T.
 // Gradients scatter each incoming gradient to the taps the forward op read, with the
 // forward weights (accumulated in float for bilinear and bicubic, in T for nearest).
 // Errors are TF's: "input must be 4-dimensional[1,2]", "output dimensions must be
@@ -31,16 +22,27 @@
 
 #include "lib/ops/dtypes.h"
 #include "lib/runtime/kernel.h"
+#include "lib/runtime/kernels/cpu/resize_plan.h"
+#include "lib/runtime/kernels/resize_rules.h"
 
 namespace parallax {
 namespace {
 
 constexpr DeviceType kCpu = DeviceType::kCpu;
 
-float ResizeScale(int64_t in, int64_t out, bool align_corners) {
-  return (align_corners && out > 1) ? static_cast<float>(in - 1) / static_cast<float>(out - 1)
-                                    : static_cast<float>(in) / static_cast<float>(out);
-}
+using resize_plan::AreaTaps;
+using resize_plan::BilinearTaps;
+using resize_plan::CheckBilinearGrad;
+using resize_plan::Dims;
+using resize_plan::ImageDims;
+using resize_plan::Lerp;
+using resize_plan::NearestTaps;
+using resize_plan::PlanAreaTaps;
+using resize_plan::ReadResizeAttrs;
+using resize_plan::ReadSize;
+using resize_plan::ResizeAttrs;
+using resize_plan::ResizeScale;
+using resize_plan::ResizeState;
 
 // Element i of a numeric tensor as float (the resize input types).
 float LoadFloat(const Tensor& t, int64_t i) {
@@ -57,100 +59,7 @@ float LoadFloat(const Tensor& t, int64_t i) {
   }
 }
 
-bool SupportedType(DataType t) {
-  switch (t) {
-    case tensorflow::DT_FLOAT: case tensorflow::DT_DOUBLE: case tensorflow::DT_INT32:
-    case tensorflow::DT_INT64: case tensorflow::DT_UINT8: case tensorflow::DT_INT8:
-    case tensorflow::DT_INT16: case tensorflow::DT_UINT16:
-      return true;
-    default:
-      return false;
-  }
-}
-
-struct ResizeAttrs {
-  bool align_corners = false;
-  bool half_pixel_centers = false;
-};
-
-Status ReadResizeAttrs(const KernelInit& init, bool has_half_pixel, ResizeAttrs* attrs) {
-  PX_RETURN_IF_ERROR(init.GetAttrOr("align_corners", &attrs->align_corners, false));
-  if (has_half_pixel) {
-    PX_RETURN_IF_ERROR(init.GetAttrOr("half_pixel_centers", &attrs->half_pixel_centers, false));
-  }
-  if (attrs->align_corners && attrs->half_pixel_centers) {
-    return InvalidArgumentError("If half_pixel_centers is True, align_corners must be False.");
-  }
-  return Status::Ok();
-}
-
-// [batch, height, width, channels] of a 4-D image tensor.
-struct Dims {
-  int64_t batch, height, width, channels;
-};
-
-Status ImageDims(const Tensor& t, const char* what, Dims* dims) {
-  if (t.rank() != 4) {
-    return InvalidArgumentError("{} must be 4-dimensional{}", what, t.shape().DebugString());
-  }
-  *dims = {t.dim(0), t.dim(1), t.dim(2), t.dim(3)};
-  return Status::Ok();
-}
-
-// The size input: int32 [2], both positive.
-Status ReadSize(const Tensor& size, int64_t* height, int64_t* width) {
-  if (size.rank() != 1) {
-    return InvalidArgumentError("shape_t must be 1-dimensional{}", size.shape().DebugString());
-  }
-  if (size.num_elements() != 2) {
-    return InvalidArgumentError("shape_t must have two elements{}", size.shape().DebugString());
-  }
-  if (size.dtype() != tensorflow::DT_INT32) {
-    return InvalidArgumentError("size must be int32, got {}", DataTypeShortName(size.dtype()));
-  }
-  *height = size.data<int32_t>()[0];
-  *width = size.data<int32_t>()[1];
-  if (*height <= 0 || *width <= 0) {
-    return InvalidArgumentError("output dimensions must be positive");
-  }
-  return Status::Ok();
-}
-
-// Resized geometry and its checks (TF's ImageResizerState).
-Status ResizeState(const Tensor& images, const Tensor& size, Dims* in, int64_t* out_h,
-                   int64_t* out_w) {
-  PX_RETURN_IF_ERROR(ImageDims(images, "input", in));
-  PX_RETURN_IF_ERROR(ReadSize(size, out_h, out_w));
-  if (in->channels <= 0) return InvalidArgumentError("image must have at least one channel");
-  if (in->height <= 0 || in->width <= 0) {
-    return InvalidArgumentError("input image must be of non-zero size");
-  }
-  if (!SupportedType(images.dtype())) {
-    return UnimplementedError("resizing {} images is not supported",
-                              DataTypeShortName(images.dtype()));
-  }
-  return Status::Ok();
-}
-
 // ---- Bilinear ----
-
-struct Lerp {
-  int64_t lower, upper;
-  float lerp;
-};
-
-std::vector<Lerp> BilinearTaps(int64_t out, int64_t in, float scale, bool half_pixel) {
-  std::vector<Lerp> taps(static_cast<size_t>(out));
-  for (int64_t i = 0; i < out; ++i) {
-    const float src = half_pixel ? (static_cast<float>(i) + 0.5f) * scale - 0.5f
-                                 : static_cast<float>(i) * scale;
-    const float low = std::floor(src);
-    taps[static_cast<size_t>(i)] = {std::max(static_cast<int64_t>(low), int64_t{0}),
-                                    std::min(static_cast<int64_t>(std::ceil(src)), in - 1),
-                                    src - low};
-  }
-  return taps;
-}
 
 class ResizeBilinearOp : public OpKernel {
  public:
@@ -182,13 +91,9 @@ class ResizeBilinearOp : public OpKernel {
         for (int64_t j = 0; j < ow; ++j) {
           const Lerp& tx = xs[static_cast<size_t>(j)];
           for (int64_t k = 0; k < c; ++k) {
-            const float top_left = at(b, ty.lower, tx.lower, k);
-            const float top_right = at(b, ty.lower, tx.upper, k);
-            const float bottom_left = at(b, ty.upper, tx.lower, k);
-            const float bottom_right = at(b, ty.upper, tx.upper, k);
-            const float top = top_left + (top_right - top_left) * tx.lerp;
-            const float bottom = bottom_left + (bottom_right - bottom_left) * tx.lerp;
-            y[((b * oh + i) * ow + j) * c + k] = top + (bottom - top) * ty.lerp;
+            y[((b * oh + i) * ow + j) * c + k] = resize_rules::Bilinear(
+                at(b, ty.lower, tx.lower, k), at(b, ty.lower, tx.upper, k),
+                at(b, ty.upper, tx.lower, k), at(b, ty.upper, tx.upper, k), tx, ty);
           }
         }
       }
@@ -212,18 +117,7 @@ class ResizeBilinearGradOp : public OpKernel {
     const Tensor& grads = context.input(0);
     const Tensor& original = context.input(1);
     Dims g, o;
-    PX_RETURN_IF_ERROR(ImageDims(grads, "input_grad", &g));
-    PX_RETURN_IF_ERROR(ImageDims(original, "original_image", &o));
-    if (grads.dtype() != tensorflow::DT_FLOAT) {
-      return InvalidArgumentError("grads must be float, got {}", DataTypeShortName(grads.dtype()));
-    }
-    if (g.batch != o.batch || g.channels != o.channels) {
-      return InvalidArgumentError("grads {} and original_image {} differ in batch or channels",
-                                  grads.shape().DebugString(), original.shape().DebugString());
-    }
-    if (o.height <= 0 || o.width <= 0) {
-      return InvalidArgumentError("original image must be of non-zero size");
-    }
+    PX_RETURN_IF_ERROR(CheckBilinearGrad(grads, original, &g, &o));
     Tensor* out = context.AllocateOutput(0, DataTypeOf<T>::value, original.shape());
     T* y = out->data<T>();
     std::fill(y, y + out->num_elements(), T(0));
@@ -245,10 +139,10 @@ class ResizeBilinearGradOp : public OpKernel {
           const Lerp& tx = xs[static_cast<size_t>(j)];
           for (int64_t k = 0; k < c; ++k) {
             const float v = dy[((b * g.height + i) * g.width + j) * c + k];
-            add(b, ty.lower, tx.lower, k, v * (1 - ty.lerp) * (1 - tx.lerp));
-            add(b, ty.lower, tx.upper, k, v * (1 - ty.lerp) * tx.lerp);
-            add(b, ty.upper, tx.lower, k, v * ty.lerp * (1 - tx.lerp));
-            add(b, ty.upper, tx.upper, k, v * ty.lerp * tx.lerp);
+            for (int corner = 0; corner < 4; ++corner) {
+              add(b, resize_rules::CornerRow(ty, corner), resize_rules::CornerColumn(tx, corner),
+                  k, resize_rules::BilinearShare(v, tx, ty, corner));
+            }
           }
         }
       }
@@ -265,20 +159,6 @@ PX_REGISTER_KERNEL(ResizeBilinearGradOp<double>, "ResizeBilinearGrad", kCpu, "T"
                    tensorflow::DT_DOUBLE);
 
 // ---- Nearest neighbour ----
-
-std::vector<int64_t> NearestTaps(int64_t out, int64_t in, float scale, const ResizeAttrs& a) {
-  std::vector<int64_t> taps(static_cast<size_t>(out));
-  for (int64_t i = 0; i < out; ++i) {
-    const float src = a.half_pixel_centers ? (static_cast<float>(i) + 0.5f) * scale
-                                           : static_cast<float>(i) * scale;
-    int64_t index = a.align_corners ? static_cast<int64_t>(std::round(src))
-                                    : static_cast<int64_t>(std::floor(src));
-    index = std::min(index, in - 1);
-    if (a.half_pixel_centers) index = std::max(index, int64_t{0});
-    taps[static_cast<size_t>(i)] = index;
-  }
-  return taps;
-}
 
 // Copies (forward) or accumulates (gradient) element blocks of `channels` between the
 // resized grid and the image for every tap pair. Byte-wise for any T in the forward op.
@@ -542,33 +422,6 @@ PX_REGISTER_KERNEL(ResizeBicubicGradOp<double>, "ResizeBicubicGrad", kCpu, "T",
 
 // ---- Area ----
 
-struct AreaTap {
-  int64_t index;
-  float weight;
-};
-
-// For each output index, the input cells under its footprint and their overlaps.
-std::vector<std::vector<AreaTap>> AreaTaps(int64_t out, int64_t in, float scale) {
-  std::vector<std::vector<AreaTap>> taps(static_cast<size_t>(out));
-  for (int64_t i = 0; i < out; ++i) {
-    const float start = static_cast<float>(i) * scale;
-    const float end = static_cast<float>(i + 1) * scale;
-    const int64_t first = static_cast<int64_t>(std::floor(start));
-    const int64_t last = static_cast<int64_t>(std::ceil(end));
-    for (int64_t cell = first; cell < last; ++cell) {
-      const float cell_f = static_cast<float>(cell);
-      float weight;
-      if (cell_f < start) {
-        weight = cell_f + 1 > end ? scale : cell_f + 1 - start;
-      } else {
-        weight = cell_f + 1 > end ? end - cell_f : 1.0f;
-      }
-      taps[static_cast<size_t>(i)].push_back({std::min(std::max(cell, int64_t{0}), in - 1), weight});
-    }
-  }
-  return taps;
-}
-
 class ResizeAreaOp : public OpKernel {
  public:
   ResizeAreaOp(const KernelInit& init, Status* status) {
@@ -584,25 +437,24 @@ class ResizeAreaOp : public OpKernel {
                                          TensorShape({in.batch, oh, ow, in.channels}));
     const float sy = ResizeScale(in.height, oh, attrs_.align_corners);
     const float sx = ResizeScale(in.width, ow, attrs_.align_corners);
-    const auto ys = AreaTaps(oh, in.height, sy);
-    const auto xs = AreaTaps(ow, in.width, sx);
+    const AreaTaps ys = PlanAreaTaps(oh, in.height, sy);
+    const AreaTaps xs = PlanAreaTaps(ow, in.width, sx);
     const float norm = 1.0f / (sy * sx);
     const int64_t c = in.channels;
     float* y = out->data<float>();
     for (int64_t b = 0; b < in.batch; ++b) {
       for (int64_t i = 0; i < oh; ++i) {
+        const int64_t y0 = ys.starts[static_cast<size_t>(i)];
+        const int64_t ny = ys.starts[static_cast<size_t>(i) + 1] - y0;
         for (int64_t j = 0; j < ow; ++j) {
+          const int64_t x0 = xs.starts[static_cast<size_t>(j)];
+          const int64_t nx = xs.starts[static_cast<size_t>(j) + 1] - x0;
           for (int64_t k = 0; k < c; ++k) {
-            float sum = 0;
-            for (const AreaTap& ty : ys[static_cast<size_t>(i)]) {
-              float across = 0;
-              for (const AreaTap& tx : xs[static_cast<size_t>(j)]) {
-                across += tx.weight *
-                          LoadFloat(images, ((b * in.height + ty.index) * in.width + tx.index) * c + k);
-              }
-              sum += ty.weight * across;
-            }
-            y[((b * oh + i) * ow + j) * c + k] = sum * norm;
+            const auto load = [&](int64_t row, int64_t col) {
+              return LoadFloat(images, ((b * in.height + row) * in.width + col) * c + k);
+            };
+            y[((b * oh + i) * ow + j) * c + k] = resize_rules::Area(
+                ys.taps.data() + y0, ny, xs.taps.data() + x0, nx, norm, load);
           }
         }
       }
