@@ -512,6 +512,18 @@ std::vector<KernelCase> Table() {
                    .note = "an empty value"});
   cases.push_back({.op = "Transpose", .inputs = {{TensorShape{33, 65}}, Ints({1, 0})}});
   cases.push_back({.op = "ReverseV2", .inputs = {{TensorShape{3, 4, 5}}, Ints({0, -1})}});
+  cases.push_back({.op = "ReverseSequence",
+                   .inputs = {{TensorShape{4, 6, 3}}, Ints({6, 0, 3, 1})},
+                   .attrs = {{"seq_dim", IntAttr(1)}, {"batch_dim", IntAttr(0)},
+                             {"Tlen", TypeAttr(tensorflow::DT_INT32)}}});
+  cases.push_back(
+      {.op = "ReverseSequence",
+       .inputs = {{TensorShape{5, 2, 3, 2}},
+                  {.value = Tensor::FromVector<int64_t>({5, 2, 0}, TensorShape{3})}},
+       .attrs = {{"seq_dim", IntAttr(0)}, {"batch_dim", IntAttr(2)},
+                 {"Tlen", TypeAttr(tensorflow::DT_INT64)}},
+       .dtype = tensorflow::DT_DOUBLE,
+       .note = "sequence before batch"});
   cases.push_back({.op = "ReverseV2",
                    .inputs = {{TensorShape{7, 33}}, Ints({1})},
                    .dtype = tensorflow::DT_DOUBLE});

@@ -24,6 +24,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "lib/base/status.h"
@@ -355,6 +356,61 @@ inline StatusOr<CopyPlan> PlanReverse(const TensorShape& shape, const Tensor& ax
     spec.src_offset += (spec.dims[d] - 1) * spec.src_strides[d];
     spec.src_strides[d] = -spec.src_strides[d];
   }
+  return plan;
+}
+
+// ReverseSequence(input, seq_lengths; seq_dim, batch_dim): the input seen as [outer, dim_a,
+// middle, dim_c, inner] with a < c the two named dims (seq_is_a: a is seq_dim); batch
+// entry b's first lengths[b] entries along seq_dim reversed, the rest in place. `rows`
+// counts (outer, i_a, middle) triples.
+struct ReverseSequencePlan {
+  int64_t dim_a = 0, middle = 0, dim_c = 0, inner = 0, rows = 0;
+  bool seq_is_a = false;
+  std::vector<int64_t> lengths;
+};
+inline StatusOr<ReverseSequencePlan> PlanReverseSequence(const Tensor& input,
+                                                         const Tensor& lengths_in,
+                                                         int64_t seq_dim, int64_t batch_dim) {
+  const int64_t rank = input.rank();
+  for (const auto& [name, dim] :
+       {std::pair{"seq_dim", seq_dim}, std::pair{"batch_dim", batch_dim}}) {
+    if (dim < 0 || dim >= rank) {
+      return InvalidArgumentError(
+          "attr {} = {} is not a dimension of input 0 (input), of shape {}", name, dim,
+          input.shape().DebugString());
+    }
+  }
+  if (!IsIndexType(lengths_in.dtype()) || lengths_in.rank() != 1) {
+    return InvalidArgumentError("input 1 (seq_lengths) must be an int32 or int64 vector, got {} {}",
+                                DataTypeShortName(lengths_in.dtype()),
+                                lengths_in.shape().DebugString());
+  }
+  const int64_t batch = input.dim(static_cast<int>(batch_dim));
+  const int64_t seq = input.dim(static_cast<int>(seq_dim));
+  if (lengths_in.num_elements() != batch) {
+    return InvalidArgumentError(
+        "input 1 (seq_lengths) has {} elements but input 0 (input) has {} along batch_dim {}",
+        lengths_in.num_elements(), batch, batch_dim);
+  }
+  ReverseSequencePlan plan;
+  PX_ASSIGN_OR_RETURN(plan.lengths, IndexValues(lengths_in, "input 1 (seq_lengths)"));
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t l = plan.lengths[static_cast<size_t>(b)];
+    if (l < 0 || l > seq) {
+      return InvalidArgumentError(
+          "input 1 (seq_lengths)[{}] = {} is not in [0, {}] (the size of seq_dim {})", b, l, seq,
+          seq_dim);
+    }
+  }
+  const std::vector<int64_t>& dims = input.shape().dims();
+  const size_t a = static_cast<size_t>(std::min(seq_dim, batch_dim));
+  const size_t c = static_cast<size_t>(std::max(seq_dim, batch_dim));
+  plan.dim_a = dims[a];
+  plan.dim_c = dims[c];
+  plan.middle = Product(dims, a + 1, c);
+  plan.inner = Product(dims, c + 1, dims.size());
+  plan.seq_is_a = static_cast<size_t>(seq_dim) == a;
+  plan.rows = Product(dims, 0, a) * plan.dim_a * plan.middle;
   return plan;
 }
 

@@ -6,8 +6,9 @@
 //
 // ReverseV2 is one strided copy with negative source strides (array_util.h:
 // PlanReverse, the GPU kernel's plan too); with no axis to reverse it outputs its input
-// (shared buffer). ReverseSequence copies whole
-// runs of the dimensions after max(seq_dim, batch_dim), which are contiguous.
+// (shared buffer). ReverseSequence (checked and planned by array_util.h:
+// PlanReverseSequence, the GPU kernel's plan too) copies whole runs of the dimensions
+// after max(seq_dim, batch_dim), which are contiguous.
 #include <algorithm>
 
 #include "lib/ops/dtypes.h"
@@ -54,50 +55,15 @@ class ReverseSequenceOp : public OpKernel {
 
   Status Compute(KernelContext& context) const override {
     const Tensor& input = context.input(0);
-    const Tensor& lengths_in = context.input(1);
-    const int64_t rank = input.rank();
-    for (const auto& [name, dim] :
-         {std::pair{"seq_dim", seq_dim_}, std::pair{"batch_dim", batch_dim_}}) {
-      if (dim < 0 || dim >= rank) {
-        return InvalidArgumentError(
-            "attr {} = {} is not a dimension of input 0 (input), of shape {}", name, dim,
-            input.shape().DebugString());
-      }
-    }
-    if (!cpu_array::IsIndexType(lengths_in.dtype()) || lengths_in.rank() != 1) {
-      return InvalidArgumentError(
-          "input 1 (seq_lengths) must be an int32 or int64 vector, got {} {}",
-          DataTypeShortName(lengths_in.dtype()), lengths_in.shape().DebugString());
-    }
-    const int64_t batch = input.dim(static_cast<int>(batch_dim_));
-    const int64_t seq = input.dim(static_cast<int>(seq_dim_));
-    if (lengths_in.num_elements() != batch) {
-      return InvalidArgumentError(
-          "input 1 (seq_lengths) has {} elements but input 0 (input) has {} along batch_dim {}",
-          lengths_in.num_elements(), batch, batch_dim_);
-    }
-    PX_ASSIGN_OR_RETURN(std::vector<int64_t> lengths,
-                        cpu_array::IndexValues(lengths_in, "input 1 (seq_lengths)"));
-    for (int64_t b = 0; b < batch; ++b) {
-      const int64_t l = lengths[static_cast<size_t>(b)];
-      if (l < 0 || l > seq) {
-        return InvalidArgumentError(
-            "input 1 (seq_lengths)[{}] = {} is not in [0, {}] (the size of seq_dim {})", b, l, seq,
-            seq_dim_);
-      }
-    }
+    PX_ASSIGN_OR_RETURN(
+        const cpu_array::ReverseSequencePlan plan,
+        cpu_array::PlanReverseSequence(input, context.input(1), seq_dim_, batch_dim_));
     Tensor* out = context.AllocateOutput(0, input.dtype(), input.shape());
     if (input.num_elements() == 0) return Status::Ok();
-
-    // input as [outer, dim_a, middle, dim_c, inner] with a < c the two named dims.
-    const std::vector<int64_t>& dims = input.shape().dims();
-    const size_t a = static_cast<size_t>(std::min(seq_dim_, batch_dim_));
-    const size_t c = static_cast<size_t>(std::max(seq_dim_, batch_dim_));
-    const int64_t dim_a = dims[a], dim_c = dims[c];
-    const int64_t middle = cpu_array::Product(dims, a + 1, c);
-    const int64_t inner = cpu_array::Product(dims, c + 1, dims.size());
-    const bool seq_is_a = static_cast<size_t>(seq_dim_) == a;
-    const int64_t rows = cpu_array::Product(dims, 0, a) * dim_a * middle;  // (outer, i_a, m)
+    const int64_t dim_a = plan.dim_a, dim_c = plan.dim_c, middle = plan.middle;
+    const int64_t inner = plan.inner, rows = plan.rows;
+    const bool seq_is_a = plan.seq_is_a;
+    const std::vector<int64_t>& lengths = plan.lengths;
     return cpu_array::VisitElementKind(input.dtype(), [&]<typename U>() {
       const U* src = cpu_array::Elements<U>(input);
       U* dst = cpu_array::MutableElements<U>(out);

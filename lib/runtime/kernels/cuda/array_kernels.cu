@@ -80,6 +80,49 @@ cudaError_t LaunchStridedCopy(const void* src, void* dst, int element_size, int6
   return cudaGetLastError();
 }
 
+namespace {
+
+// Output element `item` reads the same (outer, middle, inner) and batch entry b, at
+// sequence position l - 1 - s when s < l = lengths[b], else s.
+template <typename U>
+__global__ void ReverseSequenceKernel(const U* src, U* dst, int64_t n, ReverseSequenceShape r,
+                                      const int64_t* lengths) {
+  PX_GRID_LOOP(item, n) {
+    const int64_t i_c = item / r.inner % r.dim_c;
+    const int64_t i_a = item / (r.inner * r.dim_c * r.middle) % r.dim_a;
+    const int64_t b = r.seq_is_a ? i_c : i_a;
+    const int64_t s = r.seq_is_a ? i_a : i_c;
+    const int64_t l = lengths[b];
+    const int64_t from = s < l ? l - 1 - s : s;
+    const int64_t seq_stride = r.seq_is_a ? r.middle * r.dim_c * r.inner : r.inner;
+    dst[item] = src[item + (from - s) * seq_stride];
+  }
+}
+
+template <typename U>
+void Reverse(const void* src, void* dst, int64_t n, const ReverseSequenceShape& shape,
+             const int64_t* lengths, cudaStream_t stream) {
+  ReverseSequenceKernel<U><<<Blocks(n), kThreads, 0, stream>>>(
+      static_cast<const U*>(src), static_cast<U*>(dst), n, shape, lengths);
+}
+
+}  // namespace
+
+cudaError_t LaunchReverseSequence(const void* src, void* dst, int element_size, int64_t n,
+                                  const ReverseSequenceShape& shape, const int64_t* lengths,
+                                  cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  switch (element_size) {
+    case 1: Reverse<uint8_t>(src, dst, n, shape, lengths, stream); break;
+    case 2: Reverse<uint16_t>(src, dst, n, shape, lengths, stream); break;
+    case 4: Reverse<uint32_t>(src, dst, n, shape, lengths, stream); break;
+    case 8: Reverse<uint64_t>(src, dst, n, shape, lengths, stream); break;
+    case 16: Reverse<Bytes16>(src, dst, n, shape, lengths, stream); break;
+    default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
 template cudaError_t LaunchFill<float>(float*, int64_t, float, cudaStream_t);
 template cudaError_t LaunchFill<double>(double*, int64_t, double, cudaStream_t);
 template cudaError_t LaunchFill<int32_t>(int32_t*, int64_t, int32_t, cudaStream_t);

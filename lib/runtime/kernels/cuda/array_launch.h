@@ -26,6 +26,18 @@ struct StridedCopy {
   int64_t src_offset = 0;
 };
 
+// ReverseSequence's shape (cpu_array::ReverseSequencePlan): the input [outer, dim_a,
+// middle, dim_c, inner]; `lengths` (device memory) one per batch entry.
+struct ReverseSequenceShape {
+  int64_t dim_a = 0, middle = 0, dim_c = 0, inner = 0;
+  bool seq_is_a = false;
+};
+// Each output element copies the input element at the reversed sequence position (n
+// elements of `element_size` bytes: 1, 2, 4, 8 or 16).
+cudaError_t LaunchReverseSequence(const void* src, void* dst, int element_size, int64_t n,
+                                  const ReverseSequenceShape& shape, const int64_t* lengths,
+                                  cudaStream_t stream);
+
 // bfloat16 copies of float values (round to nearest even) and back, n elements; a
 // bfloat16 is its 16 bits.
 cudaError_t LaunchFloatToBf16(const float* in, uint16_t* out, int64_t n, cudaStream_t stream);

@@ -1,5 +1,5 @@
 // GPU kernels that make or move values without arithmetic: Fill, ZerosLike, OnesLike,
-// Tile, Transpose, ReverseV2, ConcatV2, Pack, Unpack, Split, SplitV, Pad, PadV2, Slice, StridedSlice
+// Tile, Transpose, ReverseV2, ReverseSequence, ConcatV2, Pack, Unpack, Split, SplitV, Pad, PadV2, Slice, StridedSlice
 // and StridedSliceGrad, float and double.
 // Shapes, multiples, permutations, slice specs and Fill's value are read on the host and
 // checked as the CPU kernels check them (cpu/array_util.h and cpu/slice_plan.h plan both).
@@ -87,6 +87,47 @@ class CopyKernel : public OpKernel {
     }
     return InternalError("unknown copy op");
   }
+};
+
+// ReverseSequence(input, seq_lengths): checked and planned as the CPU does; the lengths
+// are read on the host and copied in.
+class ReverseSequenceKernel : public OpKernel {
+ public:
+  ReverseSequenceKernel(const KernelInit& init, Status* status) {
+    *status = init.GetAttr("seq_dim", &seq_dim_);
+    if (status->ok()) *status = init.GetAttrOr<int64_t>("batch_dim", &batch_dim_, 0);
+    if (status->ok() && seq_dim_ == batch_dim_) {
+      *status = InvalidArgumentError("attrs seq_dim and batch_dim are both {}", seq_dim_);
+    }
+  }
+  bool HostMemoryInput(int index) const override { return index == 1; }
+  Status Compute(KernelContext& context) const override {
+    const Tensor& input = context.input(0);
+    PX_ASSIGN_OR_RETURN(
+        const cpu_array::ReverseSequencePlan plan,
+        cpu_array::PlanReverseSequence(input, context.input(1), seq_dim_, batch_dim_));
+    PX_ASSIGN_OR_RETURN(Tensor * out,
+                        context.AllocateDeviceOutput(0, input.dtype(), input.shape()));
+    if (input.num_elements() == 0) return Status::Ok();
+    PX_ASSIGN_OR_RETURN(Tensor lengths, ToDevice(context, plan.lengths));
+    const ReverseSequenceShape shape{.dim_a = plan.dim_a,
+                                     .middle = plan.middle,
+                                     .dim_c = plan.dim_c,
+                                     .inner = plan.inner,
+                                     .seq_is_a = plan.seq_is_a};
+    CudaDevice& device = DeviceOf(context);
+    auto lock = device.LaunchLock();
+    PX_RETURN_IF_ERROR(device.MakeCurrent());
+    return LaunchStatus(
+        LaunchReverseSequence(input.raw_data(), out->raw_data(), DataTypeSize(input.dtype()),
+                              input.num_elements(), shape,
+                              static_cast<const int64_t*>(lengths.raw_data()), device.stream()),
+        device);
+  }
+
+ private:
+  int64_t seq_dim_ = 0;
+  int64_t batch_dim_ = 0;
 };
 
 // ConcatV2(values..., axis): each value copied into its slab of the output along the axis,
@@ -332,6 +373,10 @@ PX_REGISTER_KERNEL(TransposeKernel, "Transpose", DeviceType::kCuda, "T", tensorf
 PX_REGISTER_KERNEL(TransposeKernel, "Transpose", DeviceType::kCuda, "T", tensorflow::DT_DOUBLE);
 PX_REGISTER_KERNEL(ReverseKernel, "ReverseV2", DeviceType::kCuda, "T", tensorflow::DT_FLOAT);
 PX_REGISTER_KERNEL(ReverseKernel, "ReverseV2", DeviceType::kCuda, "T", tensorflow::DT_DOUBLE);
+PX_REGISTER_KERNEL(ReverseSequenceKernel, "ReverseSequence", DeviceType::kCuda, "T",
+                   tensorflow::DT_FLOAT);
+PX_REGISTER_KERNEL(ReverseSequenceKernel, "ReverseSequence", DeviceType::kCuda, "T",
+                   tensorflow::DT_DOUBLE);
 PX_REGISTER_KERNEL(ConcatKernel, "ConcatV2", DeviceType::kCuda, "T", tensorflow::DT_FLOAT);
 PX_REGISTER_KERNEL(ConcatKernel, "ConcatV2", DeviceType::kCuda, "T", tensorflow::DT_DOUBLE);
 using PlainSliceKernel = SliceKernel<false>;
