@@ -442,6 +442,33 @@ inline StatusOr<LstmSizes> CheckLstmInputs(const KernelContext& context, bool us
   return s;
 }
 
+// The sizes of a GRU step, after checking inputs 0-5 (x, h_prev, w_ru, w_c, b_ru, b_c) of
+// GRUBlockCell and GRUBlockCellGrad — and, for the gradient (`grad`), inputs 6-9 (r, u,
+// c, d_h), each [batch, cell].
+struct GruSizes {
+  int64_t batch = 0, input = 0, cell = 0;
+};
+inline StatusOr<GruSizes> CheckGruInputs(const KernelContext& context, bool grad) {
+  PX_RETURN_IF_ERROR(CheckFloatInput(context, 0, "x", 2));
+  PX_RETURN_IF_ERROR(CheckFloatInput(context, 1, "h_prev", 2));
+  GruSizes s{context.input(0).dim(0), context.input(0).dim(1), context.input(1).dim(1)};
+  const char* state = "batch_size, cell_size";
+  PX_RETURN_IF_ERROR(CheckFloatShape(context, 1, "h_prev", {s.batch, s.cell}, state));
+  PX_RETURN_IF_ERROR(CheckFloatShape(context, 2, "w_ru", {s.input + s.cell, 2 * s.cell},
+                                     "input_size + cell_size, 2 * cell_size"));
+  PX_RETURN_IF_ERROR(CheckFloatShape(context, 3, "w_c", {s.input + s.cell, s.cell},
+                                     "input_size + cell_size, cell_size"));
+  PX_RETURN_IF_ERROR(CheckFloatShape(context, 4, "b_ru", {2 * s.cell}, "2 * cell_size"));
+  PX_RETURN_IF_ERROR(CheckFloatShape(context, 5, "b_c", {s.cell}, "cell_size"));
+  if (grad) {
+    const char* names[] = {"r", "u", "c", "d_h"};
+    for (int k = 0; k < 4; ++k) {
+      PX_RETURN_IF_ERROR(CheckFloatShape(context, 6 + k, names[k], {s.batch, s.cell}, state));
+    }
+  }
+  return s;
+}
+
 }  // namespace parallax
 
 #endif  // PARALLAX_LIB_RUNTIME_KERNELS_KERNEL_SHAPES_H_

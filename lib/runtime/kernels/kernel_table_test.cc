@@ -694,6 +694,22 @@ std::vector<KernelCase> Table() {
     }
   }
 
+  // The GRU block cell and its gradient: products by cuBLAS on both sides (kGemm).
+  {
+    const int64_t batch = 5, input = 7, cell = 9;
+    const TensorShape state{batch, cell};
+    const Input x{TensorShape{batch, input}, -1, 1}, h{state, -1, 1};
+    const Input w_ru{TensorShape{input + cell, 2 * cell}, -0.5, 0.5};
+    const Input w_c{TensorShape{input + cell, cell}, -0.5, 0.5};
+    const Input b_ru{TensorShape{2 * cell}}, b_c{TensorShape{cell}};
+    cases.push_back(
+        {.op = "GRUBlockCell", .inputs = {x, h, w_ru, w_c, b_ru, b_c}, .tolerance = kGemm});
+    const Input gate{state, 0.05, 0.95}, value{state, -0.95, 0.95};
+    cases.push_back({.op = "GRUBlockCellGrad",
+                     .inputs = {x, h, w_ru, w_c, b_ru, b_c, gate, gate, value, h},
+                     .tolerance = kGemm});
+  }
+
   // TopKV2: TF's bounded heap in both read-outs, k = 1 and k = the row length, rows with
   // ties and NaN (where only the heap's own steps decide the order).
   {

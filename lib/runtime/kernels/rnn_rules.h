@@ -1,9 +1,8 @@
-// The element-wise arithmetic of the LSTM block cell and its gradient (TF's
-// core/kernels/rnn/lstm_ops.h), shared by the CPU kernels (cpu/rnn_ops.cc) and the GPU's
+// The element-wise arithmetic of the LSTM and GRU block cells and their gradients (TF's
+// core/kernels/rnn/lstm_ops.h, gru_ops.h), shared by the CPU kernels (cpu/rnn_ops.cc) and the GPU's
 // (cuda/rnn_kernels.cu): one function per (batch row, unit), the same operations in the
-// same order on both devices. The forward cell's sigmoid and tanh go through each
-// device's libm (exp, tanh); the gradient is + - * only, so its results are the CPU's
-// bits on the GPU.
+// same order on both devices. The forward cells' sigmoid and tanh go through each
+// device's libm (exp, tanh); the gradients' element work is + - * only.
 //
 // Terms: the gate bars (before their nonlinearity) are xh * w, in column blocks [i, ci,
 // f, o] of cell_size ("ICFO"), plus the bias b; cs is the cell state, co = tanh(cs),
@@ -73,6 +72,51 @@ PX_HOST_DEVICE inline LstmGrads LstmCellGrad(const LstmOutputs& y, float prev, f
   g.di = y.i * (1.0f - y.i) * dcs * y.ci;
   g.cs_prev_grad = dcs * y.f + (peephole ? g.di * wci + g.df * wcf : 0.0f);
   return g;
+}
+
+// GRU: r = sigmoid(r_bar), u = sigmoid(u_bar) (bars: the product's column in each block
+// plus the bias), and h_prev * r, the state the candidate's product reads.
+struct GruGates {
+  float r, u, h_prev_r;
+};
+PX_HOST_DEVICE inline GruGates GruCellGates(float r_product, float r_bias, float u_product,
+                                            float u_bias, float h_prev) {
+  GruGates g;
+  g.r = Sigmoid(r_product + r_bias);
+  g.u = Sigmoid(u_product + u_bias);
+  g.h_prev_r = h_prev * g.r;
+  return g;
+}
+
+// c = tanh(c_bar) (c_bar: the product plus b_c); h = u * h_prev + (1 - u) * c.
+struct GruOutputs {
+  float c, h;
+};
+PX_HOST_DEVICE inline GruOutputs GruCellOutput(float c_product, float c_bias, float u,
+                                               float h_prev) {
+  GruOutputs out;
+  out.c = std::tanh(c_product + c_bias);
+  out.h = u * h_prev + (1.0f - u) * out.c;
+  return out;
+}
+
+// The GRU gradient's first element step: d_c_bar = d_h (1 - u) (1 - c^2),
+// d_u_bar = d_h (h_prev - c) u (1 - u).
+struct GruBarGrads {
+  float d_c_bar, d_u_bar;
+};
+PX_HOST_DEVICE inline GruBarGrads GruCellBarGrads(float d_h, float u, float c, float h_prev) {
+  return {d_h * (1.0f - u) * (1.0f - c * c), d_h * (h_prev - c) * u * (1.0f - u)};
+}
+
+// Its second, from d_h_prevr = (d_c_bar * w_c^T)'s h part: d_r_bar = d_h_prevr h_prev r
+// (1 - r); d_h_prev (before the [d_r_bar, d_u_bar] * w_ru^T part) = d_h_prevr r + d_h u.
+struct GruStateGrads {
+  float d_r_bar, d_h_prev;
+};
+PX_HOST_DEVICE inline GruStateGrads GruCellStateGrads(float d_h_prevr, float h_prev, float r,
+                                                      float d_h, float u) {
+  return {d_h_prevr * h_prev * r * (1.0f - r), d_h_prevr * r + d_h * u};
 }
 
 }  // namespace parallax::rnn_rules

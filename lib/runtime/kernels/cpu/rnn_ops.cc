@@ -20,7 +20,7 @@
 // gradient is the unclipped cell's). The caller gets x, h_prev, w and b's gradients from
 // dicfo by matrix products (TF's python gradient).
 //
-// GRUBlockCell: [r, u] bar = xh * w_ru + b_ru, r = sigmoid(r_bar), u = sigmoid(u_bar);
+// GRUBlockCell (its element arithmetic ../rnn_rules.h too): [r, u] bar = xh * w_ru + b_ru, r = sigmoid(r_bar), u = sigmoid(u_bar);
 // c_bar = [x, h_prev .* r] * w_c + b_c, c = tanh(c_bar); h = u .* h_prev + (1 - u) .* c.
 // GRUBlockCellGrad gives the gradients of x, h_prev, c_bar and [r_bar, u_bar] from d_h.
 //
@@ -45,15 +45,6 @@ constexpr DeviceType kCpu = DeviceType::kCpu;
 using tensorflow::DT_FLOAT;
 
 using rnn_rules::Sigmoid;
-
-// The recurrent cells' input checks (kernel_shapes.h), shared with the GPU kernels.
-Status CheckInput(const KernelContext& context, int index, const char* name, int rank) {
-  return CheckFloatInput(context, index, name, rank);
-}
-Status CheckShape(const KernelContext& context, int index, const char* name,
-                  const std::vector<int64_t>& dims, const char* meaning) {
-  return CheckFloatShape(context, index, name, dims, meaning);
-}
 
 // C[m, n] (+)= [A1 A2] * [B1; B2] where A1 is [m, k1], A2 is [m, k2] and B is
 // [k1 + k2, n] row-major: the product by a weight matrix of x and h side by side.
@@ -220,25 +211,6 @@ PX_REGISTER_KERNEL(LstmBlockCellGradOp, "LSTMBlockCellGrad", kCpu, "T", DT_FLOAT
 
 // ---- GRU ----
 
-// The sizes of a GRU step, after checking inputs 0-5 (x, h_prev, w_ru, w_c, b_ru, b_c).
-struct GruSizes {
-  int64_t batch = 0, input = 0, cell = 0;
-};
-
-StatusOr<GruSizes> CheckGruInputs(const KernelContext& context) {
-  PX_RETURN_IF_ERROR(CheckInput(context, 0, "x", 2));
-  PX_RETURN_IF_ERROR(CheckInput(context, 1, "h_prev", 2));
-  GruSizes s{context.input(0).dim(0), context.input(0).dim(1), context.input(1).dim(1)};
-  PX_RETURN_IF_ERROR(CheckShape(context, 1, "h_prev", {s.batch, s.cell}, "batch_size, cell_size"));
-  PX_RETURN_IF_ERROR(CheckShape(context, 2, "w_ru", {s.input + s.cell, 2 * s.cell},
-                                "input_size + cell_size, 2 * cell_size"));
-  PX_RETURN_IF_ERROR(CheckShape(context, 3, "w_c", {s.input + s.cell, s.cell},
-                                "input_size + cell_size, cell_size"));
-  PX_RETURN_IF_ERROR(CheckShape(context, 4, "b_ru", {2 * s.cell}, "2 * cell_size"));
-  PX_RETURN_IF_ERROR(CheckShape(context, 5, "b_c", {s.cell}, "cell_size"));
-  return s;
-}
-
 // GRUBlockCell(x, h_prev, w_ru, w_c, b_ru, b_c) -> (r, u, c, h).
 class GruBlockCellOp : public OpKernel {
  public:
@@ -247,7 +219,7 @@ class GruBlockCellOp : public OpKernel {
   }
 
   Status Compute(KernelContext& context) const override {
-    PX_ASSIGN_OR_RETURN(GruSizes s, CheckGruInputs(context));
+    PX_ASSIGN_OR_RETURN(GruSizes s, CheckGruInputs(context, false));
     const int64_t n = s.cell;
     const TensorShape state({s.batch, n});
     float* r = context.AllocateOutput(0, DT_FLOAT, state)->data<float>();
@@ -271,17 +243,21 @@ class GruBlockCellOp : public OpKernel {
       for (int64_t row = begin; row < end; ++row) {
         for (int64_t j = 0; j < n; ++j) {
           const int64_t at = row * n + j;
-          r[at] = Sigmoid(g[row * 2 * n + j] + b_ru[j]);
-          u[at] = Sigmoid(g[row * 2 * n + n + j] + b_ru[n + j]);
-          hr[at] = h_prev[at] * r[at];
+          const rnn_rules::GruGates gates = rnn_rules::GruCellGates(
+              g[row * 2 * n + j], b_ru[j], g[row * 2 * n + n + j], b_ru[n + j], h_prev[at]);
+          r[at] = gates.r;
+          u[at] = gates.u;
+          hr[at] = gates.h_prev_r;
         }
       }
     });
     XhTimes(s.batch, n, s.input, n, x, hr, w_c, 0.0f, c);  // c_bar, before b_c and tanh
     nn::ParallelRange(context, s.batch, RowsPerBlock(n), [&](int64_t begin, int64_t end) {
       for (int64_t at = begin * n; at < end * n; ++at) {
-        c[at] = std::tanh(c[at] + b_c[at % n]);
-        h[at] = u[at] * h_prev[at] + (1.0f - u[at]) * c[at];
+        const rnn_rules::GruOutputs out =
+            rnn_rules::GruCellOutput(c[at], b_c[at % n], u[at], h_prev[at]);
+        c[at] = out.c;
+        h[at] = out.h;
       }
     });
     return Status::Ok();
@@ -304,13 +280,8 @@ class GruBlockCellGradOp : public OpKernel {
   }
 
   Status Compute(KernelContext& context) const override {
-    PX_ASSIGN_OR_RETURN(GruSizes s, CheckGruInputs(context));
+    PX_ASSIGN_OR_RETURN(GruSizes s, CheckGruInputs(context, true));
     const int64_t n = s.cell, in = s.input;
-    const char* names[] = {"r", "u", "c", "d_h"};
-    for (int k = 0; k < 4; ++k) {
-      PX_RETURN_IF_ERROR(
-          CheckShape(context, 6 + k, names[k], {s.batch, n}, "batch_size, cell_size"));
-    }
     const TensorShape state({s.batch, n});
     float* d_x = context.AllocateOutput(0, DT_FLOAT, TensorShape({s.batch, in}))->data<float>();
     float* d_h_prev = context.AllocateOutput(1, DT_FLOAT, state)->data<float>();
@@ -333,8 +304,10 @@ class GruBlockCellGradOp : public OpKernel {
       for (int64_t row = begin; row < end; ++row) {
         for (int64_t j = 0; j < n; ++j) {
           const int64_t at = row * n + j;
-          d_c_bar[at] = d_h[at] * (1.0f - u[at]) * (1.0f - c[at] * c[at]);
-          d_ru[row * 2 * n + n + j] = d_h[at] * (h_prev[at] - c[at]) * u[at] * (1.0f - u[at]);
+          const rnn_rules::GruBarGrads bars =
+              rnn_rules::GruCellBarGrads(d_h[at], u[at], c[at], h_prev[at]);
+          d_c_bar[at] = bars.d_c_bar;
+          d_ru[row * 2 * n + n + j] = bars.d_u_bar;
         }
       }
     });
@@ -345,9 +318,10 @@ class GruBlockCellGradOp : public OpKernel {
       for (int64_t row = begin; row < end; ++row) {
         for (int64_t j = 0; j < n; ++j) {
           const int64_t at = row * n + j;
-          const float d_h_prevr = d_h_prev[at];
-          d_ru[row * 2 * n + j] = d_h_prevr * h_prev[at] * r[at] * (1.0f - r[at]);
-          d_h_prev[at] = d_h_prevr * r[at] + d_h[at] * u[at];
+          const rnn_rules::GruStateGrads state =
+              rnn_rules::GruCellStateGrads(d_h_prev[at], h_prev[at], r[at], d_h[at], u[at]);
+          d_ru[row * 2 * n + j] = state.d_r_bar;
+          d_h_prev[at] = state.d_h_prev;
         }
       }
     });

@@ -1,4 +1,4 @@
-// The LSTM block cell's element-wise kernels (rnn_launch.h), by ../rnn_rules.h.
+// The LSTM and GRU block cells' element-wise kernels (rnn_launch.h), by ../rnn_rules.h.
 #include "lib/runtime/kernels/cuda/grid.h"
 #include "lib/runtime/kernels/cuda/rnn_launch.h"
 #include "lib/runtime/kernels/rnn_rules.h"
@@ -63,7 +63,64 @@ __global__ void LstmPeepholeGradKernel(LstmCellGradArgs a) {
   }
 }
 
+__global__ void GruGatesKernel(GruGatesArgs a) {
+  const int64_t n = a.cell;
+  PX_GRID_LOOP(at, a.batch * n) {
+    const int64_t row = at / n, j = at % n;
+    const float* g = a.ru_products + row * 2 * n;
+    const rnn_rules::GruGates gates =
+        rnn_rules::GruCellGates(g[j], a.b_ru[j], g[n + j], a.b_ru[n + j], a.h_prev[at]);
+    a.r[at] = gates.r;
+    a.u[at] = gates.u;
+    a.h_prev_r[at] = gates.h_prev_r;
+  }
+}
+
+__global__ void GruOutputKernel(GruOutputArgs a) {
+  PX_GRID_LOOP(at, a.batch * a.cell) {
+    const rnn_rules::GruOutputs out =
+        rnn_rules::GruCellOutput(a.c[at], a.b_c[at % a.cell], a.u[at], a.h_prev[at]);
+    a.c[at] = out.c;
+    a.h[at] = out.h;
+  }
+}
+
+__global__ void GruBarGradsKernel(GruBarGradArgs a) {
+  const int64_t n = a.cell;
+  PX_GRID_LOOP(at, a.batch * n) {
+    const int64_t row = at / n, j = at % n;
+    const rnn_rules::GruBarGrads bars =
+        rnn_rules::GruCellBarGrads(a.d_h[at], a.u[at], a.c[at], a.h_prev[at]);
+    a.d_c_bar[at] = bars.d_c_bar;
+    a.d_ru[row * 2 * n + n + j] = bars.d_u_bar;
+  }
+}
+
+__global__ void GruStateGradsKernel(GruStateGradArgs a) {
+  const int64_t n = a.cell;
+  PX_GRID_LOOP(at, a.batch * n) {
+    const int64_t row = at / n, j = at % n;
+    const rnn_rules::GruStateGrads state =
+        rnn_rules::GruCellStateGrads(a.d_h_prev[at], a.h_prev[at], a.r[at], a.d_h[at], a.u[at]);
+    a.d_ru[row * 2 * n + j] = state.d_r_bar;
+    a.d_h_prev[at] = state.d_h_prev;
+  }
+}
+
 }  // namespace
+
+#define PX_GRU_LAUNCH(Name, Args)                                   \
+  cudaError_t Launch##Name(const Args& args, cudaStream_t stream) { \
+    const int64_t n = args.batch * args.cell;                       \
+    if (n == 0) return cudaSuccess;                                 \
+    Name##Kernel<<<Blocks(n), kThreads, 0, stream>>>(args);         \
+    return cudaGetLastError();                                      \
+  }
+PX_GRU_LAUNCH(GruGates, GruGatesArgs)
+PX_GRU_LAUNCH(GruOutput, GruOutputArgs)
+PX_GRU_LAUNCH(GruBarGrads, GruBarGradArgs)
+PX_GRU_LAUNCH(GruStateGrads, GruStateGradArgs)
+#undef PX_GRU_LAUNCH
 
 cudaError_t LaunchLstmCell(const LstmCellArgs& args, cudaStream_t stream) {
   const int64_t n = args.batch * args.cell;
