@@ -493,6 +493,58 @@ TEST_CASE("a while loop's float variables stay on the device from one iteration 
   CHECK(gpu.fake_memory().to_host == 1);
 }
 
+// A value pushed on a stack and popped again (a while loop's gradient keeps its forward
+// values so): sq = x * x on the device, pushed, popped, out = pop * pop.
+constexpr const char* kStackGraph = R"pb(
+  node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+  node { name: "sq" op: "Mul" input: "x" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
+  node {
+    name: "max_size"
+    op: "Const"
+    attr { key: "dtype" value { type: DT_INT32 } }
+    attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: -1 } } }
+  }
+  node {
+    name: "stack"
+    op: "StackV2"
+    input: "max_size"
+    attr { key: "elem_type" value { type: DT_FLOAT } }
+    attr { key: "stack_name" value { s: "acc" } }
+  }
+  node {
+    name: "push"
+    op: "StackPushV2"
+    input: "stack"
+    input: "sq"
+    attr { key: "T" value { type: DT_FLOAT } }
+  }
+  node {
+    name: "pop"
+    op: "StackPopV2"
+    input: "stack"
+    input: "^push"
+    attr { key: "elem_type" value { type: DT_FLOAT } }
+  }
+  node { name: "out" op: "Mul" input: "pop" input: "pop" attr { key: "T" value { type: DT_FLOAT } } }
+)pb";
+
+TEST_CASE("a stack pushed and popped on the device keeps its values there") {
+  StatusOr<Graph> graph = ParseGraph(kStackGraph, "stack.pbtxt");
+  REQUIRE(graph.ok());
+  FakeGpu gpu;
+  Executor executor(*graph, gpu);
+  StatusOr<std::vector<Tensor>> out = executor.Run(
+      {.feeds = {{"x", Tensor::FromVector<float>({1, 2, 3}, TensorShape{3})}},
+       .fetches = {"out"}});
+  REQUIRE(out.ok());
+  CHECK(out->at(0).DebugString() == "float[3] {1, 16, 81}");
+  // In: x, for each of sq's two inputs; out: the fetch. The pushed value stays in device
+  // memory (with the stack ops on the host: 4 in and 2 out, the pushed value going out at
+  // the push and back in, twice, at the pop's consumer).
+  CHECK(gpu.fake_memory().to_device == 2);
+  CHECK(gpu.fake_memory().to_host == 1);
+}
+
 // w: initialised and updated by nodes with device kernels; c: updated by AssignAdd,
 // which has none (so its Assign runs on the host too).
 constexpr const char* kTrainingGraph = R"pb(

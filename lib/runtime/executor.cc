@@ -90,6 +90,10 @@ std::vector<bool> ResourceInputMask(const Node& node) {
   return mask;
 }
 
+// Resources behind handles that are not variables, whose users need no placement of
+// theirs: a stack's elements move with the kernels that push and pop them (stack_ops.cc).
+bool NonVariableResourceOp(std::string_view op) { return op == "StackV2"; }
+
 // Ops that take a variable's handle without touching its value where it lives.
 bool HandleMetadataOp(std::string_view op) {
   return op == "VarIsInitializedOp" || op == "VariableShape" || op == "DestroyResourceOp";
@@ -124,7 +128,9 @@ std::vector<NodeId> VariableSources(const Graph& graph, const Node& node) {
   for (size_t k = 0; k < refs.size(); ++k) {
     const NodeId input = node.input(static_cast<int>(k)).node;
     if (refs[k]) sources.push_back(RefSource(graph, input));
-    if (handles[k]) sources.push_back(HandleSource(graph, input));
+    if (!handles[k]) continue;
+    const NodeId source = HandleSource(graph, input);
+    if (!NonVariableResourceOp(graph.node(source).op())) sources.push_back(source);
   }
   return sources;
 }

@@ -1273,7 +1273,8 @@ const bool kTableRegistered = [] {
 const std::set<std::string> kForwardingOps = {
     "CollectiveGatherV2", "CollectiveReduceV2", "Enter", "Exit", "ExpandDims", "Identity",
     "IdentityN", "Merge", "NextIteration", "NoOp", "PreventGradient", "Reshape", "Shape", "ShapeN",
-    "Squeeze", "StopGradient", "Switch", "VarHandleOp", "Variable", "VariableV2"};
+    "Squeeze", "StackPopV2", "StackPushV2", "StopGradient", "Switch", "VarHandleOp", "Variable",
+    "VariableV2"};
 
 TEST_CASE("every op with a GPU kernel in this build has cases in the table") {
   std::set<std::string> in_table;

@@ -7,13 +7,16 @@
 // its `elem_type`, at most `max_size` of them when max_size >= 0. Messages name it:
 // "stack 'gradients/while/mul_grad/f_acc': ...".
 //
-// Pushed tensors are kept by reference (no copy). `swap_memory` (moving old elements
-// from GPU to host memory) has nothing to do on the CPU and is ignored.
+// Pushed tensors are kept by reference (no copy). StackPushV2 and StackPopV2 run on the
+// GPU too (float and double: on_device.h), so a while loop's values pushed and popped
+// there stay in device memory; a pop brings a value pushed on another device to its own.
+// `swap_memory` (moving old elements from GPU to host memory) is ignored.
 #include <mutex>
 #include <vector>
 
 #include "lib/ops/dtypes.h"
 #include "lib/runtime/kernel.h"
+#include "lib/runtime/kernels/cpu/on_device.h"
 #include "lib/runtime/resource.h"
 
 namespace parallax {
@@ -137,6 +140,7 @@ class StackPopOp : public OpKernel {
   Status Compute(KernelContext& context) const override {
     PX_ASSIGN_OR_RETURN(std::shared_ptr<Stack> stack, GetStack(context));
     PX_ASSIGN_OR_RETURN(Tensor value, stack->Pop(elem_type_));
+    PX_ASSIGN_OR_RETURN(value, value.CopiedTo(context.device().memory()));
     context.set_output(0, std::move(value));
     return Status::Ok();
   }
@@ -145,6 +149,14 @@ class StackPopOp : public OpKernel {
   DataType elem_type_ = tensorflow::DT_INVALID;
 };
 PX_REGISTER_KERNEL(StackPopOp, "StackPopV2", kCpu);
+
+using StackPushOnDevice = OnDevice<StackPushOp, 0>;  // the handle on the host
+using StackPopOnDevice = OnDevice<StackPopOp, 0>;
+PX_REGISTER_FLOAT_ON_DEVICE(StackPushOnDevice, "StackPushV2");
+PX_REGISTER_KERNEL(StackPopOnDevice, "StackPopV2", DeviceType::kCuda, "elem_type",
+                   tensorflow::DT_FLOAT);
+PX_REGISTER_KERNEL(StackPopOnDevice, "StackPopV2", DeviceType::kCuda, "elem_type",
+                   tensorflow::DT_DOUBLE);
 
 // StackCloseV2(handle): drops the elements; later uses of the stack are errors.
 class StackCloseOp : public OpKernel {
