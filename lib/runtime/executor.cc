@@ -91,8 +91,12 @@ std::vector<bool> ResourceInputMask(const Node& node) {
 }
 
 // Resources behind handles that are not variables, whose users need no placement of
-// theirs: a stack's elements move with the kernels that push and pop them (stack_ops.cc).
-bool NonVariableResourceOp(std::string_view op) { return op == "StackV2"; }
+// theirs: a stack's or a TensorArray's elements move with the kernels that read and write
+// them (stack_ops.cc, tensor_array_ops.cc).
+bool NonVariableResourceOp(std::string_view op) {
+  return op == "StackV2" || op == "TensorArrayV3" || op == "TensorArrayGradV3" ||
+         op == "TensorArrayGradWithShape";
+}
 
 // Ops that take a variable's handle without touching its value where it lives.
 bool HandleMetadataOp(std::string_view op) {

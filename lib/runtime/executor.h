@@ -68,9 +68,10 @@
 // value behind its handle (ReadVariableOp, AssignVariableOp, ResourceApply*..., through
 // handle-forwarding nodes; not VarIsInitializedOp) has one: its value then lives in the
 // device's memory, so an optimizer updates it there
-// and the step copies no weights; other variables live in host memory. A stack's handle
-// (StackV2) is no variable: its pushes and pops run wherever their kernels are, and a
-// pop brings its value to its own device. A variable found
+// and the step copies no weights; other variables live in host memory. A stack's or a
+// TensorArray's handle (StackV2, TensorArrayV3...) is no variable: the nodes reading and
+// writing its elements run wherever their kernels are, each bringing what it reads to
+// its own device. A variable found
 // in the other memory (a value put into the VariableStore from outside: a restored
 // checkpoint) is moved where its updater runs (PlaceVariables, between steps; else by
 // the first node that updates it). Each input read by value is copied where the node's

@@ -1268,13 +1268,15 @@ const bool kTableRegistered = [] {
   return true;
 }();
 
-// Ops whose GPU kernel is the CPU's own, forwarding buffers or reading shapes only
-// (cpu/on_device.h), or a communicator call: nothing of theirs to compare.
+// Ops whose GPU kernel is the CPU's own (cpu/on_device.h), forwarding or copying buffers
+// or reading shapes only, or a communicator call: nothing of theirs to compare (where
+// their values live: //lib/runtime:device_placement_test).
 const std::set<std::string> kForwardingOps = {
     "CollectiveGatherV2", "CollectiveReduceV2", "Enter", "Exit", "ExpandDims", "Identity",
     "IdentityN", "Merge", "NextIteration", "NoOp", "PreventGradient", "Reshape", "Shape", "ShapeN",
-    "Squeeze", "StackPopV2", "StackPushV2", "StopGradient", "Switch", "VarHandleOp", "Variable",
-    "VariableV2"};
+    "Squeeze", "StackPopV2", "StackPushV2", "StopGradient", "Switch", "TensorArrayConcatV3",
+    "TensorArrayGatherV3", "TensorArrayReadV3", "TensorArrayScatterV3", "TensorArraySplitV3",
+    "TensorArrayWriteV3", "VarHandleOp", "Variable", "VariableV2"};
 
 TEST_CASE("every op with a GPU kernel in this build has cases in the table") {
   std::set<std::string> in_table;

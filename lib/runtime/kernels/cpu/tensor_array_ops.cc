@@ -30,6 +30,12 @@
 // Copies: writes and reads share the value's buffer (no copy); Gather/Concat copy each
 // element once into the output, Scatter/Split copy each row once out of the input. A
 // gradient array copies a value only on its second write to an index (the sum).
+//
+// Devices: the element kernels (Write, Read, Gather, Scatter, Concat, Split) run on the
+// GPU too (float and double), the handle, indices and lengths read on the host, so
+// a while-loop RNN's elements stay in device memory. An element lives where it was
+// written; a kernel brings what it reads to its own device. A gradient array adds on the
+// host (the second write to an index: rare).
 #include <algorithm>
 #include <complex>
 #include <cstring>
@@ -43,6 +49,7 @@
 #include "lib/runtime/kernel.h"
 #include "lib/runtime/kernels/cpu/array_util.h"
 #include "lib/runtime/kernels/cpu/nn_kernel_util.h"
+#include "lib/runtime/kernels/cpu/on_device.h"
 #include "lib/runtime/resource.h"
 
 namespace parallax {
@@ -166,22 +173,37 @@ Status Add(const Tensor& a, const Tensor& b, Tensor* sum) {
 }
 
 // Cuts `value` along dimension 0 into consecutive pieces, piece k lengths[k] rows long
-// and shaped shapes[k] (with as many elements): Scatter's rows, Split's pieces.
+// and shaped shapes[k] (with as many elements): Scatter's rows, Split's pieces. On a
+// device with its own memory the pieces are made there, one device copy each.
 StatusOr<std::vector<Tensor>> CutRows(KernelContext& context, const Tensor& value,
                                       const std::vector<int64_t>& lengths,
                                       const std::vector<TensorShape>& shapes) {
   const int64_t row = value.dim(0) == 0 ? 0 : value.num_elements() / value.dim(0);
+  const std::shared_ptr<DeviceMemory> memory = context.device().memory();
   std::vector<Tensor> pieces;
   std::vector<int64_t> offsets;
   pieces.reserve(lengths.size());
   offsets.reserve(lengths.size());
   int64_t offset = 0;
   for (size_t k = 0; k < lengths.size(); ++k) {
-    pieces.emplace_back(value.dtype(), shapes[k]);
+    PX_ASSIGN_OR_RETURN(Tensor piece, Tensor::Allocate(memory, value.dtype(), shapes[k]));
+    pieces.push_back(std::move(piece));
     offsets.push_back(offset);
     offset += lengths[k] * row;
   }
   const int64_t n = static_cast<int64_t>(pieces.size());
+  if (memory != nullptr) {
+    const size_t element = static_cast<size_t>(DataTypeSize(value.dtype()));
+    for (int64_t k = 0; k < n; ++k) {
+      Tensor& piece = pieces[static_cast<size_t>(k)];
+      if (piece.bytes() == 0) continue;
+      PX_RETURN_IF_ERROR(memory->CopyOnDevice(
+          static_cast<const char*>(value.raw_data()) +
+              static_cast<size_t>(offsets[static_cast<size_t>(k)]) * element,
+          piece.raw_data(), piece.bytes()));
+    }
+    return pieces;
+  }
   const int64_t per_piece = n == 0 ? 1 : std::max<int64_t>(1, offset / n);
   PX_RETURN_IF_ERROR(cpu_array::VisitElementKind(value.dtype(), [&]<typename U>() {
     const U* src = cpu_array::Elements<U>(value);
@@ -198,8 +220,13 @@ StatusOr<std::vector<Tensor>> CutRows(KernelContext& context, const Tensor& valu
 }
 
 // Joins `values` along dimension 0 into `out` (their shapes agree past dimension 0):
-// Gather's stacked elements, Concat's pieces.
-Status JoinRows(KernelContext& context, const std::vector<Tensor>& values, Tensor* out) {
+// Gather's stacked elements, Concat's pieces. `out` is in the kernel's device's memory;
+// values elsewhere are brought there first.
+Status JoinRows(KernelContext& context, std::vector<Tensor> values, Tensor* out) {
+  const std::shared_ptr<DeviceMemory> memory = context.device().memory();
+  for (Tensor& v : values) {
+    PX_ASSIGN_OR_RETURN(v, v.CopiedTo(memory));
+  }
   std::vector<int64_t> offsets;
   offsets.reserve(values.size());
   int64_t offset = 0;
@@ -208,6 +235,19 @@ Status JoinRows(KernelContext& context, const std::vector<Tensor>& values, Tenso
     offset += v.num_elements();
   }
   const int64_t n = static_cast<int64_t>(values.size());
+  if (memory != nullptr) {
+    const size_t element = static_cast<size_t>(DataTypeSize(out->dtype()));
+    for (int64_t k = 0; k < n; ++k) {
+      const Tensor& v = values[static_cast<size_t>(k)];
+      if (v.bytes() == 0) continue;
+      PX_RETURN_IF_ERROR(memory->CopyOnDevice(
+          v.raw_data(),
+          static_cast<char*>(out->raw_data()) +
+              static_cast<size_t>(offsets[static_cast<size_t>(k)]) * element,
+          v.bytes()));
+    }
+    return Status::Ok();
+  }
   const int64_t per_value = n == 0 ? 1 : std::max<int64_t>(1, offset / n);
   return cpu_array::VisitElementKind(out->dtype(), [&]<typename U>() {
     U* dst = cpu_array::MutableElements<U>(out);
@@ -425,13 +465,16 @@ class TensorArray : public Resource {
       e.value = value;  // the element was zeros (a shape only)
       return Status::Ok();
     }
-    if (!e.local_copy) {
+    // The sum is made on the host, whichever device wrote the two.
+    PX_ASSIGN_OR_RETURN(const Tensor addend, value.CopiedTo(nullptr));
+    if (!e.local_copy || !e.value.on_host()) {
+      PX_ASSIGN_OR_RETURN(const Tensor held, e.value.CopiedTo(nullptr));
       Tensor sum(options_.dtype, e.shape);
-      PX_RETURN_IF_ERROR(Add(e.value, value, &sum));
+      PX_RETURN_IF_ERROR(Add(held, addend, &sum));
       e.value = std::move(sum);
       e.local_copy = true;
     } else {
-      PX_RETURN_IF_ERROR(Add(e.value, value, &e.value));
+      PX_RETURN_IF_ERROR(Add(e.value, addend, &e.value));
     }
     gradients_disallowed_ = true;
     return Status::Ok();
@@ -660,7 +703,8 @@ class TensorArrayReadOp : public OpKernel {
     PX_ASSIGN_OR_RETURN(std::shared_ptr<TensorArray> array, GetTensorArray(context));
     PX_RETURN_IF_ERROR(CheckArrayDtype(*array, dtype_));
     PX_ASSIGN_OR_RETURN(std::vector<Tensor> values, array->ReadMany({index}));
-    context.set_output(0, std::move(values[0]));
+    PX_ASSIGN_OR_RETURN(Tensor value, values[0].CopiedTo(context.device().memory()));
+    context.set_output(0, std::move(value));
     return Status::Ok();
   }
 
@@ -694,8 +738,7 @@ class TensorArrayGatherOp : public OpKernel {
       }
       TensorShape out = shape.AsShape();
       out.InsertDim(0, 0);
-      context.AllocateOutput(0, dtype_, std::move(out));
-      return Status::Ok();
+      return context.AllocateDeviceOutput(0, dtype_, std::move(out)).status();
     }
     PX_ASSIGN_OR_RETURN(std::vector<Tensor> values, array->ReadMany(indices));
     const TensorShape& first = values[0].shape();
@@ -710,8 +753,8 @@ class TensorArrayGatherOp : public OpKernel {
     }
     TensorShape out_shape = first;
     out_shape.InsertDim(0, n);
-    Tensor* out = context.AllocateOutput(0, dtype_, std::move(out_shape));
-    return JoinRows(context, values, out);
+    PX_ASSIGN_OR_RETURN(Tensor * out, context.AllocateDeviceOutput(0, dtype_, std::move(out_shape)));
+    return JoinRows(context, std::move(values), out);
   }
 
  private:
@@ -781,8 +824,8 @@ class TensorArrayConcatOp : public OpKernel {
       }
       TensorShape out = except0_.AsShape();
       out.InsertDim(0, 0);
-      context.AllocateOutput(0, dtype_, std::move(out));
-      context.AllocateOutput(1, DT_INT64, TensorShape({0}));
+      PX_RETURN_IF_ERROR(context.AllocateDeviceOutput(0, dtype_, std::move(out)).status());
+      context.AllocateOutput(1, DT_INT64, TensorShape({0}));  // lengths: on the host
       return Status::Ok();
     }
     std::vector<int64_t> indices(static_cast<size_t>(n));
@@ -819,8 +862,8 @@ class TensorArrayConcatOp : public OpKernel {
     }
     TensorShape out_shape = except0;
     out_shape.InsertDim(0, total);
-    Tensor* out = context.AllocateOutput(0, dtype_, std::move(out_shape));
-    PX_RETURN_IF_ERROR(JoinRows(context, values, out));
+    PX_ASSIGN_OR_RETURN(Tensor * out, context.AllocateDeviceOutput(0, dtype_, std::move(out_shape)));
+    PX_RETURN_IF_ERROR(JoinRows(context, std::move(values), out));
     return Status::Ok();
   }
 
@@ -908,6 +951,26 @@ class TensorArrayCloseOp : public OpKernel {
   }
 };
 PX_REGISTER_KERNEL(TensorArrayCloseOp, "TensorArrayCloseV3", kCpu);
+
+// The element kernels on the GPU: the handle, indices and lengths on the host. A flow is
+// never read, only passed on: it stays where it is (in a loop, on the device with the
+// loop's other float values, so an iteration waits on no copy of it).
+using TensorArrayWriteOnDevice = OnDevice<TensorArrayWriteOp, 0, 1>;
+using TensorArrayScatterOnDevice = OnDevice<TensorArrayScatterOp, 0, 1>;
+using TensorArraySplitOnDevice = OnDevice<TensorArraySplitOp, 0, 2>;
+using TensorArrayReadOnDevice = OnDevice<TensorArrayReadOp, 0, 1>;
+using TensorArrayGatherOnDevice = OnDevice<TensorArrayGatherOp, 0, 1>;
+using TensorArrayConcatOnDevice = OnDevice<TensorArrayConcatOp, 0>;
+PX_REGISTER_FLOAT_ON_DEVICE(TensorArrayWriteOnDevice, "TensorArrayWriteV3");
+PX_REGISTER_FLOAT_ON_DEVICE(TensorArrayScatterOnDevice, "TensorArrayScatterV3");
+PX_REGISTER_FLOAT_ON_DEVICE(TensorArraySplitOnDevice, "TensorArraySplitV3");
+#define PX_REGISTER_DTYPE_ON_DEVICE(kernel, op)                                      \
+  PX_REGISTER_KERNEL(kernel, op, DeviceType::kCuda, "dtype", tensorflow::DT_FLOAT); \
+  PX_REGISTER_KERNEL(kernel, op, DeviceType::kCuda, "dtype", tensorflow::DT_DOUBLE)
+PX_REGISTER_DTYPE_ON_DEVICE(TensorArrayReadOnDevice, "TensorArrayReadV3");
+PX_REGISTER_DTYPE_ON_DEVICE(TensorArrayGatherOnDevice, "TensorArrayGatherV3");
+PX_REGISTER_DTYPE_ON_DEVICE(TensorArrayConcatOnDevice, "TensorArrayConcatV3");
+#undef PX_REGISTER_DTYPE_ON_DEVICE
 
 }  // namespace
 }  // namespace parallax
