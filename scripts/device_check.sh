@@ -16,7 +16,9 @@
 # The checks, at most 8 minutes in all:
 #  1. the kernel table: every GPU kernel against its CPU kernel, case by case
 #     (PARALLAX_REQUIRE_GPU=1: a case that cannot run on the GPU fails);
-#  2. the zoo's mlp, lenet, embedding, a small resnet50 and a small transformer, 20 steps
+#  2. the zoo's mlp, lenet, embedding, wide_deep (Ftrl, sparse segment sums), lstm (a
+#     while loop whose TensorArrays and stacks stay on the GPU), a small resnet50 and a
+#     small transformer, 20 steps
 #     on the GPU and on the CPU from the same initial values and batches: every step's
 #     loss within 1e-4 relative;
 #     `parallax verify --ranks 2 --device gpu` of mlp: both ranks on the one GPU (their
@@ -135,10 +137,12 @@ run() {
     [mlp]=""
     [lenet]=""
     [embedding]=""
+    [wide_deep]=""
+    [lstm]=""
     [resnet50]="--image-size 64 --batch 8"
     [transformer]="--layers 2 --hidden 128 --heads 2 --seq 32 --vocab 1000 --dropout 0 --batch 8"
   )
-  for model in mlp lenet embedding resnet50 transformer; do
+  for model in mlp lenet embedding wide_deep lstm resnet50 transformer; do
     # shellcheck disable=SC2086  # the export flags are words
     "$px/parallax" models export "$model" ${zoo[$model]} -o "$work/$model.pb" --force >/dev/null 2>&1
     for device in cpu gpu; do
