@@ -300,12 +300,6 @@ PX_REGISTER_KERNEL(DynamicStitchOp, "ParallelDynamicStitch", kCpu);
 using segment_reduce::SegmentWeight;
 using segment_reduce::Weight;
 
-Weight WeightOf(std::string_view op) {
-  return op.starts_with("SparseSegmentMean")    ? Weight::kMean
-         : op.starts_with("SparseSegmentSqrtN") ? Weight::kSqrtN
-                                                : Weight::kSum;
-}
-
 // SparseSegment{Sum,Mean,SqrtN}(data, indices, segment_ids): output[s] reduces
 // data[indices[i]] over the i with segment_ids[i] == s (ids sorted); the output has
 // last id + 1 rows, empty segments are zero. Mean divides by the count, SqrtN by its root.
@@ -314,7 +308,7 @@ template <typename T>
 class SparseSegmentOp : public OpKernel {
  public:
   SparseSegmentOp(const KernelInit& init, Status*)
-      : weight_(WeightOf(init.node().op())),
+      : weight_(gather_plan::SparseSegmentWeight(init.node().op())),
         has_num_segments_(init.node().op().ends_with("WithNumSegments")) {}
   Status Compute(KernelContext& context) const override {
     const Tensor& data = context.input(0);
@@ -385,7 +379,7 @@ PX_REGISTER_KERNEL(SparseSegmentOp<double>, "SparseSegmentSqrtNWithNumSegments",
 template <typename T>
 class SparseSegmentGradOp : public OpKernel {
  public:
-  SparseSegmentGradOp(const KernelInit& init, Status*) : weight_(WeightOf(init.node().op())) {}
+  SparseSegmentGradOp(const KernelInit& init, Status*) : weight_(gather_plan::SparseSegmentWeight(init.node().op())) {}
   Status Compute(KernelContext& context) const override {
     const Tensor& grad = context.input(0);
     PX_ASSIGN_OR_RETURN(gather_plan::SparseSegmentGradPlan plan,

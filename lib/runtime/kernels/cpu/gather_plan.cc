@@ -117,6 +117,13 @@ Status CheckSegmentVectors(const Tensor& indices, const Tensor& segment_ids) {
 
 }  // namespace
 
+segment_reduce::Weight SparseSegmentWeight(std::string_view op) {
+  using segment_reduce::Weight;
+  return op.starts_with("SparseSegmentMean")    ? Weight::kMean
+         : op.starts_with("SparseSegmentSqrtN") ? Weight::kSqrtN
+                                                : Weight::kSum;
+}
+
 StatusOr<SparseSegmentPlan> PlanSparseSegment(const Tensor& data, const Tensor& indices_t,
                                               const Tensor& ids_t, const Tensor* num_t) {
   PX_RETURN_IF_ERROR(CheckSegmentVectors(indices_t, ids_t));

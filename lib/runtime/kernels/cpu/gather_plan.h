@@ -16,9 +16,11 @@
 #define PARALLAX_LIB_RUNTIME_KERNELS_CPU_GATHER_PLAN_H_
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "lib/base/status.h"
+#include "lib/runtime/kernels/segment_reduce.h"
 #include "lib/runtime/tensor.h"
 
 namespace parallax::gather_plan {
@@ -59,6 +61,9 @@ struct SparseSegmentPlan {
 StatusOr<SparseSegmentPlan> PlanSparseSegment(const Tensor& data, const Tensor& indices,
                                               const Tensor& segment_ids,
                                               const Tensor* num_segments);
+
+// The weight rule of a SparseSegment{Sum,Mean,SqrtN}* op, by its name.
+segment_reduce::Weight SparseSegmentWeight(std::string_view op);
 
 // SparseSegment{Sum,Mean,SqrtN}Grad(grad, indices, segment_ids, output_dim0): output row
 // indices[i] (of output_dim0) adds grad row ids[i] times its segment's weight; `counts`

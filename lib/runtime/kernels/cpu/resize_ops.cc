@@ -74,12 +74,8 @@ class ResizeBilinearOp : public OpKernel {
     PX_RETURN_IF_ERROR(ResizeState(images, context.input(1), &in, &oh, &ow));
     Tensor* out = context.AllocateOutput(0, tensorflow::DT_FLOAT,
                                          TensorShape({in.batch, oh, ow, in.channels}));
-    const std::vector<Lerp> ys = BilinearTaps(oh, in.height,
-                                              ResizeScale(in.height, oh, attrs_.align_corners),
-                                              attrs_.half_pixel_centers);
-    const std::vector<Lerp> xs = BilinearTaps(ow, in.width,
-                                              ResizeScale(in.width, ow, attrs_.align_corners),
-                                              attrs_.half_pixel_centers);
+    const std::vector<Lerp> ys = BilinearTaps(oh, in.height, attrs_);
+    const std::vector<Lerp> xs = BilinearTaps(ow, in.width, attrs_);
     float* y = out->data<float>();
     const int64_t c = in.channels;
     auto at = [&](int64_t b, int64_t row, int64_t col, int64_t k) {
@@ -121,12 +117,8 @@ class ResizeBilinearGradOp : public OpKernel {
     Tensor* out = context.AllocateOutput(0, DataTypeOf<T>::value, original.shape());
     T* y = out->data<T>();
     std::fill(y, y + out->num_elements(), T(0));
-    const std::vector<Lerp> ys = BilinearTaps(g.height, o.height,
-                                              ResizeScale(o.height, g.height, attrs_.align_corners),
-                                              attrs_.half_pixel_centers);
-    const std::vector<Lerp> xs = BilinearTaps(g.width, o.width,
-                                              ResizeScale(o.width, g.width, attrs_.align_corners),
-                                              attrs_.half_pixel_centers);
+    const std::vector<Lerp> ys = BilinearTaps(g.height, o.height, attrs_);
+    const std::vector<Lerp> xs = BilinearTaps(g.width, o.width, attrs_);
     const float* dy = grads.data<float>();
     const int64_t c = g.channels;
     auto add = [&](int64_t b, int64_t row, int64_t col, int64_t k, float v) {
@@ -191,10 +183,8 @@ class ResizeNearestNeighborOp : public OpKernel {
     PX_RETURN_IF_ERROR(ResizeState(images, context.input(1), &in, &oh, &ow));
     Tensor* out = context.AllocateOutput(0, images.dtype(),
                                          TensorShape({in.batch, oh, ow, in.channels}));
-    const std::vector<int64_t> ys =
-        NearestTaps(oh, in.height, ResizeScale(in.height, oh, attrs_.align_corners), attrs_);
-    const std::vector<int64_t> xs =
-        NearestTaps(ow, in.width, ResizeScale(in.width, ow, attrs_.align_corners), attrs_);
+    const std::vector<int64_t> ys = NearestTaps(oh, in.height, attrs_);
+    const std::vector<int64_t> xs = NearestTaps(ow, in.width, attrs_);
     const size_t element = static_cast<size_t>(DataTypeSize(images.dtype()));
     const size_t block = element * static_cast<size_t>(in.channels);
     const char* src = static_cast<const char*>(images.raw_data());
@@ -235,10 +225,8 @@ class ResizeNearestNeighborGradOp : public OpKernel {
     T* y = out->data<T>();
     std::fill(y, y + out->num_elements(), T(0));
     if (g.height == 0 || g.width == 0) return Status::Ok();
-    const std::vector<int64_t> ys =
-        NearestTaps(g.height, oh, ResizeScale(oh, g.height, attrs_.align_corners), attrs_);
-    const std::vector<int64_t> xs =
-        NearestTaps(g.width, ow, ResizeScale(ow, g.width, attrs_.align_corners), attrs_);
+    const std::vector<int64_t> ys = NearestTaps(g.height, oh, attrs_);
+    const std::vector<int64_t> xs = NearestTaps(g.width, ow, attrs_);
     const Dims image{g.batch, oh, ow, g.channels};
     NearestScatter(grads.data<T>(), y, image, g.height, g.width, ys, xs);
     return Status::Ok();

@@ -118,7 +118,9 @@ float ResizeScale(int64_t in, int64_t out, bool align_corners) {
                                     : static_cast<float>(in) / static_cast<float>(out);
 }
 
-std::vector<Lerp> BilinearTaps(int64_t out, int64_t in, float scale, bool half_pixel) {
+std::vector<Lerp> BilinearTaps(int64_t out, int64_t in, const ResizeAttrs& a) {
+  const float scale = ResizeScale(in, out, a.align_corners);
+  const bool half_pixel = a.half_pixel_centers;
   std::vector<Lerp> taps(static_cast<size_t>(out));
   for (int64_t i = 0; i < out; ++i) {
     const float src =
@@ -131,7 +133,8 @@ std::vector<Lerp> BilinearTaps(int64_t out, int64_t in, float scale, bool half_p
   return taps;
 }
 
-std::vector<int64_t> NearestTaps(int64_t out, int64_t in, float scale, const ResizeAttrs& a) {
+std::vector<int64_t> NearestTaps(int64_t out, int64_t in, const ResizeAttrs& a) {
+  const float scale = ResizeScale(in, out, a.align_corners);
   std::vector<int64_t> taps(static_cast<size_t>(out));
   for (int64_t i = 0; i < out; ++i) {
     const float src = a.half_pixel_centers ? (static_cast<float>(i) + 0.5f) * scale

@@ -61,8 +61,9 @@ Status CheckBilinearGrad(const Tensor& grads, const Tensor& original, Dims* g, D
 
 float ResizeScale(int64_t in, int64_t out, bool align_corners);
 
-std::vector<Lerp> BilinearTaps(int64_t out, int64_t in, float scale, bool half_pixel);
-std::vector<int64_t> NearestTaps(int64_t out, int64_t in, float scale, const ResizeAttrs& a);
+// One tap per index of an axis resized from `in` to `out` (the scale: ResizeScale).
+std::vector<Lerp> BilinearTaps(int64_t out, int64_t in, const ResizeAttrs& a);
+std::vector<int64_t> NearestTaps(int64_t out, int64_t in, const ResizeAttrs& a);
 
 // Each output index's cells: taps[starts[i], starts[i + 1]).
 struct AreaTaps {

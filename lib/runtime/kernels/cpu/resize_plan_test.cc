@@ -54,12 +54,8 @@ TEST_CASE("ResizeBilinearGrad gathered over inverted taps is the CPU's scatter")
                                       TensorShape{batch, c.image_h, c.image_w, channels}, seed++);
     const std::vector<Tensor> want =
         Run("ResizeBilinearGrad", {grads, image}, AttrsOf(c.attrs, tensorflow::DT_FLOAT));
-    const auto ys = resize_plan::BilinearTaps(
-        c.grad_h, c.image_h, ResizeScale(c.image_h, c.grad_h, c.attrs.align_corners),
-        c.attrs.half_pixel_centers);
-    const auto xs = resize_plan::BilinearTaps(
-        c.grad_w, c.image_w, ResizeScale(c.image_w, c.grad_w, c.attrs.align_corners),
-        c.attrs.half_pixel_centers);
+    const auto ys = resize_plan::BilinearTaps(c.grad_h, c.image_h, c.attrs);
+    const auto xs = resize_plan::BilinearTaps(c.grad_w, c.image_w, c.attrs);
     const resize_plan::TapsInto rows = resize_plan::InvertBilinearTaps(ys, c.image_h);
     const resize_plan::TapsInto columns = resize_plan::InvertBilinearTaps(xs, c.image_w);
     int64_t item = 0, differ = 0;
@@ -92,13 +88,9 @@ TEST_CASE("ResizeNearestNeighborGrad gathered over inverted taps is the CPU's sc
     const std::vector<Tensor> want =
         Run("ResizeNearestNeighborGrad", {grads, size}, AttrsOf(c.attrs, tensorflow::DT_FLOAT));
     const resize_plan::TapsInto rows = resize_plan::InvertNearestTaps(
-        resize_plan::NearestTaps(c.grad_h, c.image_h,
-                                 ResizeScale(c.image_h, c.grad_h, c.attrs.align_corners), c.attrs),
-        c.image_h);
+        resize_plan::NearestTaps(c.grad_h, c.image_h, c.attrs), c.image_h);
     const resize_plan::TapsInto columns = resize_plan::InvertNearestTaps(
-        resize_plan::NearestTaps(c.grad_w, c.image_w,
-                                 ResizeScale(c.image_w, c.grad_w, c.attrs.align_corners), c.attrs),
-        c.image_w);
+        resize_plan::NearestTaps(c.grad_w, c.image_w, c.attrs), c.image_w);
     int64_t item = 0, differ = 0;
     for (int64_t b = 0; b < batch; ++b) {
       for (int64_t row = 0; row < c.image_h; ++row) {

@@ -95,19 +95,13 @@ class UnsortedSegmentKernel : public OpKernel {
 
 using segment_reduce::Weight;
 
-Weight WeightOf(std::string_view op) {
-  return op.starts_with("SparseSegmentMean")    ? Weight::kMean
-         : op.starts_with("SparseSegmentSqrtN") ? Weight::kSqrtN
-                                                : Weight::kSum;
-}
-
 // SparseSegment{Sum,Mean,SqrtN}(data, indices, segment_ids[, num_segments]): the output
 // rows grouped by segment id, each summing its data rows in order.
 template <typename T>
 class SparseSegmentKernel : public OpKernel {
  public:
   SparseSegmentKernel(const KernelInit& init, Status*)
-      : weight_(WeightOf(init.node().op())),
+      : weight_(gather_plan::SparseSegmentWeight(init.node().op())),
         has_num_segments_(init.node().op().ends_with("WithNumSegments")) {}
   bool HostMemoryInput(int index) const override { return index >= 1; }
   Status Compute(KernelContext& context) const override {
@@ -146,7 +140,7 @@ class SparseSegmentKernel : public OpKernel {
 template <typename T>
 class SparseSegmentGradKernel : public OpKernel {
  public:
-  SparseSegmentGradKernel(const KernelInit& init, Status*) : weight_(WeightOf(init.node().op())) {}
+  SparseSegmentGradKernel(const KernelInit& init, Status*) : weight_(gather_plan::SparseSegmentWeight(init.node().op())) {}
   bool HostMemoryInput(int index) const override { return index >= 1; }
   Status Compute(KernelContext& context) const override {
     PX_RETURN_IF_ERROR(CheckDtype(context, 0, DataTypeOf<T>::value));

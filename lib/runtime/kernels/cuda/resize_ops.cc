@@ -89,12 +89,10 @@ class ResizeFloatKernel : public OpKernel {
                            As<int64_t>(x_starts), 1.0f / (sy * sx), output, device.stream()),
           device);
     } else {
-      PX_ASSIGN_OR_RETURN(
-          Tensor ys, ToDeviceArray(context, resize_plan::BilinearTaps(oh, in.height, sy,
-                                                                      attrs_.half_pixel_centers)));
-      PX_ASSIGN_OR_RETURN(
-          Tensor xs, ToDeviceArray(context, resize_plan::BilinearTaps(ow, in.width, sx,
-                                                                      attrs_.half_pixel_centers)));
+      PX_ASSIGN_OR_RETURN(Tensor ys,
+                          ToDeviceArray(context, resize_plan::BilinearTaps(oh, in.height, attrs_)));
+      PX_ASSIGN_OR_RETURN(Tensor xs,
+                          ToDeviceArray(context, resize_plan::BilinearTaps(ow, in.width, attrs_)));
       auto lock = device.LaunchLock();
       PX_RETURN_IF_ERROR(device.MakeCurrent());
       return LaunchStatus(LaunchResizeBilinear(As<float>(images), g, As<resize_rules::Lerp>(ys),
@@ -121,12 +119,9 @@ class ResizeBilinearGradKernel : public OpKernel {
     PX_RETURN_IF_ERROR(resize_plan::CheckBilinearGrad(grads, original, &g, &o));
     PX_ASSIGN_OR_RETURN(Tensor * out,
                         context.AllocateDeviceOutput(0, DataTypeOf<T>::value, original.shape()));
-    const std::vector<resize_rules::Lerp> ys = resize_plan::BilinearTaps(
-        g.height, o.height, ResizeScale(o.height, g.height, attrs_.align_corners),
-        attrs_.half_pixel_centers);
-    const std::vector<resize_rules::Lerp> xs = resize_plan::BilinearTaps(
-        g.width, o.width, ResizeScale(o.width, g.width, attrs_.align_corners),
-        attrs_.half_pixel_centers);
+    const std::vector<resize_rules::Lerp> ys =
+        resize_plan::BilinearTaps(g.height, o.height, attrs_);
+    const std::vector<resize_rules::Lerp> xs = resize_plan::BilinearTaps(g.width, o.width, attrs_);
     PX_ASSIGN_OR_RETURN(Tensor device_ys, ToDeviceArray(context, ys));
     PX_ASSIGN_OR_RETURN(Tensor device_xs, ToDeviceArray(context, xs));
     PX_ASSIGN_OR_RETURN(UploadedTapsInto rows,
@@ -165,16 +160,10 @@ class ResizeNearestKernel : public OpKernel {
     PX_ASSIGN_OR_RETURN(Tensor * out,
                         context.AllocateDeviceOutput(0, images.dtype(),
                                                      TensorShape({in.batch, oh, ow, in.channels})));
-    PX_ASSIGN_OR_RETURN(
-        Tensor ys,
-        ToDeviceArray(
-            context, resize_plan::NearestTaps(
-                         oh, in.height, ResizeScale(in.height, oh, attrs_.align_corners), attrs_)));
-    PX_ASSIGN_OR_RETURN(
-        Tensor xs,
-        ToDeviceArray(context,
-                      resize_plan::NearestTaps(
-                          ow, in.width, ResizeScale(in.width, ow, attrs_.align_corners), attrs_)));
+    PX_ASSIGN_OR_RETURN(Tensor ys,
+                        ToDeviceArray(context, resize_plan::NearestTaps(oh, in.height, attrs_)));
+    PX_ASSIGN_OR_RETURN(Tensor xs,
+                        ToDeviceArray(context, resize_plan::NearestTaps(ow, in.width, attrs_)));
     CudaDevice& device = DeviceOf(context);
     auto lock = device.LaunchLock();
     PX_RETURN_IF_ERROR(device.MakeCurrent());
@@ -208,14 +197,10 @@ class ResizeNearestGradKernel : public OpKernel {
                                                      TensorShape({g.batch, oh, ow, g.channels})));
     resize_plan::TapsInto rows_into, columns_into;
     if (g.height > 0 && g.width > 0) {
-      rows_into = resize_plan::InvertNearestTaps(
-          resize_plan::NearestTaps(g.height, oh, ResizeScale(oh, g.height, attrs_.align_corners),
-                                   attrs_),
-          oh);
-      columns_into = resize_plan::InvertNearestTaps(
-          resize_plan::NearestTaps(g.width, ow, ResizeScale(ow, g.width, attrs_.align_corners),
-                                   attrs_),
-          ow);
+      rows_into =
+          resize_plan::InvertNearestTaps(resize_plan::NearestTaps(g.height, oh, attrs_), oh);
+      columns_into =
+          resize_plan::InvertNearestTaps(resize_plan::NearestTaps(g.width, ow, attrs_), ow);
     } else {  // an empty gradient: every input pixel sums nothing
       rows_into.starts.assign(static_cast<size_t>(oh + 1), 0);
       columns_into.starts.assign(static_cast<size_t>(ow + 1), 0);
