@@ -17,6 +17,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <set>
@@ -27,6 +28,8 @@
 #include "lib/ops/op_registry.h"
 #include "lib/runtime/device.h"
 #include "lib/runtime/kernel.h"
+#include "lib/runtime/kernels/cpu/gather_plan.h"
+#include "lib/runtime/kernels/cuda/training_elements.h"
 #include "lib/runtime/testing/op_test_util.h"
 #include "lib/testing/gpu.h"
 
@@ -1196,6 +1199,162 @@ TEST_CASE("the kernel table's cases run on the CPU") {
     seed += c.inputs.size();
     CHECK(cpu.status().message() == "");
   }
+}
+
+// ---- The GPU's optimizer dispatch on the host ----
+//
+// The GPU kernels' per-element updates (cuda/training_elements.h) run here on the host, on
+// the table's update cases, against the CPU kernels: which scalar goes to which argument
+// of update_rules.h, the slots, the sparse rows and their order are checked without a GPU.
+// (The device's own libm, for Ftrl's pow and PowerSign's exp, is not: both sides use the
+// host's.)
+
+using cuda_kernels::DenseRule;
+using cuda_kernels::SparseRule;
+
+template <typename T, int kRule = 0>
+void DenseOnHost(DenseRule rule, bool nesterov, const cuda_kernels::DenseUpdate<T>& u,
+                 const T (&h)[8], int64_t n) {
+  if constexpr (kRule <= static_cast<int>(DenseRule::kPowerSign)) {
+    if (static_cast<int>(rule) != kRule) return DenseOnHost<T, kRule + 1>(rule, nesterov, u, h, n);
+    for (int64_t i = 0; i < n; ++i) {
+      if (nesterov) {
+        cuda_kernels::DenseElement<T, static_cast<DenseRule>(kRule), true>(u, h, i);
+      } else {
+        cuda_kernels::DenseElement<T, static_cast<DenseRule>(kRule), false>(u, h, i);
+      }
+    }
+  }
+}
+
+// The sparse kernel's loop: each row group's gradient rows in index order.
+template <typename T, int kRule = 0>
+void SparseOnHost(SparseRule rule, bool nesterov, const cuda_kernels::SparseUpdate<T>& u,
+                  const T (&h)[8], const gather_plan::RowGroups& groups) {
+  if constexpr (kRule <= static_cast<int>(SparseRule::kFtrlV2)) {
+    if (static_cast<int>(rule) != kRule) {
+      return SparseOnHost<T, kRule + 1>(rule, nesterov, u, h, groups);
+    }
+    constexpr SparseRule kThis = static_cast<SparseRule>(kRule);
+    for (int64_t g = 0; g < groups.size(); ++g) {
+      for (int64_t column = 0; column < u.row_size; ++column) {
+        const int64_t v = groups.rows[static_cast<size_t>(g)] * u.row_size + column;
+        for (int64_t p = groups.starts[static_cast<size_t>(g)];
+             p < groups.starts[static_cast<size_t>(g) + 1]; ++p) {
+          const T grad = u.grad[groups.positions[static_cast<size_t>(p)] * u.row_size + column];
+          if (nesterov) {
+            cuda_kernels::SparseElement<T, kThis, true>(u, h, v, grad, u.row_size == 1);
+          } else {
+            cuda_kernels::SparseElement<T, kThis, false>(u, h, v, grad, u.row_size == 1);
+          }
+        }
+      }
+    }
+  }
+}
+
+bool BoolAttrOf(const AttrMap& attrs, const std::string& name, bool otherwise) {
+  const auto found = attrs.find(name);
+  return found == attrs.end() ? otherwise : found->second.b();
+}
+
+// The update of case `c` (a ref-form Apply* or SparseApply* op) through the GPU's
+// per-element dispatch on the host: its variables after the update, by input index.
+template <typename T>
+std::map<int, Tensor> UpdateOnHost(const KernelCase& c, const cuda_kernels::UpdateOp& op,
+                                   const std::vector<Tensor>& inputs) {
+  const OpSchema* schema = FindOpSchema(c.op);
+  REQUIRE(schema != nullptr);
+  std::map<int, Tensor> variables;
+  T* var[4] = {};
+  for (int j = 0; j <= op.slots; ++j) {
+    variables[j] = inputs[static_cast<size_t>(j)].DeepCopy();
+    var[j] = variables[j].template data<T>();
+  }
+  cuda_kernels::UpdateScalars<T> scalars;
+  const T* grad = nullptr;
+  std::vector<int64_t> rows;
+  int num_scalars = 0;
+  for (size_t j = static_cast<size_t>(op.slots) + 1; j < schema->inputs.size(); ++j) {
+    const std::string& name = schema->inputs[j].name;
+    const Tensor& input = inputs[j];
+    if (name == "indices") {
+      for (int64_t k = 0; k < input.num_elements(); ++k) rows.push_back(input.flat<int32_t>()[k]);
+    } else if (name == "global_step") {
+      scalars.global_step = input.flat<int64_t>()[0];
+    } else if (name == "grad" || name == "delta") {
+      grad = input.template data<T>();
+    } else if (op.checks_scalars) {
+      scalars.on_host[num_scalars++] = input.template data<T>()[0];
+    } else {
+      scalars.on_device[num_scalars++] = input.template data<T>();
+    }
+  }
+  const AttrMap attrs = CaseAttrs(c);
+  const bool nesterov = BoolAttrOf(attrs, "use_nesterov", false);
+  T h[8];
+  cuda_kernels::ReadScalars(scalars, h);
+  if (!op.is_sparse()) {
+    cuda_kernels::DenseUpdate<T> u;
+    std::copy(std::begin(var), std::end(var), u.var);
+    u.grad = grad;
+    u.h = scalars;
+    u.use_nesterov = nesterov;
+    u.update_slots = BoolAttrOf(attrs, "update_slots", true);
+    u.multiply_linear_by_lr = BoolAttrOf(attrs, "multiply_linear_by_lr", false);
+    DenseOnHost<T>(op.dense, nesterov, u, h, variables[0].num_elements());
+  } else {
+    cuda_kernels::SparseUpdate<T> u;
+    std::copy(std::begin(var), std::end(var), u.var);
+    u.grad = grad;
+    u.h = scalars;
+    u.row_size = variables[0].dim(0) == 0 ? 0 : variables[0].num_elements() / variables[0].dim(0);
+    u.use_nesterov = nesterov;
+    u.update_slots = BoolAttrOf(attrs, "update_slots", true);
+    u.multiply_linear_by_lr = BoolAttrOf(attrs, "multiply_linear_by_lr", false);
+    SparseOnHost<T>(op.sparse, nesterov, u, h, gather_plan::GroupByRow(rows));
+  }
+  return variables;
+}
+
+TEST_CASE("the GPU's optimizer updates, run on the host, give the CPU kernels' bits") {
+  const std::vector<KernelCase> table = Table();
+  uint64_t seed = 1;
+  int checked = 0;
+  for (const KernelCase& c : table) {
+    const uint64_t case_seed = seed;
+    seed += c.inputs.size();
+    const cuda_kernels::UpdateOp* op = nullptr;
+    for (const cuda_kernels::UpdateOp& candidate : cuda_kernels::kUpdateOps) {
+      if (c.op == candidate.op) op = &candidate;
+    }
+    if (op == nullptr) continue;  // not an optimizer update, or its resource form
+    const std::string name = CaseName(c);
+    CAPTURE(name);
+    const std::vector<Tensor> inputs = CaseInputs(c, case_seed);
+    StatusOr<testing::OpRun> cpu = testing::RunOp(c.op, inputs, CaseAttrs(c), c.ref_inputs);
+    REQUIRE(cpu.ok());
+    const std::map<int, Tensor> host = c.dtype == tensorflow::DT_DOUBLE
+                                           ? UpdateOnHost<double>(c, *op, inputs)
+                                           : UpdateOnHost<float>(c, *op, inputs);
+    for (const auto& [index, value] : host) {
+      INFO("variable input " << index);
+      CHECK(value.bytes() == cpu->variables.at(index).bytes());
+      CHECK(std::memcmp(value.raw_data(), cpu->variables.at(index).raw_data(), value.bytes()) == 0);
+    }
+    ++checked;
+  }
+  // Every ref-form rule has cases (the resource forms share the dispatch).
+  std::set<std::string> covered;
+  for (const KernelCase& c : table) covered.insert(c.op);
+  for (const cuda_kernels::UpdateOp& op : cuda_kernels::kUpdateOps) {
+    if (op.has_ref_form) {
+      CHECK(covered.contains(op.op));
+    } else {
+      CHECK(covered.contains(std::string("Resource") + op.op));
+    }
+  }
+  CHECK(checked > 30);
 }
 
 // The table's case `index` on the GPU against the CPU (or its SKIP line).
