@@ -314,9 +314,10 @@ TEST_CASE(
     CHECK(executor.DeviceVariables() == std::vector<std::string>{"w"});
     CHECK(executor.variables().Find("w")->memory() == &gpu.fake_memory());
     CHECK(executor.HostPlacedOps() == std::vector<std::string>{"Const", "Sum"});
-    // To the device: x and two for m, two again for w2; the shape stays on the host
-    // (HostMemoryInput). To the host: r for Sum, fetches r and w2.
-    CHECK(gpu.fake_memory().to_device == 3);
+    // To the device: x and two for m (two's device copy serves w2 too: a Const is copied
+    // once); the shape stays on the host (HostMemoryInput). To the host: r for Sum,
+    // fetches r and w2.
+    CHECK(gpu.fake_memory().to_device == 2);
     CHECK(gpu.fake_memory().to_host == 3);
   }
   // Every device block is back in the cache once the values and the executor are gone.
@@ -706,6 +707,24 @@ TEST_CASE("a gradient TensorArray sums device values written twice to an index")
   // TensorArrayGradV3 (a host node) passes on, and the fetch.
   CHECK(gpu.fake_memory().to_device == 2 + 2 + 1);
   CHECK(gpu.fake_memory().to_host == 2 + 1 + 1);
+}
+
+TEST_CASE("a Const read on the device is copied there once, not once per step") {
+  // The loop graph's `two` (a Const) multiplies x on the device in every iteration.
+  StatusOr<Graph> graph = ParseGraph(kLoopGraph, "loop.pbtxt");
+  REQUIRE(graph.ok());
+  FakeGpu gpu;
+  Executor executor(*graph, gpu);
+  for (int step = 0; step < 3; ++step) {
+    StatusOr<std::vector<Tensor>> out = executor.Run(
+        {.feeds = {{"x", Tensor::FromVector<float>({1, 2, 3}, TensorShape{3})}},
+         .fetches = {"w/Exit_x"}});
+    REQUIRE(out.ok());
+    CHECK(out->at(0).DebugString() == "float[3] {8, 16, 24}");
+  }
+  // In: x each step and `two` once; out: the fetch each step.
+  CHECK(gpu.fake_memory().to_device == 3 + 1);
+  CHECK(gpu.fake_memory().to_host == 3);
 }
 
 // w: initialised and updated by nodes with device kernels; c: updated by AssignAdd,

@@ -479,6 +479,18 @@ Status Executor::PlaceInputs(NodeId id, const std::vector<bool>& ref_inputs,
     const bool wants_host = !on_device || kernel.HostMemoryInput(static_cast<int>(k));
     const std::shared_ptr<DeviceMemory> wanted = wants_host ? nullptr : device_memory;
     if (tensor.memory() == wanted.get()) continue;
+    // A Const's value is the same every step: its device copy is made once and kept.
+    const NodeId producer = graph_.node(id).input(static_cast<int>(k)).node;
+    const bool constant = !wants_host && graph_.node(producer).op() == "Const";
+    if (constant) {
+      std::lock_guard<std::mutex> lock(device_consts_mutex_);
+      const auto found = device_consts_.find(producer);
+      if (found != device_consts_.end()) {
+        value.tensor = found->second;
+        value.ref = nullptr;
+        continue;
+      }
+    }
     StatusOr<Tensor> placed = tensor.CopiedTo(wanted);
     if (!placed.ok()) {
       return placed.status().WithPrefix(fmt::format("copying input {} {}", k,
@@ -486,6 +498,10 @@ Status Executor::PlaceInputs(NodeId id, const std::vector<bool>& ref_inputs,
     }
     value.tensor = std::move(*placed);
     value.ref = nullptr;
+    if (constant) {
+      std::lock_guard<std::mutex> lock(device_consts_mutex_);
+      device_consts_.emplace(producer, value.tensor);
+    }
   }
   return Status::Ok();
 }

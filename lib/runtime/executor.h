@@ -67,17 +67,17 @@
 // device; a resource variable (VarHandleOp) when every node that reads or writes the
 // value behind its handle (ReadVariableOp, AssignVariableOp, ResourceApply*..., through
 // handle-forwarding nodes; not VarIsInitializedOp) has one: its value then lives in the
-// device's memory, so an optimizer updates it there
-// and the step copies no weights; other variables live in host memory. A stack's or a
-// TensorArray's handle (StackV2, TensorArrayV3...) is no variable: the nodes reading and
-// writing its elements run wherever their kernels are, each bringing what it reads to
-// its own device. A variable found
-// in the other memory (a value put into the VariableStore from outside: a restored
-// checkpoint) is moved where its updater runs (PlaceVariables, between steps; else by
-// the first node that updates it). Each input read by value is copied where the node's
-// kernel reads it (OpKernel::HostMemoryInput) when it is not there; fetches come back
-// in host memory. The device orders its own work (one stream), so a kernel on it
-// returns once its work is queued, and a copy to the host waits for what it reads.
+// device's memory, so an optimizer updates it there and the step copies no weights;
+// other variables live in host memory. A stack's or a TensorArray's handle (StackV2,
+// TensorArrayV3...) is no variable: the nodes reading and writing its elements run
+// wherever their kernels are, each bringing what it reads to its own device. A variable
+// found in the other memory (a value put into the VariableStore from outside: a restored
+// checkpoint) is moved where its updater runs (PlaceVariables, between steps; else by the
+// first node that updates it). Each input read by value is copied where the node's
+// kernel reads it (OpKernel::HostMemoryInput) when it is not there — a Const's once per
+// executor, not once per step; fetches come back in host memory. The device orders its
+// own work (one stream), so a kernel on it returns once its work is queued, and a copy to
+// the host waits for what it reads.
 #ifndef PARALLAX_LIB_RUNTIME_EXECUTOR_H_
 #define PARALLAX_LIB_RUNTIME_EXECUTOR_H_
 
@@ -176,6 +176,10 @@ class Executor {
   // whose refs all go to nodes with a device kernel; and the device variables' keys.
   std::vector<char> device_variable_;
   std::vector<std::string> device_variable_keys_;
+  // On a device with its own memory, by Const NodeId: the Const's value copied to the
+  // device once (a constant: every step's is the same), for the device kernels reading it.
+  mutable std::mutex device_consts_mutex_;
+  mutable std::map<NodeId, Tensor> device_consts_;
   std::mutex plans_mutex_;  // plans_ and kernels_ (a nested run may build a plan)
   std::map<std::string, std::unique_ptr<Plan>> plans_;  // by request signature
   ExecutionOptions execution_;
