@@ -504,13 +504,10 @@ inline StridedCopySpec IntoAxisCopy(const TensorShape& part, const TensorShape& 
 // `part` (both viewed as [outer, dim, inner]).
 inline StridedCopySpec FromAxisCopy(const TensorShape& input, const TensorShape& part, int axis,
                                     int64_t offset) {
-  const std::vector<int64_t>& dims = part.dims();
-  const int64_t outer = Product(dims, 0, static_cast<size_t>(axis));
-  const int64_t chunk = Product(dims, static_cast<size_t>(axis), dims.size());
-  const int64_t inner = Product(dims, static_cast<size_t>(axis) + 1, dims.size());
-  const int64_t in_chunk = input.dim(axis) * inner;
-  return StridedCopySpec{.dims = {outer, chunk}, .src_strides = {in_chunk, 1},
-                         .dst_strides = {chunk, 1}, .src_offset = offset * inner};
+  StridedCopySpec spec = IntoAxisCopy(part, input, axis, offset);  // the same copy, reversed
+  std::swap(spec.src_strides, spec.dst_strides);
+  std::swap(spec.src_offset, spec.dst_offset);
+  return spec;
 }
 
 // Pack(values...; axis): every value of one shape, stacked along a new dim `axis`.

@@ -4,6 +4,8 @@
 // there, checked and planned as the CPU kernels do (cpu/gather_plan.h), then copied in
 // for the kernel (gather_launch.h). Unique, whose integer outputs the host reads, stays on the
 // host.
+#include <vector>
+
 #include "lib/runtime/kernels/cpu/gather_plan.h"
 #include "lib/runtime/kernels/cpu/variable_update.h"
 #include "lib/runtime/kernels/cuda/array_launch.h"
@@ -97,6 +99,29 @@ using segment_reduce::Weight;
 
 // SparseSegment{Sum,Mean,SqrtN}(data, indices, segment_ids[, num_segments]): the output
 // rows grouped by segment id, each summing its data rows in order.
+// Output row groups.rows[g] of `out` (rows of `inner`) = the sum, in position order, of
+// data rows sources[p] (times weights[p] when given), then times the group's weight; rows
+// no group names are zeros (filled only when there are such rows).
+template <typename T>
+Status SumRowGroups(KernelContext& context, const T* data, const std::vector<int64_t>& sources,
+                    const T* weights, Weight group_weight, const gather_plan::RowGroups& row_groups,
+                    int64_t inner, Tensor* out) {
+  PX_ASSIGN_OR_RETURN(UploadedRowGroups groups, UploadRowGroups(context, row_groups));
+  PX_ASSIGN_OR_RETURN(Tensor device_sources, ToDevice(context, sources));
+  T* output = static_cast<T*>(out->raw_data());
+  CudaDevice& device = DeviceOf(context);
+  auto lock = device.LaunchLock();
+  PX_RETURN_IF_ERROR(device.MakeCurrent());
+  if (out->rank() > 0 && row_groups.size() < out->dim(0)) {
+    PX_RETURN_IF_ERROR(LaunchStatus(
+        LaunchFill<T>(output, out->num_elements(), T(0), device.stream()), device));
+  }
+  return LaunchStatus(
+      LaunchSparseSegment<T>(data, static_cast<const int64_t*>(device_sources.raw_data()),
+                             weights, group_weight, groups.view, inner, output, device.stream()),
+      device);
+}
+
 template <typename T>
 class SparseSegmentKernel : public OpKernel {
  public:
@@ -113,20 +138,8 @@ class SparseSegmentKernel : public OpKernel {
                                        has_num_segments_ ? &context.input(3) : nullptr));
     PX_ASSIGN_OR_RETURN(Tensor * out,
                         context.AllocateDeviceOutput(0, data.dtype(), plan.output_shape));
-    PX_ASSIGN_OR_RETURN(UploadedRowGroups groups,
-                        UploadRowGroups(context, gather_plan::GroupByRow(plan.ids)));
-    PX_ASSIGN_OR_RETURN(Tensor sources, ToDevice(context, plan.indices));
-    T* output = static_cast<T*>(out->raw_data());
-    CudaDevice& device = DeviceOf(context);
-    auto lock = device.LaunchLock();
-    PX_RETURN_IF_ERROR(device.MakeCurrent());
-    PX_RETURN_IF_ERROR(LaunchStatus(
-        LaunchFill<T>(output, out->num_elements(), T(0), device.stream()), device));
-    return LaunchStatus(
-        LaunchSparseSegment<T>(static_cast<const T*>(data.raw_data()),
-                               static_cast<const int64_t*>(sources.raw_data()), nullptr, weight_,
-                               groups.view, plan.inner, output, device.stream()),
-        device);
+    return SumRowGroups<T>(context, static_cast<const T*>(data.raw_data()), plan.indices, nullptr,
+                           weight_, gather_plan::GroupByRow(plan.ids), plan.inner, out);
   }
 
  private:
@@ -140,7 +153,8 @@ class SparseSegmentKernel : public OpKernel {
 template <typename T>
 class SparseSegmentGradKernel : public OpKernel {
  public:
-  SparseSegmentGradKernel(const KernelInit& init, Status*) : weight_(gather_plan::SparseSegmentWeight(init.node().op())) {}
+  SparseSegmentGradKernel(const KernelInit& init, Status*)
+      : weight_(gather_plan::SparseSegmentWeight(init.node().op())) {}
   bool HostMemoryInput(int index) const override { return index >= 1; }
   Status Compute(KernelContext& context) const override {
     PX_RETURN_IF_ERROR(CheckDtype(context, 0, DataTypeOf<T>::value));
@@ -150,27 +164,15 @@ class SparseSegmentGradKernel : public OpKernel {
                                                            context.input(2), context.input(3)));
     PX_ASSIGN_OR_RETURN(Tensor * out,
                         context.AllocateDeviceOutput(0, grad.dtype(), plan.output_shape));
-    PX_ASSIGN_OR_RETURN(UploadedRowGroups groups,
-                        UploadRowGroups(context, gather_plan::GroupByRow(plan.indices)));
-    PX_ASSIGN_OR_RETURN(Tensor sources, ToDevice(context, plan.ids));
     Tensor weights(grad.dtype(), TensorShape{static_cast<int64_t>(plan.ids.size())});
     for (size_t i = 0; i < plan.ids.size(); ++i) {
       weights.data<T>()[i] =
           segment_reduce::SegmentWeight<T>(weight_, plan.counts[static_cast<size_t>(plan.ids[i])]);
     }
     PX_ASSIGN_OR_RETURN(Tensor device_weights, weights.CopiedTo(context.device().memory()));
-    T* output = static_cast<T*>(out->raw_data());
-    CudaDevice& device = DeviceOf(context);
-    auto lock = device.LaunchLock();
-    PX_RETURN_IF_ERROR(device.MakeCurrent());
-    PX_RETURN_IF_ERROR(LaunchStatus(
-        LaunchFill<T>(output, out->num_elements(), T(0), device.stream()), device));
-    return LaunchStatus(
-        LaunchSparseSegment<T>(static_cast<const T*>(grad.raw_data()),
-                               static_cast<const int64_t*>(sources.raw_data()),
-                               static_cast<const T*>(device_weights.raw_data()), Weight::kSum,
-                               groups.view, plan.inner, output, device.stream()),
-        device);
+    return SumRowGroups<T>(context, static_cast<const T*>(grad.raw_data()), plan.ids,
+                           static_cast<const T*>(device_weights.raw_data()), Weight::kSum,
+                           gather_plan::GroupByRow(plan.indices), plan.inner, out);
   }
 
  private:

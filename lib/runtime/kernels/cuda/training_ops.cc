@@ -322,43 +322,42 @@ class AssignUpdateKernel : public OpKernel {
   bool resource_;
 };
 
+using kernel_internal::FactoryFor;
+
+// `ref_op` (its "T" attr) and `resource_op` (its "dtype") for T, one kernel or two.
+template <typename T, typename Kernel>
+void RegisterBoth(const char* ref_op, const char* resource_op,
+                  KernelFactory resource_factory = FactoryFor<Kernel>()) {
+  constexpr DataType kType = DataTypeOf<T>::value;
+  RegisterKernel(KernelKey(ref_op, DeviceType::kCuda, "T", kType), FactoryFor<Kernel>());
+  RegisterKernel(KernelKey(resource_op, DeviceType::kCuda, "dtype", kType), resource_factory);
+}
+
+// Scatter<op> and ResourceScatter<op>.
+template <typename T, SparseRule kRule>
+void RegisterScatter(const std::string& op) {
+  RegisterBoth<T, ScatterKernel<T, kRule>>(op.c_str(), ("Resource" + op).c_str());
+}
+
 template <typename T>
 void RegisterForType() {
   constexpr DataType kType = DataTypeOf<T>::value;
   for (const UpdateOp& op : kUpdateOps) {
     if (op.has_ref_form) {
       RegisterKernel(KernelKey(op.op, DeviceType::kCuda, "T", kType),
-                     kernel_internal::FactoryFor<ApplyKernel<T>>());
+                     FactoryFor<ApplyKernel<T>>());
     }
     RegisterKernel(KernelKey(std::string("Resource") + op.op, DeviceType::kCuda, "T", kType),
-                   kernel_internal::FactoryFor<ApplyKernel<T>>());
+                   FactoryFor<ApplyKernel<T>>());
   }
-  RegisterKernel(KernelKey("ResourceScatterAdd", DeviceType::kCuda, "dtype", kType),
-                 kernel_internal::FactoryFor<ScatterKernel<T, SparseRule::kScatterAdd>>());
-  RegisterKernel(KernelKey("ResourceScatterSub", DeviceType::kCuda, "dtype", kType),
-                 kernel_internal::FactoryFor<ScatterKernel<T, SparseRule::kScatterSub>>());
-  RegisterKernel(KernelKey("ResourceScatterUpdate", DeviceType::kCuda, "dtype", kType),
-                 kernel_internal::FactoryFor<ScatterKernel<T, SparseRule::kScatterUpdate>>());
-  RegisterKernel(KernelKey("AssignVariableOp", DeviceType::kCuda, "dtype", kType),
-                 kernel_internal::FactoryFor<AssignVariableKernel>());
+  RegisterScatter<T, SparseRule::kScatterAdd>("ScatterAdd");
+  RegisterScatter<T, SparseRule::kScatterSub>("ScatterSub");
+  RegisterScatter<T, SparseRule::kScatterUpdate>("ScatterUpdate");
+  RegisterBoth<T, AssignUpdateKernel<T, BinaryOp::kAdd>>("AssignAdd", "AssignAddVariableOp");
+  RegisterBoth<T, AssignUpdateKernel<T, BinaryOp::kSub>>("AssignSub", "AssignSubVariableOp");
+  RegisterBoth<T, AssignKernel>("Assign", "AssignVariableOp", FactoryFor<AssignVariableKernel>());
   RegisterKernel(KernelKey("ReadVariableOp", DeviceType::kCuda, "dtype", kType),
-                 kernel_internal::FactoryFor<ReadVariableKernel<T>>());
-  RegisterKernel(KernelKey("AssignAddVariableOp", DeviceType::kCuda, "dtype", kType),
-                 kernel_internal::FactoryFor<AssignUpdateKernel<T, BinaryOp::kAdd>>());
-  RegisterKernel(KernelKey("AssignSubVariableOp", DeviceType::kCuda, "dtype", kType),
-                 kernel_internal::FactoryFor<AssignUpdateKernel<T, BinaryOp::kSub>>());
-  RegisterKernel(KernelKey("ScatterAdd", DeviceType::kCuda, "T", kType),
-                 kernel_internal::FactoryFor<ScatterKernel<T, SparseRule::kScatterAdd>>());
-  RegisterKernel(KernelKey("ScatterSub", DeviceType::kCuda, "T", kType),
-                 kernel_internal::FactoryFor<ScatterKernel<T, SparseRule::kScatterSub>>());
-  RegisterKernel(KernelKey("ScatterUpdate", DeviceType::kCuda, "T", kType),
-                 kernel_internal::FactoryFor<ScatterKernel<T, SparseRule::kScatterUpdate>>());
-  RegisterKernel(KernelKey("Assign", DeviceType::kCuda, "T", kType),
-                 kernel_internal::FactoryFor<AssignKernel>());
-  RegisterKernel(KernelKey("AssignAdd", DeviceType::kCuda, "T", kType),
-                 kernel_internal::FactoryFor<AssignUpdateKernel<T, BinaryOp::kAdd>>());
-  RegisterKernel(KernelKey("AssignSub", DeviceType::kCuda, "T", kType),
-                 kernel_internal::FactoryFor<AssignUpdateKernel<T, BinaryOp::kSub>>());
+                 FactoryFor<ReadVariableKernel<T>>());
 }
 
 const bool kRegistered = [] {
